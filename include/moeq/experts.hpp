@@ -1,0 +1,122 @@
+#pragma once
+// The experts step: out[t] = sum_k w[t,k] * W2_e(act(W13_e x_t)) over the local experts of
+// token t (CONTRACT §2). Host API in the CUTLASS style: can_implement -> Experts (plan) ->
+// workspace_bytes -> apply. apply never allocates, compiles or reads the environment.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "moeq/types.hpp"
+#include "moeq/weights.hpp"
+
+namespace moeq {
+
+struct ActivationParams {
+  Activation kind = Activation::silu;
+  float swiglu_alpha = 1.702f;  // SWIGLUOAI
+  float swiglu_limit = 7.0f;    // SWIGLUOAI and SWIGLUSTEP
+  float silu_clamp = 0.0f;      // SILU: > 0 clamps gate above and up on both sides
+};
+
+// What the layer is: shapes, formats, activation. Fixed for the life of a model.
+struct ExpertsDesc {
+  int64_t num_experts = 0;         // E: local experts (first dim of the weights)
+  int64_t num_global_experts = 0;  // E_g: range of topk_ids; 0 means E
+  int64_t hidden_size = 0;         // K
+  int64_t intermediate_size = 0;   // I (called N in vLLM)
+  int64_t top_k = 1;
+  DType act_dtype = DType::bf16;   // hidden / output dtype: bf16 or f16
+  WeightFormat weight_format = WeightFormat::int4;
+  ActFormat act_format = ActFormat::none;
+  int group_size = 128;            // INT4 / INT8 only: 32, 64, 128 or 0 (per channel)
+  DType scale_dtype = DType::none; // INT4 / INT8 only: bf16 / f16 (INT8 also f32); none = act_dtype
+  bool has_zero_point = false;     // INT4 only
+  int num_global_scales_w13 = 1;   // NVFP4 only: 1, or 2 (gate and up scaled separately)
+  DType bias_dtype = DType::none;  // f32 or act_dtype adds per-expert bias to both GEMMs
+  ActivationParams activation;
+  bool interleaved_gate_up = false;  // w13 rows [g0, u0, g1, u1, ...] instead of [g; u]
+
+  int64_t global_experts() const { return num_global_experts > 0 ? num_global_experts : num_experts; }
+  int64_t gemm1_n() const;  // N13: 2I gated, I otherwise
+  WeightDesc w13() const;   // [E, N13, K]
+  WeightDesc w2() const;    // [E, K, I]
+  std::string to_string() const;
+};
+
+// How to compute. Layout auto: masked when batched input is given, else chosen by routed rows.
+struct Options {
+  Layout layout = Layout::auto_select;
+  Backend backend = Backend::auto_select;
+  bool batch_invariant = false;
+  bool f16_accum = false;
+  int64_t block_m = 0;  // indexed layout alignment; 0 = chosen by the planner
+  std::string to_string() const;
+};
+
+// Every reason `desc` with `options` cannot run; empty when it can.
+std::vector<std::string> can_implement(const ExpertsDesc& desc, const Options& options);
+
+// Routing and activations for one call. All pointers live where the backend computes
+// (host memory for the CPU backend). Row strides are in elements.
+struct ExpertsInputs {
+  // Standard format: hidden [M, K]; masked (batched) format: hidden [E, T, K].
+  const void* hidden = nullptr;
+  int64_t num_tokens = 0;         // M (standard). Ignored for masked input.
+  int64_t hidden_row_stride = 0;  // 0 = K
+  const void* topk_ids = nullptr;      // [M, top_k] i32 or i64, global ids, -1 = no expert
+  DType topk_ids_dtype = DType::i32;
+  const void* topk_weights = nullptr;  // [M, top_k] f32 (bf16/f16 accepted)
+  DType topk_weights_dtype = DType::f32;
+  const int32_t* expert_map = nullptr;  // [E_g] global -> local id, -1 = not here; null = identity
+  // Masked (batched) format: expert_num_tokens [E] (i32/i64), T rows per expert.
+  const void* expert_num_tokens = nullptr;
+  DType expert_num_tokens_dtype = DType::i32;
+  int64_t max_tokens_per_expert = 0;  // T
+  bool is_batched() const { return expert_num_tokens != nullptr; }
+};
+
+// One caller-owned output: [M, K] (standard) or [E, T, K] (masked), act_dtype.
+struct ExpertsOutput {
+  void* out = nullptr;
+  int64_t row_stride = 0;  // 0 = K
+};
+
+// The two ping-pong workspaces apply needs for a given row count (CONTRACT §7).
+struct WorkspaceSizes {
+  int64_t workspace1_bytes = 0;
+  int64_t workspace2_bytes = 0;
+};
+
+
+class Experts {
+ public:
+  // Plans the layer (validates desc and options; a GPU backend compiles its kernels here).
+  Experts(const ExpertsDesc& desc, const Options& options);
+  ~Experts();
+  Experts(Experts&&) noexcept;
+  Experts& operator=(Experts&&) noexcept;
+
+  const ExpertsDesc& desc() const;
+  const Options& options() const;
+  Backend backend() const;  // the backend actually used (auto resolved)
+  // Layout used for `num_tokens` standard rows (or masked for batched input).
+  Layout layout_for(int64_t num_tokens, bool batched) const;
+
+  // Workspace sizes for M standard rows, or E*T batched rows when `batched_tokens_per_expert` > 0.
+  WorkspaceSizes workspace_bytes(int64_t num_tokens, int64_t batched_tokens_per_expert = 0) const;
+
+  // Runs the experts step. Validates every argument first; on error nothing is written.
+  void apply(const WeightView& w13, const WeightView& w2, const ExpertsInputs& inputs,
+             const ExpertsOutput& output, void* workspace1, void* workspace2,
+             void* stream = nullptr) const;
+
+  // The plan in words: backend, layout policy, block sizes, workspaces.
+  std::string explain(int64_t num_tokens) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace moeq

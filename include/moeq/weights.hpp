@@ -1,0 +1,59 @@
+#pragma once
+// Canonical weight layouts (CONTRACT §4) as the caller hands them to moeq: raw pointers,
+// one view per GEMM. The CPU reference reads these layouts directly; GPU backends `prepare`
+// them into their own kernel layout once, at load time.
+#include <cstdint>
+
+#include "moeq/types.hpp"
+
+namespace moeq {
+
+// Shape and encoding of one GEMM's weights (w13 or w2), all experts.
+// codes:        [E, n, k] elements of weight_format_code_dtype(format), packed along k.
+// scales:       MX:   ue8m0 [E, n, k/32];  NVFP4: e4m3 [E, n, k/16]
+//               FP8 channel: f32 [E, n];    FP8 block: f32 [E, ceil(n/128), ceil(k/128)]
+//               INT4/INT8: scale_dtype [E, n, k/group_size] (group_size 0: [E, n])
+// global_scales: NVFP4 only, f32 [E, num_global_scales]; with 2, rows [0, n/2) use column 0
+//               (gate) and rows [n/2, n) column 1 (up).
+// zero_points:  INT4 with has_zero_point: u8 [E, n, k/group_size] (or [E, n]), values 0..15;
+//               value = (code - zp) * s. Without it, the zero point is 8 (INT4) / 128 (INT8).
+// bias:         bias_dtype [E, n] when bias_dtype != none.
+struct WeightDesc {
+  WeightFormat format = WeightFormat::int4;
+  int64_t num_experts = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  int group_size = 0;  // K elements per scale: fixed by MX/NVFP4/FP8-block, chosen for INT4/INT8
+  DType scale_dtype = DType::none;
+  bool has_zero_point = false;
+  int num_global_scales = 0;  // NVFP4: 1 or 2
+  DType bias_dtype = DType::none;
+
+  // Number of scale entries along k per row (1 for per-channel).
+  int64_t scale_groups_k() const;
+  // Element counts of each tensor, for all experts.
+  int64_t code_bytes() const;
+  int64_t scale_elems() const;
+  int64_t scale_bytes() const;
+  int64_t zero_point_bytes() const;
+  int64_t global_scale_elems() const;
+  int64_t bias_bytes() const;
+};
+
+struct WeightView {
+  const void* codes = nullptr;
+  const void* scales = nullptr;
+  const float* global_scales = nullptr;
+  const uint8_t* zero_points = nullptr;
+  const void* bias = nullptr;
+};
+
+}  // namespace moeq
+
+namespace moeq {
+// Checks host-resident canonical weights: every pointer the desc needs is present and
+// aligned, and every scale is finite and non-negative (ue8m0: not 255; NVFP4 global scales
+// positive). Throws moeq::Error naming the tensor, the element and the value. `name` is
+// "w13" or "w2".
+void validate_weights(const WeightDesc& desc, const WeightView& view, const char* name);
+}  // namespace moeq

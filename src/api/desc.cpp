@@ -1,0 +1,79 @@
+// ExpertsDesc / Options helpers and can_implement.
+#include <sstream>
+
+#include "moeq/experts.hpp"
+#include "plan/legality.hpp"
+
+namespace moeq {
+namespace {
+
+DType canonical_scale_dtype(const ExpertsDesc& d) {
+  switch (d.weight_format) {
+    case WeightFormat::mxfp4: case WeightFormat::mxfp8: return DType::ue8m0;
+    case WeightFormat::nvfp4: return DType::e4m3;
+    case WeightFormat::fp8_channel: case WeightFormat::fp8_block: return DType::f32;
+    case WeightFormat::int4: case WeightFormat::int8:
+      return d.scale_dtype == DType::none ? d.act_dtype : d.scale_dtype;
+  }
+  return DType::none;
+}
+
+WeightDesc make_weight_desc(const ExpertsDesc& d, int64_t n, int64_t k, int num_global_scales) {
+  WeightDesc w;
+  w.format = d.weight_format;
+  w.num_experts = d.num_experts;
+  w.n = n;
+  w.k = k;
+  const int fixed = weight_format_fixed_group(d.weight_format);
+  const bool is_int = d.weight_format == WeightFormat::int4 || d.weight_format == WeightFormat::int8;
+  w.group_size = fixed > 0 ? fixed : (is_int ? d.group_size : 0);
+  w.scale_dtype = canonical_scale_dtype(d);
+  w.has_zero_point = d.has_zero_point;
+  w.num_global_scales = d.weight_format == WeightFormat::nvfp4 ? num_global_scales : 0;
+  w.bias_dtype = d.bias_dtype;
+  return w;
+}
+
+}  // namespace
+
+int64_t ExpertsDesc::gemm1_n() const {
+  return is_gated(activation.kind) ? 2 * intermediate_size : intermediate_size;
+}
+
+WeightDesc ExpertsDesc::w13() const {
+  return make_weight_desc(*this, gemm1_n(), hidden_size, num_global_scales_w13);
+}
+
+WeightDesc ExpertsDesc::w2() const { return make_weight_desc(*this, hidden_size, intermediate_size, 1); }
+
+std::string ExpertsDesc::to_string() const {
+  std::ostringstream s;
+  s << "E=" << num_experts;
+  if (num_global_experts > 0 && num_global_experts != num_experts) s << "/" << num_global_experts;
+  s << " K=" << hidden_size << " I=" << intermediate_size << " top_k=" << top_k << " "
+    << moeq::to_string(weight_format);
+  if (weight_format == WeightFormat::int4 || weight_format == WeightFormat::int8)
+    s << "-g" << group_size << (has_zero_point ? "-zp" : "");
+  s << ":" << moeq::to_string(act_format) << " " << moeq::to_string(act_dtype) << " "
+    << moeq::to_string(activation.kind);
+  if (interleaved_gate_up) s << " interleaved";
+  if (bias_dtype != DType::none) s << " bias=" << moeq::to_string(bias_dtype);
+  return s.str();
+}
+
+std::string Options::to_string() const {
+  std::ostringstream s;
+  s << "layout=" << moeq::to_string(layout) << " backend=" << moeq::to_string(backend);
+  if (batch_invariant) s << " batch_invariant";
+  if (f16_accum) s << " f16_accum";
+  if (block_m > 0) s << " block_m=" << block_m;
+  return s.str();
+}
+
+std::vector<std::string> can_implement(const ExpertsDesc& desc, const Options& options) {
+  auto reasons = plan::desc_reasons(desc);
+  for (auto& r : plan::option_reasons(desc, options)) reasons.push_back(std::move(r));
+  return reasons;
+}
+
+}  // namespace moeq

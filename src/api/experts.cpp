@@ -1,0 +1,135 @@
+// Experts: plan once, then apply. Today the CPU backend runs the reference stages in the
+// planned workspaces; the CUDA backend plugs in at resolve_backend / apply.
+#include "moeq/experts.hpp"
+
+#include <sstream>
+
+#include "api/validate.hpp"
+#include "moeq/error.hpp"
+#include "plan/legality.hpp"
+#include "plan/workspace.hpp"
+#include "reference/experts.hpp"
+
+namespace moeq {
+namespace {
+
+Backend resolve_backend(Backend requested) {
+  if (requested == Backend::cuda)
+    throw Error(
+        "backend = cuda is not available: this build of moeq has no CUDA backend yet; "
+        "use --backend cpu or auto");
+  return Backend::cpu;
+}
+
+template <typename T>
+T* buffer_ptr(const plan::WorkspacePlan& plan, const char* name, void* ws1, void* ws2) {
+  const auto* b = plan.find(name);
+  if (b == nullptr) return nullptr;
+  auto* base = static_cast<uint8_t*>(b->workspace == 1 ? ws1 : ws2);
+  return reinterpret_cast<T*>(base + b->offset_bytes);
+}
+
+ref::StepBuffers step_buffers(const plan::WorkspacePlan& plan, void* ws1, void* ws2) {
+  ref::StepBuffers s;
+  s.quanted_gate_up_input = buffer_ptr<uint8_t>(plan, "quanted_gate_up_input", ws1, ws2);
+  s.quanted_gate_up_scales = buffer_ptr<void>(plan, "quanted_gate_up_input.scales", ws1, ws2);
+  s.gate_up_output = buffer_ptr<void>(plan, "gate_up_output", ws1, ws2);
+  s.activation_output = buffer_ptr<void>(plan, "activation_output", ws1, ws2);
+  s.quanted_down_input = buffer_ptr<uint8_t>(plan, "quanted_down_input", ws1, ws2);
+  s.quanted_down_scales = buffer_ptr<void>(plan, "quanted_down_input.scales", ws1, ws2);
+  s.down_output = buffer_ptr<void>(plan, "down_output", ws1, ws2);
+  s.permuted_hidden = buffer_ptr<void>(plan, "permuted_hidden", ws1, ws2);
+  s.local_ids = buffer_ptr<int32_t>(plan, "local_ids", ws1, ws2);
+  s.sorted_ids = buffer_ptr<int32_t>(plan, "sorted_ids", ws1, ws2);
+  s.expert_ids = buffer_ptr<int32_t>(plan, "expert_ids", ws1, ws2);
+  s.num_tokens_padded = buffer_ptr<int32_t>(plan, "num_tokens_padded", ws1, ws2);
+  s.expert_offsets = buffer_ptr<int64_t>(plan, "expert_offsets", ws1, ws2);
+  s.inv_permuted_idx = buffer_ptr<int32_t>(plan, "inv_permuted_idx", ws1, ws2);
+  s.permuted_src = buffer_ptr<int32_t>(plan, "permuted_src", ws1, ws2);
+  return s;
+}
+
+}  // namespace
+
+struct Experts::Impl {
+  ExpertsDesc desc;
+  Options options;
+  Backend backend;
+
+  plan::PlanShape shape_for(int64_t num_tokens, int64_t tokens_per_expert, bool batched) const {
+    plan::PlanShape p;
+    p.layout = plan::choose_layout(desc, options.layout, num_tokens, batched);
+    p.num_tokens = num_tokens;
+    p.max_tokens_per_expert = tokens_per_expert;
+    p.block_m = options.block_m > 0 ? options.block_m : plan::choose_block_m(desc, num_tokens);
+    return p;
+  }
+};
+
+Experts::Experts(const ExpertsDesc& desc, const Options& options) {
+  plan::require_implementable(desc, options);
+  impl_ = std::make_unique<Impl>(Impl{desc, options, resolve_backend(options.backend)});
+}
+
+Experts::~Experts() = default;
+Experts::Experts(Experts&&) noexcept = default;
+Experts& Experts::operator=(Experts&&) noexcept = default;
+
+const ExpertsDesc& Experts::desc() const { return impl_->desc; }
+const Options& Experts::options() const { return impl_->options; }
+Backend Experts::backend() const { return impl_->backend; }
+
+Layout Experts::layout_for(int64_t num_tokens, bool batched) const {
+  return plan::choose_layout(impl_->desc, impl_->options.layout, num_tokens, batched);
+}
+
+WorkspaceSizes Experts::workspace_bytes(int64_t num_tokens, int64_t batched_tokens_per_expert) const {
+  const bool batched = batched_tokens_per_expert > 0;
+  const auto plan = plan::plan_workspaces(impl_->desc, impl_->shape_for(num_tokens, batched_tokens_per_expert, batched));
+  return {plan.workspace1_bytes, plan.workspace2_bytes};
+}
+
+void Experts::apply(const WeightView& w13, const WeightView& w2, const ExpertsInputs& inputs,
+                    const ExpertsOutput& output, void* workspace1, void* workspace2, void* /*stream*/) const {
+  const ExpertsDesc& d = impl_->desc;
+  const bool batched = inputs.is_batched();
+  const bool explicit_masked = impl_->options.layout == Layout::masked;
+  if (explicit_masked && !batched)
+    throw Error("layout = masked needs batched input (expert_num_tokens and [E, T, K] hidden)");
+  const auto shape = impl_->shape_for(inputs.num_tokens, inputs.max_tokens_per_expert, batched);
+  if (batched && impl_->options.layout != Layout::auto_select && !explicit_masked)
+    throw Error(std::string("layout = ") + std::string(to_string(impl_->options.layout)) +
+                " cannot take batched input; use masked or auto");
+  api::validate_inputs(d, shape.layout, inputs, output);
+  validate_weights(d.w13(), w13, "w13");
+  validate_weights(d.w2(), w2, "w2");
+  const int64_t rows = batched ? d.num_experts * inputs.max_tokens_per_expert : inputs.num_tokens;
+  if (rows == 0) return;
+
+  const auto plan = plan::plan_workspaces(d, shape);
+  if (plan.workspace1_bytes > 0 && workspace1 == nullptr) throw Error("workspace1 is null but the plan needs " + std::to_string(plan.workspace1_bytes) + " bytes");
+  if (plan.workspace2_bytes > 0 && workspace2 == nullptr) throw Error("workspace2 is null but the plan needs " + std::to_string(plan.workspace2_bytes) + " bytes");
+
+  ref::StepArgs args{&d, &w13, &w2, &inputs, output, shape.block_m};
+  const auto buffers = step_buffers(plan, workspace1, workspace2);
+  switch (shape.layout) {
+    case Layout::indexed: ref::run_indexed(args, buffers); break;
+    case Layout::contiguous: ref::run_contiguous(args, buffers); break;
+    case Layout::masked: ref::run_masked(args, buffers); break;
+    case Layout::auto_select: throw Error("internal: layout was not resolved");
+  }
+}
+
+std::string Experts::explain(int64_t num_tokens) const {
+  const auto shape = impl_->shape_for(num_tokens, 0, false);
+  std::ostringstream s;
+  s << "experts " << impl_->desc.to_string() << "\n"
+    << "options " << impl_->options.to_string() << "\n"
+    << "backend " << to_string(impl_->backend) << ", layout " << to_string(shape.layout);
+  if (shape.layout == Layout::indexed) s << " (block_m " << shape.block_m << ")";
+  s << " for M = " << num_tokens << "\n"
+    << plan::plan_workspaces(impl_->desc, shape).to_string();
+  return s.str();
+}
+
+}  // namespace moeq

@@ -1,0 +1,15 @@
+#pragma once
+// Files embedded into the library at build time (cmake/embed.cmake).
+#include <string_view>
+#include <vector>
+
+namespace moeq {
+
+struct EmbeddedFile {
+  std::string_view path;  // relative to the embedded folder
+  std::string_view data;
+};
+
+const std::vector<EmbeddedFile>& embedded_presets();
+
+}  // namespace moeq

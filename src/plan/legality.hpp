@@ -1,0 +1,17 @@
+#pragma once
+// The one place that says what moeq accepts, with reasons in words. Used by can_implement,
+// the Experts constructor, the CLI (`moeq info`) and the tests.
+#include <string>
+#include <vector>
+
+#include "moeq/experts.hpp"
+
+namespace moeq::plan {
+
+std::vector<std::string> desc_reasons(const ExpertsDesc& desc);
+std::vector<std::string> option_reasons(const ExpertsDesc& desc, const Options& options);
+
+// Throws moeq::Error listing every reason when desc/options cannot run.
+void require_implementable(const ExpertsDesc& desc, const Options& options);
+
+}  // namespace moeq::plan

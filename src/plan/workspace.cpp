@@ -1,0 +1,151 @@
+#include "plan/workspace.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "moeq/error.hpp"
+#include "reference/quantize.hpp"
+#include "reference/routing.hpp"
+
+namespace moeq::plan {
+namespace {
+
+constexpr int64_t kAlignBytes = 256;
+int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+BufferPlacement make_buffer(std::string name, std::vector<int64_t> shape, DType dtype) {
+  BufferPlacement b;
+  b.name = std::move(name);
+  int64_t elems = 1;
+  for (int64_t d : shape) elems *= d;
+  b.shape = std::move(shape);
+  b.dtype = dtype;
+  b.bytes = dtype_bytes(dtype, elems);
+  return b;
+}
+
+int64_t workspace_end(const std::vector<BufferPlacement>& buffers, int ws) {
+  int64_t end = 0;
+  for (const auto& b : buffers)
+    if (b.workspace == ws) end = std::max(end, b.offset_bytes + b.bytes);
+  return end;
+}
+
+}  // namespace
+
+const BufferPlacement* WorkspacePlan::find(const std::string& name) const {
+  for (const auto& b : buffers)
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+const BufferPlacement& WorkspacePlan::get(const std::string& name) const {
+  if (const auto* b = find(name)) return *b;
+  throw Error("workspace plan has no buffer '" + name + "'");
+}
+
+std::string WorkspacePlan::to_string() const {
+  std::ostringstream s;
+  s << "workspace1 " << workspace1_bytes << " B, workspace2 " << workspace2_bytes << " B\n";
+  for (const auto& b : buffers) {
+    s << "  ws" << b.workspace << " +" << b.offset_bytes << " " << b.name << " [";
+    for (size_t i = 0; i < b.shape.size(); ++i) s << (i ? ", " : "") << b.shape[i];
+    s << "] " << moeq::to_string(b.dtype) << " (" << b.bytes << " B)\n";
+  }
+  return s.str();
+}
+
+WorkspacePlan plan_workspaces(const ExpertsDesc& d, const PlanShape& p) {
+  const bool batched = p.layout == Layout::masked;
+  const bool quantized = d.act_format != ActFormat::none;
+  const int64_t E = d.num_experts, K = d.hidden_size, I = d.intermediate_size;
+  const int64_t rows = batched ? E * p.max_tokens_per_expert : p.num_tokens * d.top_k;
+  const int64_t gemm1_input_rows = p.layout == Layout::indexed ? p.num_tokens : rows;
+  const DType c = d.act_dtype;
+  const DType q = act_format_code_dtype(d.act_format);
+
+  // The required list in stage order (reference-notes §3.2).
+  std::vector<BufferPlacement> required;
+  if (quantized) required.push_back(make_buffer("quanted_gate_up_input", {gemm1_input_rows, K}, q));
+  required.push_back(make_buffer("gate_up_output", {rows, d.gemm1_n()}, c));
+  required.push_back(make_buffer("activation_output", {rows, I}, c));
+  if (quantized) required.push_back(make_buffer("quanted_down_input", {rows, I}, q));
+  if (batched)
+    required.push_back(make_buffer("down_output", {E, p.max_tokens_per_expert, K}, c));
+  else
+    required.push_back(make_buffer("down_output", {rows, K}, c));
+  if (!batched) required.push_back(make_buffer("output", {p.num_tokens, K}, c));
+
+  // Reverse walk: the i-th buffer from the end goes to workspace 1 when i is even.
+  for (size_t i = 0; i < required.size(); ++i)
+    required[required.size() - 1 - i].workspace = (i % 2 == 0) ? 1 : 2;
+
+  WorkspacePlan plan;
+  plan.buffers = required;
+  // Activation scales sit right after their codes, in the same workspace.
+  for (const auto& b : required) {
+    if (b.name != "quanted_gate_up_input" && b.name != "quanted_down_input") continue;
+    BufferPlacement s;
+    s.name = b.name + ".scales";
+    s.workspace = b.workspace;
+    s.offset_bytes = align_up(b.bytes, kAlignBytes);
+    s.shape = {b.shape[0], d.act_format == ActFormat::fp8_token ? 1 : b.shape[1] / 32};
+    s.dtype = d.act_format == ActFormat::fp8_token ? DType::f32 : DType::ue8m0;
+    s.bytes = ref::act_scale_bytes(d.act_format, b.shape[0], b.shape[1]);
+    plan.buffers.push_back(s);
+  }
+  // NOTE: the permuted hidden states are read by the first stage (quantize or GEMM1), whose
+  // output is in workspace 2 in both the 16-bit and the quantized chain, so they go to
+  // workspace 1, where activation_output later overwrites them after their last reader.
+  if (p.layout == Layout::contiguous) {
+    auto b = make_buffer("permuted_hidden", {rows, K}, c);
+    b.workspace = 1;
+    plan.buffers.push_back(b);
+  }
+
+  // Routing metadata lives through the whole step, past everything else in workspace 2.
+  std::vector<BufferPlacement> meta;
+  if (!batched) meta.push_back(make_buffer("local_ids", {rows}, DType::i32));
+  if (p.layout == Layout::indexed) {
+    const int64_t cap = ref::align_capacity(rows, E, p.block_m);
+    meta.push_back(make_buffer("sorted_ids", {cap}, DType::i32));
+    meta.push_back(make_buffer("expert_ids", {cap / p.block_m}, DType::i32));
+    meta.push_back(make_buffer("num_tokens_padded", {1}, DType::i32));
+  } else if (p.layout == Layout::contiguous) {
+    meta.push_back(make_buffer("expert_offsets", {E + 1}, DType::i64));
+    meta.push_back(make_buffer("inv_permuted_idx", {rows}, DType::i32));
+    meta.push_back(make_buffer("permuted_src", {rows}, DType::i32));
+  }
+  int64_t offset = align_up(workspace_end(plan.buffers, 2), kAlignBytes);
+  for (auto& b : meta) {
+    b.workspace = 2;
+    b.offset_bytes = offset;
+    offset = align_up(offset + b.bytes, kAlignBytes);
+    plan.buffers.push_back(b);
+  }
+  plan.workspace1_bytes = workspace_end(plan.buffers, 1);
+  plan.workspace2_bytes = workspace_end(plan.buffers, 2);
+  return plan;
+}
+
+int64_t valid_shape_m(const ExpertsDesc& d, int64_t global_tokens) {
+  const int64_t eg = d.global_experts();
+  return (global_tokens * d.top_k * d.num_experts + eg - 1) / eg;
+}
+
+int64_t choose_block_m(const ExpertsDesc& d, int64_t num_tokens) {
+  const double rows_per_expert =
+      static_cast<double>(valid_shape_m(d, num_tokens)) / static_cast<double>(d.num_experts);
+  for (int64_t bm : {16, 32, 48, 64})
+    if (rows_per_expert / static_cast<double>(bm) < 0.9) return bm;
+  return 64;
+}
+
+Layout choose_layout(const ExpertsDesc& d, Layout requested, int64_t num_tokens, bool batched) {
+  if (batched) return Layout::masked;
+  if (requested != Layout::auto_select) return requested;
+  const int64_t rows_per_expert = valid_shape_m(d, num_tokens) / d.num_experts;
+  return rows_per_expert < kContiguousMinRowsPerExpert ? Layout::indexed : Layout::contiguous;
+}
+
+}  // namespace moeq::plan

@@ -1,0 +1,61 @@
+#pragma once
+// Workspace planning (CONTRACT §7, reference-notes §3): the buffers one experts step needs,
+// placed in two ping-pong workspaces so no stage reads and writes the same workspace.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "moeq/experts.hpp"
+
+namespace moeq::plan {
+
+struct BufferPlacement {
+  std::string name;
+  int workspace = 1;          // 1 or 2
+  int64_t offset_bytes = 0;
+  std::vector<int64_t> shape;  // elements; 4-bit codes count elements, not bytes
+  DType dtype = DType::none;
+  int64_t bytes = 0;
+};
+
+struct WorkspacePlan {
+  std::vector<BufferPlacement> buffers;
+  int64_t workspace1_bytes = 0;
+  int64_t workspace2_bytes = 0;
+
+  const BufferPlacement* find(const std::string& name) const;
+  const BufferPlacement& get(const std::string& name) const;  // throws Error if absent
+  std::string to_string() const;
+};
+
+// Rows of the problem: standard input has num_tokens rows; batched input has E*T rows.
+struct PlanShape {
+  Layout layout = Layout::indexed;  // resolved, never auto
+  int64_t num_tokens = 0;           // M (standard)
+  int64_t max_tokens_per_expert = 0;  // T (masked)
+  int64_t block_m = 64;             // indexed alignment
+};
+
+// The spec buffers (quanted_gate_up_input, gate_up_output, activation_output,
+// quanted_down_input, down_output, output) each at offset 0 of the workspace the reverse
+// ping-pong walk gives it. moeq adds, past the largest buffer of a workspace:
+//   *.scales (activation scales of a quantized buffer, right after its codes),
+//   permuted_hidden (contiguous: workspace of gate_up_output's *reader*... see workspace.cpp),
+//   routing metadata in workspace 2 (sorted_ids, expert_ids, num_tokens_padded, local_ids,
+//   expert_offsets, inv_permuted_idx, permuted_src), which lives through the whole step.
+WorkspacePlan plan_workspaces(const ExpertsDesc& desc, const PlanShape& shape);
+
+// Rows routed to this rank's experts, as the tuning tables are indexed (CONTRACT §7):
+// ceil(global_tokens * top_k * E / E_g).
+int64_t valid_shape_m(const ExpertsDesc& desc, int64_t global_tokens);
+
+// Indexed-layout alignment: the smallest of {16, 32, 48, 64} that keeps the expected
+// rows per expert under 90% of a block, else 64.
+int64_t choose_block_m(const ExpertsDesc& desc, int64_t num_tokens);
+
+// Layout for `auto`: indexed while the expected rows per expert stay under
+// kContiguousMinRowsPerExpert, contiguous beyond.
+inline constexpr int64_t kContiguousMinRowsPerExpert = 64;
+Layout choose_layout(const ExpertsDesc& desc, Layout requested, int64_t num_tokens, bool batched);
+
+}  // namespace moeq::plan

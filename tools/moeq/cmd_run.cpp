@@ -1,0 +1,229 @@
+// `moeq run`: one experts step on a generated problem (a model preset) or on safetensors files.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/presets.hpp"
+#include "io/problem.hpp"
+#include "io/problem_file.hpp"
+#include "io/safetensors.hpp"
+#include "plan/legality.hpp"
+#include "moeq/error.hpp"
+#include "moeq/experts.hpp"
+#include "reference/oracle.hpp"
+#include "reference/routing.hpp"
+#include "reference/scalars.hpp"
+#include "tools/moeq/commands.hpp"
+
+namespace moeq::cli {
+namespace {
+
+struct RunArgs {
+  std::string preset = "qwen3-30b-a3b";
+  std::string scheme;
+  std::string layout = "auto";
+  std::string activation;
+  std::string backend = "auto";
+  int64_t tokens = 16;
+  uint64_t seed = 0;
+  int ep_size = 1;
+  int ep_rank = 0;
+  int64_t block_m = 0;
+  bool batch_invariant = false;
+  bool f16_accum = false;
+  bool check = false;
+  int threads = 0;
+  std::string weights, inputs, output, save_problem;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+template <typename Parse>
+auto parse_or_throw(const std::string& text, const char* what, Parse parse) {
+  auto v = parse(text);
+  if (!v) throw Error(std::string(what) + " = '" + text + "' is unknown; see `moeq info`");
+  return *v;
+}
+
+io::HostProblem make_problem(const RunArgs& a, Layout layout) {
+  if (!a.weights.empty() || !a.inputs.empty()) {
+    if (a.weights.empty() || a.inputs.empty()) throw Error("--weights and --inputs go together");
+    io::HostProblem p = io::load_problem(a.weights, a.inputs);
+    if (layout != Layout::auto_select) p.layout = layout;
+    return p;
+  }
+  ExpertsDesc desc = io::find_preset(a.preset).desc;
+  if (!a.scheme.empty()) io::apply_scheme(a.scheme, desc);
+  if (!a.activation.empty()) {
+    desc.activation.kind = parse_or_throw(a.activation, "activation", parse_activation);
+    if (!is_gated(desc.activation.kind)) desc.interleaved_gate_up = false;
+    if (!is_gated(desc.activation.kind)) desc.num_global_scales_w13 = 1;
+  }
+  plan::require_implementable(desc, Options{});
+  io::GenerateOptions g;
+  g.num_tokens = a.tokens;
+  g.seed = a.seed;
+  g.ep_size = a.ep_size;
+  g.ep_rank = a.ep_rank;
+  g.batched = layout == Layout::masked;
+  g.num_threads = a.threads;
+  io::HostProblem p = io::generate_problem(desc, g);
+  p.layout = layout;
+  return p;
+}
+
+// Sum of the values and an FNV-1a hash of the bytes: the sum is readable, the hash exact.
+void print_checksum(const char* label, DType dtype, const std::vector<uint8_t>& bytes, int64_t elems) {
+  double sum = 0.0, sum_abs = 0.0;
+  for (int64_t i = 0; i < elems; ++i) {
+    const double v = ref::load_float(dtype, bytes.data(), i);
+    sum += v;
+    sum_abs += std::fabs(v);
+  }
+  uint64_t hash = 1469598103934665603ULL;
+  for (uint8_t b : bytes) hash = (hash ^ b) * 1099511628211ULL;
+  std::printf("%-10s sum %.6e  sum|x| %.6e  fnv1a %016llx\n", label, sum, sum_abs,
+              static_cast<unsigned long long>(hash));
+}
+
+// Relative Frobenius error and largest element error of `out` against the float64 oracle.
+void print_check(const io::HostProblem& p, const std::vector<uint8_t>& out) {
+  const auto in = p.inputs();
+  const auto want = p.is_batched() ? ref::oracle_experts_batched(p.desc, p.w13->view(), p.w2->view(), in)
+                                   : ref::oracle_experts(p.desc, p.w13->view(), p.w2->view(), in);
+  const int64_t K = p.desc.hidden_size;
+  double err2 = 0.0, ref2 = 0.0, max_err = 0.0, max_ref = 0.0;
+  for (int64_t r = 0; r < p.output_rows(); ++r) {
+    if (p.is_batched()) {
+      const int64_t e = r / p.max_tokens_per_expert, i = r % p.max_tokens_per_expert;
+      if (i >= p.expert_num_tokens[e]) continue;
+    }
+    for (int64_t c = 0; c < K; ++c) {
+      const double w = want[r * K + c], g = ref::load_float(p.desc.act_dtype, out.data(), r * K + c);
+      err2 += (g - w) * (g - w);
+      ref2 += w * w;
+      max_err = std::max(max_err, std::fabs(g - w));
+      max_ref = std::max(max_ref, std::fabs(w));
+    }
+  }
+  const double rel = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  std::printf("check      vs float64 oracle: rel err %.3e, max err %.3e (%.3f%% of max|ref|)\n", rel, max_err,
+              max_ref > 0 ? 100.0 * max_err / max_ref : 0.0);
+}
+
+int run(const RunArgs& a) {
+  const Layout layout = parse_or_throw(a.layout, "layout", parse_layout);
+  Options options;
+  options.layout = layout;
+  options.backend = parse_or_throw(a.backend, "backend", parse_backend);
+  options.batch_invariant = a.batch_invariant;
+  options.f16_accum = a.f16_accum;
+  options.block_m = a.block_m;
+
+  auto t0 = std::chrono::steady_clock::now();
+  io::HostProblem p = make_problem(a, layout);
+  const double setup_s = seconds_since(t0);
+  options.layout = p.layout;
+  if (options.backend == Backend::auto_select)
+    std::printf("backend    auto: no CUDA backend in this build, using the CPU reference\n");
+  const Experts experts(p.desc, options);
+  const ExpertsDesc& d = p.desc;
+
+  const bool batched = p.is_batched();
+  const int64_t T = p.max_tokens_per_expert;
+  const WorkspaceSizes ws = experts.workspace_bytes(p.num_tokens, batched ? T : 0);
+  std::vector<uint8_t> ws1(static_cast<size_t>(ws.workspace1_bytes)), ws2(static_cast<size_t>(ws.workspace2_bytes));
+  const int64_t out_elems = p.output_rows() * d.hidden_size;
+  std::vector<uint8_t> out(static_cast<size_t>(dtype_bytes(d.act_dtype, out_elems)));
+
+  std::printf("problem    %s\n", d.to_string().c_str());
+  std::printf("tokens     M = %lld%s, layout %s, backend %s\n", static_cast<long long>(p.num_tokens),
+              batched ? (", batched T = " + std::to_string(T)).c_str() : "",
+              std::string(to_string(experts.layout_for(p.num_tokens, batched))).c_str(),
+              std::string(to_string(experts.backend())).c_str());
+  std::printf("workspace  %.2f MB + %.2f MB\n", ws.workspace1_bytes / 1e6, ws.workspace2_bytes / 1e6);
+  if (!a.save_problem.empty()) {
+    io::save_problem(a.save_problem, p);
+    std::printf("saved      problem to %s\n", a.save_problem.c_str());
+  }
+
+  t0 = std::chrono::steady_clock::now();
+  experts.apply(p.w13->view(), p.w2->view(), p.inputs(), {out.data(), 0}, ws1.data(), ws2.data());
+  const double apply_s = seconds_since(t0);
+
+  // Rows that reached a local expert, for the throughput figure.
+  int64_t routed_rows = 0;
+  if (batched) {
+    for (int32_t n : p.expert_num_tokens) routed_rows += n;
+  } else if (p.num_tokens > 0) {
+    const auto local = ref::to_local_expert_ids(p.topk_ids.data(), p.topk_ids_dtype, p.num_tokens, d.top_k,
+                                                d.global_experts(), p.expert_map.empty() ? nullptr : p.expert_map.data(),
+                                                d.num_experts);
+    for (int32_t e : local) routed_rows += e >= 0;
+  }
+  const double flops = 2.0 * static_cast<double>(routed_rows) *
+                       static_cast<double>(d.gemm1_n() * d.hidden_size + d.hidden_size * d.intermediate_size);
+  std::printf("time       setup %.3f s, apply %.3f s (%.2f GFLOP/s over %lld routed rows)\n", setup_s, apply_s,
+              apply_s > 0 ? flops / apply_s / 1e9 : 0.0, static_cast<long long>(routed_rows));
+  print_checksum(batched ? "out[E,T,K]" : "out", d.act_dtype, out, out_elems);
+  if (batched && !p.topk_ids.empty()) {
+    // Weight and reduce back to [M, K] so the checksum compares with the other layouts.
+    std::vector<uint8_t> combined(static_cast<size_t>(dtype_bytes(d.act_dtype, p.num_tokens * d.hidden_size)));
+    const auto local = ref::to_local_expert_ids(p.topk_ids.data(), p.topk_ids_dtype, p.num_tokens, d.top_k,
+                                                d.global_experts(), p.expert_map.empty() ? nullptr : p.expert_map.data(),
+                                                d.num_experts);
+    ref::combine_batched(out.data(), d.act_dtype, T, d.hidden_size, local.data(), p.topk_weights.data(),
+                         p.topk_weights_dtype, p.num_tokens, d.top_k, d.num_experts, combined.data());
+    print_checksum("combined", d.act_dtype, combined, p.num_tokens * d.hidden_size);
+  }
+  if (a.check) print_check(p, out);
+
+  if (!a.output.empty()) {
+    io::SafetensorsFile file;
+    file.metadata = io::desc_metadata(d, experts.layout_for(p.num_tokens, batched));
+    io::Tensor t;
+    t.name = "out";
+    t.dtype = d.act_dtype;
+    t.shape = batched ? std::vector<int64_t>{d.num_experts, T, d.hidden_size}
+                      : std::vector<int64_t>{p.num_tokens, d.hidden_size};
+    t.data = std::move(out);
+    file.add(std::move(t));
+    io::write_safetensors(a.output, file);
+    std::printf("wrote      %s\n", a.output.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Action add_run_command(CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand("run", "Run one experts step (default: Qwen3-30B-A3B, INT4-g128 x bf16, M = 16)");
+  cmd->add_option("--preset", a->preset, "Model preset (see `moeq info`)")->capture_default_str();
+  cmd->add_option("--scheme", a->scheme, "W[:A], e.g. int4-g128:bf16, mxfp4:fp8-token (default: the preset's)");
+  cmd->add_option("--layout", a->layout, "auto | indexed | contiguous | masked")->capture_default_str();
+  cmd->add_option("--activation", a->activation, "Override the preset's activation (silu, gelu, ...)");
+  cmd->add_option("--tokens,-M", a->tokens, "Tokens M")->capture_default_str();
+  cmd->add_option("--backend", a->backend, "auto | cpu | cuda")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Seed of the synthetic problem")->capture_default_str();
+  cmd->add_option("--ep-size", a->ep_size, "Expert-parallel ranks (this rank holds E_g/ep-size experts)");
+  cmd->add_option("--ep-rank", a->ep_rank, "This rank");
+  cmd->add_option("--block-m", a->block_m, "Indexed-layout alignment (0 = planner's choice)");
+  cmd->add_flag("--batch-invariant", a->batch_invariant, "Bit-identical rows whatever the batch");
+  cmd->add_flag("--f16-accum", a->f16_accum, "fp16 accumulation (f16 output only)");
+  cmd->add_flag("--check", a->check, "Compare the result with the float64 oracle");
+  cmd->add_option("--threads", a->threads, "Threads for problem generation (0 = all cores)");
+  cmd->add_option("--weights", a->weights, "Layer weights and metadata (safetensors; docs/file-format.md)");
+  cmd->add_option("--inputs", a->inputs, "Inputs: hidden, topk_ids, topk_weights, ... (may be the weights file)");
+  cmd->add_option("--output,-o", a->output, "Write the result tensor 'out' to this safetensors file");
+  cmd->add_option("--save-problem", a->save_problem, "Write the problem (weights + inputs) to this file");
+  return [a] { return run(*a); };
+}
+
+}  // namespace moeq::cli

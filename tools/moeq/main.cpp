@@ -1,0 +1,38 @@
+// moeq: command-line front end over the moeq C++ API.
+#include <cstdio>
+#include <exception>
+
+#include "moeq/error.hpp"
+#include "tools/moeq/commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"moeq: quantized Mixture-of-Experts layers (run `moeq <command> --help`)"};
+  app.set_version_flag("--version", std::string("moeq ") + MOEQ_VERSION);
+  app.require_subcommand(0, 1);
+
+  const moeq::cli::Action info = moeq::cli::add_info_command(app);
+  const moeq::cli::Action run = moeq::cli::add_run_command(app);
+
+  try {
+    // NOTE: no subcommand runs the main job, `moeq run` with its built-in default.
+    if (argc == 1) {
+      const char* default_argv[] = {argv[0], "run"};
+      app.parse(2, const_cast<char**>(default_argv));
+    } else {
+      app.parse(argc, argv);
+    }
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  try {
+    if (app.got_subcommand("info")) return info();
+    return run();
+  } catch (const moeq::Error& e) {
+    std::fprintf(stderr, "moeq: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "moeq: internal error: %s\n", e.what());
+    return 3;
+  }
+}
