@@ -1,3 +1,71 @@
 #!/usr/bin/env bash
-# placeholder replaced below
-exit 0
+# End-to-end checks of the moeq CLI: exit codes, messages, files. Usage: run_cli_tests.sh MOEQ
+set -u
+moeq="$1"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+# expect NAME EXIT_CODE PATTERN -- command...: the command exits with EXIT_CODE and its
+# output (stdout + stderr) matches the extended regex PATTERN.
+expect() {
+  local name="$1" code="$2" pattern="$3"
+  shift 4
+  local output rc
+  output="$("$@" 2>&1)"
+  rc=$?
+  if [ "$rc" -eq "$code" ] && grep -Eq -- "$pattern" <<<"$output"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $name (exit $rc, wanted $code; pattern '$pattern')"
+    echo "$output" | head -20 | sed 's/^/    /'
+  fi
+}
+
+hash_of() { grep -E "^$1 " | sed -E 's/.*fnv1a ([0-9a-f]+).*/\1/'; }
+
+expect "info lists 16 pairs" 0 "supported \(weight, activation\) pairs \(16\)" -- "$moeq" info
+expect "info legal combination" 0 "legal: yes" -- "$moeq" info --preset qwen3-30b-a3b --scheme mxfp4:fp8-token
+expect "info illegal pair" 1 "\(nvfp4, mxfp8\) is not a supported" -- "$moeq" info --scheme nvfp4:mxfp8
+expect "info K not a multiple of the group" 1 "hidden_size \(K\) = 2880 is not a multiple of 128" -- \
+  "$moeq" info --preset gpt-oss-20b --scheme int4-g128
+expect "run tiny" 0 "out +sum .* fnv1a [0-9a-f]{16}" -- "$moeq" run --preset tiny --tokens 7
+expect "run --check" 0 "check +vs float64 oracle: rel err" -- "$moeq" run --preset tiny --tokens 7 --check
+expect "cuda backend absent" 1 "backend = cuda is not available" -- "$moeq" run --preset tiny --backend cuda
+expect "unknown preset" 1 "preset 'nope' is unknown; known presets: .*tiny" -- "$moeq" run --preset nope
+expect "bad scheme" 1 "scheme 'int4:xyz'" -- "$moeq" run --preset tiny --scheme int4:xyz
+expect "bad layout" 1 "layout = 'sideways' is unknown" -- "$moeq" run --preset tiny --layout sideways
+expect "bad flag" 109 "" -- "$moeq" run --no-such-flag
+
+# The three layouts give the same [M, K] result on the CPU backend, bit for bit.
+indexed="$("$moeq" run --preset tiny --tokens 33 --layout indexed --ep-size 7 --ep-rank 0 --scheme mxfp4:mxfp4 2>&1 | hash_of out)"
+contiguous="$("$moeq" run --preset tiny --tokens 33 --layout contiguous --ep-size 7 --ep-rank 0 --scheme mxfp4:mxfp4 2>&1 | hash_of out)"
+masked="$("$moeq" run --preset tiny --tokens 33 --layout masked --ep-size 7 --ep-rank 0 --scheme mxfp4:mxfp4 2>&1 | hash_of combined)"
+if [ -n "$indexed" ] && [ "$indexed" = "$contiguous" ] && [ "$indexed" = "$masked" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL: layouts differ: '$indexed' '$contiguous' '$masked'"
+fi
+
+# Save a problem, run it from the file, and get the same output as the generated run.
+expect "save problem" 0 "saved +problem to" -- "$moeq" run --preset tiny --tokens 5 --scheme nvfp4:fp8-token \
+  --save-problem "$tmp/p.safetensors"
+generated="$("$moeq" run --preset tiny --tokens 5 --scheme nvfp4:fp8-token 2>&1 | hash_of out)"
+from_file="$("$moeq" run --weights "$tmp/p.safetensors" --inputs "$tmp/p.safetensors" --output "$tmp/out.safetensors" 2>&1 | hash_of out)"
+if [ -n "$generated" ] && [ "$generated" = "$from_file" ] && [ -s "$tmp/out.safetensors" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL: file run differs: '$generated' vs '$from_file'"
+fi
+
+# A truncated file is refused with its name, and no output is written.
+head -c 1000 "$tmp/p.safetensors" >"$tmp/cut.safetensors"
+expect "truncated file" 1 "cut.safetensors" -- "$moeq" run --weights "$tmp/cut.safetensors" \
+  --inputs "$tmp/cut.safetensors" --output "$tmp/never.safetensors"
+if [ -e "$tmp/never.safetensors" ]; then failed=$((failed + 1)); echo "FAIL: output written on error"; else passed=$((passed + 1)); fi
+expect "weights without inputs" 1 "--weights and --inputs go together" -- "$moeq" run --weights "$tmp/p.safetensors"
+
+echo "cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,97 @@
+#pragma once
+// Shared helpers of the experts-step tests: small legal layers, running the CPU backend with
+// poisoned buffers, and comparing against the float64 oracle with the CONTRACT §8 bounds.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "io/problem.hpp"
+#include "moeq/experts.hpp"
+#include "reference/oracle.hpp"
+#include "reference/routing.hpp"
+#include "reference/scalars.hpp"
+
+namespace moeq::test {
+
+// E_g = 7 experts (not a power of two), top-3, K = 128, I = 64: every format's groups fit
+// (FP8 128x128 blocks are partial along I).
+inline ExpertsDesc small_desc(WeightFormat w, ActFormat a, Activation act) {
+  ExpertsDesc d;
+  d.num_experts = 7;
+  d.top_k = 3;
+  d.hidden_size = 128;
+  d.intermediate_size = 64;
+  d.weight_format = w;
+  d.act_format = a;
+  d.group_size = 64;
+  d.activation.kind = act;
+  return d;
+}
+
+struct Measured {
+  double rel_err = 0;
+  double max_err_fraction = 0;  // largest element error / max|ref|
+  bool finite = true;
+};
+
+// Output of the CPU backend, with output and both workspaces poisoned (all bytes 0xFF: NaN
+// for every float type, -1 for indices) before the run.
+inline std::vector<uint8_t> run_cpu(const io::HostProblem& p, const Options& options) {
+  const Experts experts(p.desc, options);
+  const bool batched = p.is_batched();
+  const WorkspaceSizes ws = experts.workspace_bytes(p.num_tokens, batched ? p.max_tokens_per_expert : 0);
+  std::vector<uint8_t> ws1(static_cast<size_t>(ws.workspace1_bytes), 0xFF);
+  std::vector<uint8_t> ws2(static_cast<size_t>(ws.workspace2_bytes), 0xFF);
+  std::vector<uint8_t> out(static_cast<size_t>(dtype_bytes(p.desc.act_dtype, p.output_rows() * p.desc.hidden_size)), 0xFF);
+  experts.apply(p.w13->view(), p.w2->view(), p.inputs(), {out.data(), 0}, ws1.data(), ws2.data());
+  return out;
+}
+
+// Batched results weighted and reduced back to [M, K] (rows >= count never read).
+inline std::vector<uint8_t> combine(const io::HostProblem& p, const std::vector<uint8_t>& batched_out) {
+  const ExpertsDesc& d = p.desc;
+  const auto local = ref::to_local_expert_ids(p.topk_ids.data(), p.topk_ids_dtype, p.num_tokens, d.top_k,
+                                              d.global_experts(), p.expert_map.empty() ? nullptr : p.expert_map.data(),
+                                              d.num_experts);
+  std::vector<uint8_t> out(static_cast<size_t>(dtype_bytes(d.act_dtype, p.num_tokens * d.hidden_size)), 0xFF);
+  ref::combine_batched(batched_out.data(), d.act_dtype, p.max_tokens_per_expert, d.hidden_size, local.data(),
+                       p.topk_weights.data(), p.topk_weights_dtype, p.num_tokens, d.top_k, d.num_experts, out.data());
+  return out;
+}
+
+// Compares rows of `got` (act_dtype) with `want` (float64); `row_valid` filters rows.
+template <typename RowValid>
+Measured measure(DType dtype, const std::vector<uint8_t>& got, const std::vector<double>& want, int64_t cols,
+                 RowValid row_valid) {
+  Measured m;
+  double err2 = 0, ref2 = 0, max_err = 0, max_ref = 0;
+  const int64_t rows = static_cast<int64_t>(want.size()) / std::max<int64_t>(cols, 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!row_valid(r)) continue;
+    for (int64_t c = 0; c < cols; ++c) {
+      const double g = ref::load_float(dtype, got.data(), r * cols + c), w = want[r * cols + c];
+      if (!std::isfinite(g) && std::isfinite(w)) m.finite = false;
+      err2 += (g - w) * (g - w);
+      ref2 += w * w;
+      max_err = std::max(max_err, std::fabs(g - w));
+      max_ref = std::max(max_ref, std::fabs(w));
+    }
+  }
+  m.rel_err = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  m.max_err_fraction = max_ref > 0 ? max_err / max_ref : max_err;
+  return m;
+}
+
+// CONTRACT §8: no NaN/Inf where the reference has none, relative error <= 1e-2 (16-bit
+// activations) or 2e-2 (quantized), largest element error <= 5% of max|ref|.
+inline void expect_within_contract(const Measured& m, const ExpertsDesc& d, const std::string& what) {
+  const double rel_bound = d.act_format == ActFormat::none ? 1e-2 : 2e-2;
+  EXPECT_TRUE(m.finite) << what << ": non-finite output";
+  EXPECT_LE(m.rel_err, rel_bound) << what;
+  EXPECT_LE(m.max_err_fraction, 0.05) << what;
+}
+
+}  // namespace moeq::test
