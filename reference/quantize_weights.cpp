@@ -56,7 +56,7 @@ void validate(const WeightDesc& d) {
   // FP8 block scales cover partial edge blocks; every other grouped format needs whole groups.
   if (d.group_size > 0 && d.format != WeightFormat::fp8_block && d.k % d.group_size != 0)
     throw Error("WeightDesc.k = " + std::to_string(d.k) + " is not a multiple of " +
-                std::to_string(d.group_size) + ", required by " + fmt + " scales");
+                std::to_string(d.group_size) + ", required by " + name_of(d.format) + " scales");
   if (dtype_bits(weight_format_code_dtype(d.format)) == 4 && d.k % 2 != 0)
     throw Error("WeightDesc.k = " + std::to_string(d.k) + " is odd; " + fmt +
                 " pack two codes per byte");

@@ -1,5 +1,7 @@
 #include "io/presets.hpp"
 
+#include <charconv>
+
 #include <nlohmann/json.hpp>
 
 #include "common/embedded.hpp"
@@ -61,11 +63,13 @@ void apply_weight_part(std::string_view scheme, std::string_view part, ExpertsDe
     } else if (p == "ch") {
       d.group_size = 0;
     } else if (p.size() > 1 && p[0] == 'g') {
-      try {
-        d.group_size = std::stoi(std::string(p.substr(1)));
-      } catch (const std::exception&) {
+      // Digits only: std::stoi would accept "g64x", "g+64" or "g 64" as 64.
+      const std::string_view digits = p.substr(1);
+      int group = 0;
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), group);
+      if (ec != std::errc() || end != digits.data() + digits.size() || digits[0] < '0' || digits[0] > '9')
         bad_scheme(scheme, "group '" + std::string(p) + "' is not a number");
-      }
+      d.group_size = group;
     } else {
       bad_scheme(scheme, "unknown weight option '" + std::string(p) + "'");
     }
@@ -129,8 +133,10 @@ void apply_scheme(std::string_view scheme, ExpertsDesc& d) {
   d.act_format = ActFormat::none;
   if (parts.size() == 2) {
     const std::string_view a = parts[1];
-    if (a == "bf16" || a == "f16") {
-      d.act_dtype = a == "bf16" ? DType::bf16 : DType::f16;
+    // Case-insensitive like every other name ("F16" must set f16, not fall through to
+    // parse_act_format's 16-bit spelling and keep bf16).
+    if (const auto t = parse_dtype(a); t == DType::bf16 || t == DType::f16) {
+      d.act_dtype = *t;
     } else if (auto f = parse_act_format(a)) {
       d.act_format = *f;
     } else {

@@ -249,32 +249,38 @@ TEST(QuantizeWeights, Fp8ChannelHandExample) {
 }
 
 TEST(QuantizeWeights, Int4HandExamples) {
-  std::vector<float> w(64, 0.0f);
+  std::vector<float> w(96, 0.0f);
   w[0] = 7.0f, w[1] = -6.6f, w[2] = 2.5f, w[3] = 3.5f, w[4] = -0.5f;  // s = 1; halves to even
   w[32] = 0.7f, w[33] = -0.25f;                                       // s = bf16(0.1)
-  const auto sym = quantize_single(make_desc(WeightFormat::int4, 1, 1, 64, 32, DType::bf16), w);
+  const auto sym = quantize_single(make_desc(WeightFormat::int4, 1, 1, 96, 32, DType::bf16), w);
   EXPECT_EQ(u16_at(sym.scales, 0), 0x3F80);
   EXPECT_EQ(u16_at(sym.scales, 1), 0x3DCD);  // 0.10009765625
   EXPECT_EQ(sym.codes[0], 0x1F);             // q 7, -7 -> codes 15, 1
   EXPECT_EQ(sym.codes[1], 0xCA);             // q 2, 4
   EXPECT_EQ(sym.codes[2], 0x88);             // q 0 (-0.5 -> 0), 0
   EXPECT_EQ(sym.codes[16], 0x6F);            // 6.99 -> 7, -2.5 -> -2
+  EXPECT_EQ(u16_at(sym.scales, 2), 0);       // all-zero group: scale 0, every code the zero point
+  EXPECT_EQ(sym.codes[32], 0x88);
 
   std::fill(w.begin(), w.end(), 0.0f);
   w[0] = -1.0f, w[1] = 14.0f, w[2] = 3.5f;  // s = 15/15 = 1, zp = 1
   w[32] = 2.0f, w[33] = 7.5f;               // positive group: range [0, 7.5] -> s = 0.5, zp = 0
-  const auto zp = quantize_single(make_desc(WeightFormat::int4, 1, 1, 64, 32, DType::f16, true), w);
+  w[64] = -2.6f, w[65] = 12.4f;             // s = 1, zp = rne(2.6) = 3
+  const auto zp = quantize_single(make_desc(WeightFormat::int4, 1, 1, 96, 32, DType::f16, true), w);
   EXPECT_EQ(u16_at(zp.scales, 0), 0x3C00);
   EXPECT_EQ(u16_at(zp.scales, 1), 0x3800);
-  EXPECT_EQ(zp.zero_points, (std::vector<uint8_t>{1, 0}));
+  EXPECT_EQ(zp.zero_points, (std::vector<uint8_t>{1, 0, 3}));
   EXPECT_EQ(zp.codes[0], 0xF0);
   EXPECT_EQ(zp.codes[1], 0x15);  // 3.5 + 1 -> 4 + 1; 0 -> zp
   EXPECT_EQ(zp.codes[16], 0xF4);
+  EXPECT_EQ(zp.codes[32], 0xF0);  // -2.6 -> -3 + 3, 12.4 -> 12 + 3
   const auto d = dequantize_single(zp);
   EXPECT_EQ(d[0], -1.0f);
   EXPECT_EQ(d[1], 14.0f);
   EXPECT_EQ(d[2], 4.0f);
   EXPECT_EQ(d[33], 7.5f);
+  EXPECT_EQ(d[64], -3.0f);
+  EXPECT_EQ(d[65], 12.0f);
 }
 
 TEST(QuantizeWeights, Int8HandExample) {

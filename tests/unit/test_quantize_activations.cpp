@@ -79,6 +79,24 @@ TEST(QuantizeActivations, Fp8TokenMatchesIndependentReimplementation) {
   }
 }
 
+// x / s and x * (1 / s) differ by an ulp now and then; at an e4m3 tie that changes the code.
+// Finds such an element and checks that the quantizer divides.
+TEST(QuantizeActivations, Fp8TokenDividesByTheScale) {
+  for (float amax : {3.0f, 5.0f, 7.0f, 10.0f, 0.3f, 11.0f, 13.0f})
+    for (float tie : {1.0625f, 1.1875f, 17.0f, 2.375f, 40.0f, 100.0f, 0.3125f}) {
+      const float s = amax / 448.0f;
+      float x = tie * s;
+      for (int step = 0; step < 8; ++step, x = std::nextafter(x, INFINITY)) {
+        if (x / s != tie || f32_to_e4m3(x * (1.0f / s)) == f32_to_e4m3(tie)) continue;
+        const std::vector<float> row = {amax, x};
+        const auto q = quantize(ActFormat::fp8_token, row, 1, 2);
+        EXPECT_EQ(q.codes[1], e4m3_by_search(tie)) << "amax " << amax << " x " << x;
+        return;
+      }
+    }
+  FAIL() << "no element found where x / s and x * (1 / s) round to different codes";
+}
+
 TEST(QuantizeActivations, GarbageRowDoesNotChangeOtherRows) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = INFINITY;
   for (ActFormat f : {ActFormat::fp8_token, ActFormat::mxfp8, ActFormat::mxfp4}) {
