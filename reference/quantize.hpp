@@ -19,19 +19,25 @@ struct QuantizedWeights {
   std::vector<uint8_t> zero_points;   // INT4 with zero point only
   std::vector<uint8_t> bias;          // raw bytes of desc.bias_dtype
 
-  explicit QuantizedWeights(const WeightDesc& d);  // zero-filled storage of the right sizes
+  // Zero-filled storage of the right sizes. Throws moeq::Error for a desc outside CONTRACT §4
+  // (scale dtype, group size, k divisibility, global scale count, zero point on INT4 only).
+  explicit QuantizedWeights(const WeightDesc& d);
   WeightView view() const;
 };
 
 // Quantizes expert e from float weights w [n, k] (row = output channel) into q.
 // Rules: MX: scale 2^ceil(log2(amax/max_elem)) (ue8m0), codes RNE-satfinite of x/scale.
 // NVFP4: ModelOpt two-level: g = amax/(6*448) per expert (per half with 2 global scales),
-//   block scale e4m3(amax_blk/(6 g)) (1.0 when amax_blk is 0), codes e2m1(x/(s*g)).
+//   block scale e4m3(amax_blk/(6*g)) (1.0 when amax_blk is 0), codes e2m1(x/(s*g)), with 6*g
+//   and s*g each rounded in fp32 first.
 // FP8 channel / block: s = max(amax, 1e-12)/448 in fp32, codes e4m3(x/s).
 // INT4: symmetric s = amax/7 rounded to scale_dtype, q = clamp(rne(x/s), -8, 7), code q+8;
-//   with zero point: s = (max-min)/15, zp = clamp(rne(-min/s), 0, 15), code = clamp(rne(x/s)+zp, 0, 15).
+//   with zero point: min/max of the group extended to include 0 (so zp stays in [0, 15] and 0 is
+//   exact), s = (max-min)/15, zp = clamp(rne(-min/s), 0, 15), code = clamp(rne(x/s)+zp, 0, 15).
 // INT8: s = amax/127 rounded to scale_dtype, q = clamp(rne(x/s), -128, 127), code q+128.
-// A zero scale (all-zero group) encodes every element as zero.
+// All divisions are true fp32 divisions by the stored scale. amax skips NaN elements (fmax).
+// A zero scale (all-zero group, or a scale that rounds to 0) encodes every element as value zero:
+//   INT codes 8 / 128 (zero point: codes 0, zp 0), float codes 0.
 void quantize_expert(const float* w, int64_t e, QuantizedWeights& q);
 
 // Writes bias b [n] of expert e, rounded to desc.bias_dtype.
@@ -45,7 +51,8 @@ void dequantize_expert(const WeightDesc& d, const WeightView& v, int64_t e, floa
 void bias_expert(const WeightDesc& d, const WeightView& v, int64_t e, float* out);
 
 // ---- Dynamic activation quantization (per row; garbage rows never affect valid ones) ----
-// Bytes of the codes and of the scales for a [rows, cols] activation in format f.
+// Bytes of the codes and of the scales for a [rows, cols] activation in format f. Throw
+// moeq::Error for ActFormat::none and, for MX formats, for cols not a multiple of 32.
 int64_t act_code_bytes(ActFormat f, int64_t rows, int64_t cols);
 int64_t act_scale_bytes(ActFormat f, int64_t rows, int64_t cols);
 

@@ -1,5 +1,7 @@
 // Reference weight quantizers and dequantizers for the 7 canonical formats (CONTRACT §4).
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -15,60 +17,59 @@ namespace {
 std::string name_of(DType t) { return std::string(to_string(t)); }
 std::string name_of(WeightFormat f) { return std::string(to_string(f)); }
 
-bool is_int(WeightFormat f) { return f == WeightFormat::int4 || f == WeightFormat::int8; }
+// Scale dtypes each format's checkpoints use (CONTRACT §4), and their names for messages.
+bool scale_dtype_allowed(WeightFormat f, DType t) {
+  switch (f) {
+    case WeightFormat::mxfp4: case WeightFormat::mxfp8: return t == DType::ue8m0;
+    case WeightFormat::nvfp4: return t == DType::e4m3;
+    case WeightFormat::fp8_channel: case WeightFormat::fp8_block: return t == DType::f32;
+    case WeightFormat::int4: return t == DType::bf16 || t == DType::f16;
+    case WeightFormat::int8: return t == DType::bf16 || t == DType::f16 || t == DType::f32;
+  }
+  return false;
+}
+std::string allowed_scale_dtypes(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::mxfp4: case WeightFormat::mxfp8: return "ue8m0";
+    case WeightFormat::nvfp4: return "e4m3";
+    case WeightFormat::fp8_channel: case WeightFormat::fp8_block: return "f32";
+    case WeightFormat::int4: return "bf16 or f16";
+    case WeightFormat::int8: return "bf16, f16 or f32";
+  }
+  return "";
+}
 
 void validate(const WeightDesc& d) {
-  const std::string fmt = name_of(d.format) + " weights";
+  const std::string fmt = name_of(d.format);
+  auto reject = [](const std::string& field, const std::string& value, const std::string& why) {
+    throw Error("WeightDesc." + field + " = " + value + " " + why);
+  };
   if (d.num_experts < 0 || d.n < 0 || d.k < 0)
-    throw Error("WeightDesc shape [" + std::to_string(d.num_experts) + ", " + std::to_string(d.n) +
-                ", " + std::to_string(d.k) + "] has a negative dimension");
-
-  bool scale_ok = false;
-  std::string expected;
-  switch (d.format) {
-    case WeightFormat::mxfp4: case WeightFormat::mxfp8:
-      scale_ok = d.scale_dtype == DType::ue8m0; expected = "ue8m0"; break;
-    case WeightFormat::nvfp4: scale_ok = d.scale_dtype == DType::e4m3; expected = "e4m3"; break;
-    case WeightFormat::fp8_channel: case WeightFormat::fp8_block:
-      scale_ok = d.scale_dtype == DType::f32; expected = "f32"; break;
-    case WeightFormat::int4:
-      scale_ok = d.scale_dtype == DType::bf16 || d.scale_dtype == DType::f16;
-      expected = "bf16 or f16"; break;
-    case WeightFormat::int8:
-      scale_ok = d.scale_dtype == DType::bf16 || d.scale_dtype == DType::f16 ||
-                 d.scale_dtype == DType::f32;
-      expected = "bf16, f16 or f32"; break;
-  }
-  if (!scale_ok)
-    throw Error("WeightDesc.scale_dtype = " + name_of(d.scale_dtype) + " is not valid for " + fmt +
-                " (expected " + expected + ")");
-
-  const int fixed = weight_format_fixed_group(d.format);
-  if (is_int(d.format)) {
-    const int g = d.group_size;
+    reject("[num_experts, n, k]", "[" + std::to_string(d.num_experts) + ", " + std::to_string(d.n) +
+           ", " + std::to_string(d.k) + "]", "has a negative dimension");
+  if (!scale_dtype_allowed(d.format, d.scale_dtype))
+    reject("scale_dtype", name_of(d.scale_dtype),
+           "is not valid for " + fmt + " weights (expected " + allowed_scale_dtypes(d.format) + ")");
+  const int g = d.group_size;
+  if (d.format == WeightFormat::int4 || d.format == WeightFormat::int8) {
     if (g != 0 && g != 32 && g != 64 && g != 128)
-      throw Error("WeightDesc.group_size = " + std::to_string(g) + " is not valid for " + fmt +
-                  " (expected 0, 32, 64 or 128)");
-  } else if (d.group_size != fixed) {
-    throw Error("WeightDesc.group_size = " + std::to_string(d.group_size) + " is not valid for " +
-                fmt + " (expected " + std::to_string(fixed) + ")");
+      reject("group_size", std::to_string(g), "is not valid for " + fmt + " weights (expected 0, 32, 64 or 128)");
+  } else if (g != weight_format_fixed_group(d.format)) {
+    reject("group_size", std::to_string(g), "is not valid for " + fmt + " weights (expected " +
+           std::to_string(weight_format_fixed_group(d.format)) + ")");
   }
   // FP8 block scales cover partial edge blocks; every other grouped format needs whole groups.
-  if (d.group_size > 0 && d.format != WeightFormat::fp8_block && d.k % d.group_size != 0)
-    throw Error("WeightDesc.k = " + std::to_string(d.k) + " is not a multiple of " +
-                std::to_string(d.group_size) + ", required by " + name_of(d.format) + " scales");
+  if (g > 0 && d.format != WeightFormat::fp8_block && d.k % g != 0)
+    reject("k", std::to_string(d.k), "is not a multiple of " + std::to_string(g) + ", required by " + fmt + " scales");
   if (dtype_bits(weight_format_code_dtype(d.format)) == 4 && d.k % 2 != 0)
-    throw Error("WeightDesc.k = " + std::to_string(d.k) + " is odd; " + fmt +
-                " pack two codes per byte");
+    reject("k", std::to_string(d.k), "is odd; " + fmt + " packs two codes per byte");
   if (d.format == WeightFormat::nvfp4 && d.num_global_scales != 1 && d.num_global_scales != 2)
-    throw Error("WeightDesc.num_global_scales = " + std::to_string(d.num_global_scales) +
-                " is not valid for nvfp4 weights (expected 1 or 2)");
+    reject("num_global_scales", std::to_string(d.num_global_scales), "is not valid for nvfp4 weights (expected 1 or 2)");
   if (d.has_zero_point && d.format != WeightFormat::int4)
-    throw Error("WeightDesc.has_zero_point = true is not valid for " + fmt + " (int4 only)");
+    reject("has_zero_point", "true", "is not valid for " + fmt + " weights (int4 only)");
   if (d.bias_dtype != DType::none && d.bias_dtype != DType::f32 && d.bias_dtype != DType::bf16 &&
       d.bias_dtype != DType::f16)
-    throw Error("WeightDesc.bias_dtype = " + name_of(d.bias_dtype) +
-                " is not valid (expected none, f32, bf16 or f16)");
+    reject("bias_dtype", name_of(d.bias_dtype), "is not valid (expected none, f32, bf16 or f16)");
 }
 
 void check_expert(const WeightDesc& d, int64_t e) {
@@ -133,6 +134,53 @@ inline void write_codes(const float* x, int64_t len, bool packed, uint8_t* out, 
   }
 }
 
+// The e2m1 / e4m3 encoders round by comparing |x| with grid values and midpoints that have at
+// most 4 significant fraction bits, so their code depends only on the top 13 bits of x (sign,
+// exponent, 4 fraction bits) and on whether the remaining 19 bits are zero. Tabulating the codecs
+// on that key gives exactly their codes at a fraction of the cost of a call per element.
+class TabulatedEncoder {
+ public:
+  explicit TabulatedEncoder(uint8_t (*encode)(float)) {
+    for (uint32_t key = 0; key < kKeys; ++key)
+      codes_[key] = encode(std::bit_cast<float>(((key >> 1) << kLowBits) | (key & 1)));
+  }
+  uint8_t operator()(float x) const {
+    const uint32_t bits = std::bit_cast<uint32_t>(x);
+    return codes_[((bits >> kLowBits) << 1) | ((bits & kLowMask) != 0 ? 1u : 0u)];
+  }
+
+ private:
+  static constexpr int kLowBits = 19;
+  static constexpr uint32_t kLowMask = (1u << kLowBits) - 1;
+  static constexpr uint32_t kKeys = 1u << (32 - kLowBits + 1);
+  std::array<uint8_t, kKeys> codes_{};
+};
+
+const TabulatedEncoder& e2m1_encoder() {
+  static const TabulatedEncoder encoder(f32_to_e2m1);
+  return encoder;
+}
+const TabulatedEncoder& e4m3_encoder() {
+  static const TabulatedEncoder encoder(f32_to_e4m3);
+  return encoder;
+}
+
+// Decoded values of every code, from the codecs (the decoders are slow per element).
+template <int kCodes>
+std::array<float, kCodes> decode_table(float (*decode)(uint8_t)) {
+  std::array<float, kCodes> t{};
+  for (int c = 0; c < kCodes; ++c) t[c] = decode(static_cast<uint8_t>(c));
+  return t;
+}
+const std::array<float, 16>& e2m1_values() {
+  static const auto t = decode_table<16>(e2m1_to_f32);
+  return t;
+}
+const std::array<float, 256>& e4m3_values() {
+  static const auto t = decode_table<256>(e4m3_to_f32);
+  return t;
+}
+
 struct ExpertSlices {
   uint8_t* codes;        // [n, row_bytes]
   int64_t row_bytes;
@@ -144,6 +192,7 @@ struct ExpertSlices {
 
 void quantize_fp8_block(const WeightDesc& d, const float* w, const ExpertSlices& s) {
   const int64_t kb_count = (d.k + 127) / 128;
+  const TabulatedEncoder& e4m3 = e4m3_encoder();
   std::vector<float> amax(static_cast<size_t>(kb_count));
   for (int64_t r0 = 0; r0 < d.n; r0 += 128) {
     const int64_t r1 = std::min(d.n, r0 + 128);
@@ -159,7 +208,7 @@ void quantize_fp8_block(const WeightDesc& d, const float* w, const ExpertSlices&
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t c0 = kb * 128;
         write_codes(w + r * d.k + c0, std::min<int64_t>(128, d.k - c0), false,
-                    s.codes + r * s.row_bytes + c0, [scale](float x) { return f32_to_e4m3(x / scale); });
+                    s.codes + r * s.row_bytes + c0, [scale, &e4m3](float x) { return e4m3(x / scale); });
       }
     }
   }
@@ -167,25 +216,24 @@ void quantize_fp8_block(const WeightDesc& d, const float* w, const ExpertSlices&
 
 // NVFP4 global scale per expert, or per half (gate rows, up rows) with 2 global scales.
 void nvfp4_global_scales(const WeightDesc& d, const float* w, float* g) {
-  const int64_t half = d.num_global_scales == 2 ? d.n / 2 : d.n;
-  const int64_t bounds[3] = {0, half, d.n};
-  for (int i = 0; i < d.num_global_scales; ++i) {
-    const int64_t r0 = bounds[i], r1 = d.num_global_scales == 2 ? bounds[i + 1] : d.n;
-    g[i] = abs_max(w + r0 * d.k, (r1 - r0) * d.k) / (kE2m1Max * kE4m3Max);
-  }
+  const int64_t gate_rows = d.num_global_scales == 2 ? d.n / 2 : d.n;
+  g[0] = abs_max(w, gate_rows * d.k) / (kE2m1Max * kE4m3Max);
+  if (d.num_global_scales == 2)
+    g[1] = abs_max(w + gate_rows * d.k, (d.n - gate_rows) * d.k) / (kE2m1Max * kE4m3Max);
 }
 
 // Every format except FP8 block: one scale per (row, group of `group` consecutive k).
 void quantize_grouped(const WeightDesc& d, const float* w, const ExpertSlices& s,
                       const float* global) {
-  const int64_t group = d.format == WeightFormat::fp8_channel || d.group_size == 0 ? d.k
-                                                                                  : d.group_size;
+  const int64_t group = d.group_size == 0 ? d.k : d.group_size;
   const int64_t groups = d.scale_groups_k();
   const int64_t gate_rows = d.num_global_scales == 2 ? d.n / 2 : d.n;
   const bool int4 = d.format == WeightFormat::int4;
   const float qmax = int4 ? 7.0f : 127.0f;
   const float qmin = int4 ? -8.0f : -128.0f;
   const float offset = int4 ? 8.0f : 128.0f;
+  const TabulatedEncoder& e2m1 = e2m1_encoder();
+  const TabulatedEncoder& e4m3 = e4m3_encoder();
   for (int64_t r = 0; r < d.n; ++r) {
     for (int64_t gi = 0; gi < groups; ++gi) {
       const float* x = w + r * d.k + gi * group;
@@ -200,8 +248,8 @@ void quantize_grouped(const WeightDesc& d, const float* w, const ExpertSlices& s
           // 2^(127 - code) is exact for codes 0..254, so x * inv rounds like x / 2^(code - 127).
           const float inv = code == 255 ? std::numeric_limits<float>::quiet_NaN()
                                         : std::ldexp(1.0f, 127 - code);
-          if (fp4) write([inv](float v) { return f32_to_e2m1(v * inv); });
-          else write([inv](float v) { return f32_to_e4m3(v * inv); });
+          if (fp4) write([inv, &e2m1](float v) { return e2m1(v * inv); });
+          else write([inv, &e4m3](float v) { return e4m3(v * inv); });
           break;
         }
         case WeightFormat::nvfp4: {
@@ -211,13 +259,13 @@ void quantize_grouped(const WeightDesc& d, const float* w, const ExpertSlices& s
           static_cast<uint8_t*>(s.scales)[si] = code;
           const float denom = e4m3_to_f32(code) * g;
           if (denom == 0.0f) write([](float) { return uint8_t{0}; });
-          else write([denom](float v) { return f32_to_e2m1(v / denom); });
+          else write([denom, &e2m1](float v) { return e2m1(v / denom); });
           break;
         }
         case WeightFormat::fp8_channel: {
           const float scale = std::max(abs_max(x, group), 1e-12f) / kE4m3Max;
           store_float(s.scales, DType::f32, si, scale);
-          write([scale](float v) { return f32_to_e4m3(v / scale); });
+          write([scale, &e4m3](float v) { return e4m3(v / scale); });
           break;
         }
         case WeightFormat::int4: case WeightFormat::int8: {
@@ -328,6 +376,8 @@ void dequantize_expert(const WeightDesc& d, const WeightView& v, int64_t e, floa
   const int64_t group = d.group_size > 0 ? d.group_size : d.k;
   const int64_t gate_rows = d.num_global_scales == 2 ? d.n / 2 : d.n;
   const float int_zero = d.format == WeightFormat::int4 ? 8.0f : 128.0f;
+  const std::array<float, 16>& e2m1 = e2m1_values();
+  const std::array<float, 256>& e4m3 = e4m3_values();
 
   for (int64_t r = 0; r < d.n; ++r) {
     const uint8_t* row = codes + r * row_bytes;
@@ -342,19 +392,19 @@ void dequantize_expert(const WeightDesc& d, const WeightView& v, int64_t e, floa
       switch (d.format) {
         case WeightFormat::mxfp4: case WeightFormat::mxfp8: {
           const float s = ue8m0_to_f32(scale_bytes[si]);
-          if (packed) fill([s](uint8_t q) { return e2m1_to_f32(q) * s; });
-          else fill([s](uint8_t q) { return e4m3_to_f32(q) * s; });
+          if (packed) fill([s, &e2m1](uint8_t q) { return e2m1[q] * s; });
+          else fill([s, &e4m3](uint8_t q) { return e4m3[q] * s; });
           break;
         }
         case WeightFormat::nvfp4: {
           const float s = e4m3_to_f32(scale_bytes[si]);
           const float g = v.global_scales[e * d.num_global_scales + (r < gate_rows ? 0 : 1)];
-          fill([s, g](uint8_t q) { return e2m1_to_f32(q) * s * g; });
+          fill([s, g, &e2m1](uint8_t q) { return e2m1[q] * s * g; });
           break;
         }
         case WeightFormat::fp8_channel: case WeightFormat::fp8_block: {
           const float s = load_float(v.scales, DType::f32, si);
-          fill([s](uint8_t q) { return e4m3_to_f32(q) * s; });
+          fill([s, &e4m3](uint8_t q) { return e4m3[q] * s; });
           break;
         }
         case WeightFormat::int4: case WeightFormat::int8: {

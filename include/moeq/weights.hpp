@@ -52,8 +52,8 @@ struct WeightView {
 
 namespace moeq {
 // Checks host-resident canonical weights: every pointer the desc needs is present and
-// aligned, and every scale is finite and non-negative (ue8m0: not 255; NVFP4 global scales
-// positive). Throws moeq::Error naming the tensor, the element and the value. `name` is
+// aligned, and every scale is finite and non-negative (ue8m0: not 255). Throws moeq::Error
+// naming the tensor, the element and the value. `name` is
 // "w13" or "w2".
 void validate_weights(const WeightDesc& desc, const WeightView& view, const char* name);
 }  // namespace moeq

@@ -53,7 +53,8 @@ void validate_weights(const WeightDesc& d, const WeightView& v, const char* name
     require_pointer(v.global_scales, (gemm + ".global_scales").c_str(), 4);
     for (int64_t i = 0; i < d.global_scale_elems(); ++i) {
       const float g = v.global_scales[i];
-      if (!std::isfinite(g) || g <= 0.0f) fail(name, ".global_scales[", i, "] = ", g, " is not a finite positive scale");
+      // NOTE: 0 is legal: an all-zero expert quantizes to a zero global scale.
+      if (!std::isfinite(g) || g < 0.0f) fail(name, ".global_scales[", i, "] = ", g, " is not a finite non-negative scale");
     }
   }
   if (d.has_zero_point) {

@@ -11,5 +11,7 @@ struct EmbeddedFile {
 };
 
 const std::vector<EmbeddedFile>& embedded_presets();
+// device/**/*.cuh, paths like "moeq_dev/ptx/cvt.cuh".
+const std::vector<EmbeddedFile>& embedded_device_headers();
 
 }  // namespace moeq

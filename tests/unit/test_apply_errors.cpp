@@ -95,8 +95,8 @@ TEST(ApplyErrors, BadScalesAreNamed) {
   }
   {
     Fixture f(WeightFormat::nvfp4);
-    f.p.w13->global_scales[0] = 0.0f;
-    EXPECT_THAT(f.apply(f.p.inputs()), HasSubstr("w13.global_scales[0] = 0"));
+    f.p.w13->global_scales[0] = -2.0f;
+    EXPECT_THAT(f.apply(f.p.inputs()), HasSubstr("w13.global_scales[0] = -2"));
     EXPECT_TRUE(f.output_untouched());
   }
 }

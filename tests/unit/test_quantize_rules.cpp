@@ -67,6 +67,42 @@ TEST(QuantizeWeights, ExactlyRepresentableMxAndFp8SurviveBitExactly) {
   }
 }
 
+// With a block scale of exactly 1 the codes must be the codecs' own codes, ties included
+// (the quantizer may encode faster than a codec call per element, never differently).
+TEST(QuantizeWeights, MxCodesEqualTheCodecsIncludingTies) {
+  std::mt19937 gen(9);
+  for (WeightFormat f : {WeightFormat::mxfp4, WeightFormat::mxfp8}) {
+    const bool fp4 = f == WeightFormat::mxfp4;
+    const float max_elem = fp4 ? 6.0f : 448.0f;
+    std::vector<float> grid;
+    for (int c = 0; c < (fp4 ? 8 : 127); ++c) grid.push_back(fp4 ? e2m1_to_f32(uint8_t(c)) : e4m3_to_f32(uint8_t(c)));
+    std::vector<float> probes;
+    for (size_t i = 0; i + 1 < grid.size(); ++i) {
+      const float mid = (grid[i] + grid[i + 1]) / 2;
+      for (float v : {grid[i], mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY)}) {
+        probes.push_back(v);
+        probes.push_back(-v);
+      }
+    }
+    for (int i = 0; i < 4000; ++i) {  // random magnitudes over the whole range, subnormals too
+      const float v = std::ldexp(1.0f + float(gen() % (1u << 23)) / float(1u << 23), int(gen() % 40) - 32);
+      probes.push_back(std::min(v, max_elem) * (gen() & 1 ? -1.0f : 1.0f));
+    }
+    std::vector<float> w;
+    for (size_t i = 0; i < probes.size(); ++i) {
+      if (w.size() % 32 == 0) w.push_back(max_elem);  // scale exactly 2^0
+      w.push_back(probes[i]);
+    }
+    w.resize((w.size() + 31) / 32 * 32, 0.0f);
+    const auto q = quantize_single(make_desc(f, 1, 1, int64_t(w.size()), 32, DType::ue8m0), w);
+    for (uint8_t s : q.scales) ASSERT_EQ(s, 127);
+    for (size_t i = 0; i < w.size(); ++i) {
+      const uint8_t code = fp4 ? nibble_at(q.codes.data(), int64_t(i)) : q.codes[i];
+      ASSERT_EQ(code, fp4 ? f32_to_e2m1(w[i]) : f32_to_e4m3(w[i])) << to_string(f) << " x = " << w[i];
+    }
+  }
+}
+
 TEST(QuantizeWeights, MxScaleIsCeilLog2OfAmaxOverMaxElement) {
   for (WeightFormat f : {WeightFormat::mxfp4, WeightFormat::mxfp8}) {
     const float max_elem = f == WeightFormat::mxfp4 ? 6.0f : 448.0f;

@@ -20,7 +20,6 @@ namespace moeq::plan {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::UnorderedElementsAreArray;
 
 const std::vector<std::string> kSpecNames = {"quanted_gate_up_input", "gate_up_output", "activation_output",
                                              "quanted_down_input", "down_output", "output"};
@@ -63,20 +62,28 @@ PlanShape masked(int64_t T) {
   return p;
 }
 
-// Names of the spec buffers in workspace `ws`.
+// Names of the spec buffers in workspace `ws`, sorted.
 std::vector<std::string> spec_in(const WorkspacePlan& plan, int ws) {
   std::vector<std::string> out;
   for (const auto& b : plan.buffers)
     if (is_spec(b.name) && b.workspace == ws) out.push_back(b.name);
+  std::sort(out.begin(), out.end());
   return out;
+}
+
+std::vector<std::string> sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
 }
 
 void expect_placement(const WorkspacePlan& plan, const std::vector<std::string>& ws1,
                       const std::vector<std::string>& ws2) {
-  EXPECT_THAT(spec_in(plan, 1), UnorderedElementsAreArray(ws1)) << plan.to_string();
-  EXPECT_THAT(spec_in(plan, 2), UnorderedElementsAreArray(ws2)) << plan.to_string();
+  EXPECT_EQ(spec_in(plan, 1), sorted(ws1)) << plan.to_string();
+  EXPECT_EQ(spec_in(plan, 2), sorted(ws2)) << plan.to_string();
   for (const auto& b : plan.buffers)
-    if (is_spec(b.name)) EXPECT_EQ(b.offset_bytes, 0) << b.name;
+    if (is_spec(b.name)) {
+      EXPECT_EQ(b.offset_bytes, 0) << b.name;
+    }
 }
 
 TEST(WorkspacePlacement, Standard16Bit) {
@@ -262,7 +269,9 @@ void check_plan_invariants(const ExpertsDesc& d, const PlanShape& p, const Works
     for (int64_t s : b.shape) elems *= s;
     EXPECT_EQ(b.bytes, (elems * dtype_bits(b.dtype) + 7) / 8);
     EXPECT_GE(b.offset_bytes, 0);
-    if (is_spec(b.name)) EXPECT_EQ(b.offset_bytes, 0);
+    if (is_spec(b.name)) {
+      EXPECT_EQ(b.offset_bytes, 0);
+    }
     (b.workspace == 1 ? end1 : end2) = std::max(b.workspace == 1 ? end1 : end2, b.offset_bytes + b.bytes);
   }
   EXPECT_EQ(plan.workspace1_bytes, end1);
@@ -286,7 +295,9 @@ void check_plan_invariants(const ExpertsDesc& d, const PlanShape& p, const Works
   // Shapes of the spec buffers.
   EXPECT_THAT(plan.get("gate_up_output").shape, ElementsAre(rows, d.gemm1_n()));
   EXPECT_THAT(plan.get("activation_output").shape, ElementsAre(rows, d.intermediate_size));
-  if (!batched) EXPECT_THAT(plan.get("output").shape, ElementsAre(p.num_tokens, d.hidden_size));
+  if (!batched) {
+    EXPECT_THAT(plan.get("output").shape, ElementsAre(p.num_tokens, d.hidden_size));
+  }
 
   // Scales right after (never inside) their codes, same workspace.
   for (const char* codes : {"quanted_gate_up_input", "quanted_down_input"}) {
@@ -398,7 +409,9 @@ TEST(WorkspaceChoice, AutoSwitchesToContiguousAsRowsPerExpertGrow) {
   for (int64_t M = 0; M <= 600; ++M) {
     const Layout l = choose_layout(d, Layout::auto_select, M, false);
     EXPECT_TRUE(l == Layout::indexed || l == Layout::contiguous);
-    if (seen_contiguous) EXPECT_EQ(l, Layout::contiguous) << M;
+    if (seen_contiguous) {
+      EXPECT_EQ(l, Layout::contiguous) << M;
+    }
     seen_contiguous = seen_contiguous || l == Layout::contiguous;
   }
   // With expert parallelism the rows per local expert count: E = 4 of E_g = 16, top_k = 2:
