@@ -4,7 +4,7 @@
 // cvt.rn(.satfinite) instructions do; decoders are exact.
 //
 // NaN and overflow policy (the "satfinite" rule of the 8- and 4-bit encoders):
-//   bf16 / f16:  IEEE: overflow -> +-inf, NaN -> canonical quiet NaN of the same sign.
+//   bf16 / f16:  IEEE: overflow -> +-inf, NaN -> 0x7FFF (sign dropped, as cvt.rn on sm_90).
 //   e4m3 (fn):   no inf; |x| > 448 (after rounding) and +-inf -> +-448; NaN -> 0x7F (sign kept: 0xFF).
 //   e5m2:        |x| > 57344 and +-inf -> +-57344; NaN -> 0x7F (sign kept: 0xFF).
 //   e2m1:        no inf, no NaN; |x| > 6 and +-inf -> +-6; NaN -> +6 (0x7).
@@ -39,6 +39,13 @@ inline void set_nibble(uint8_t* packed, int64_t i, uint8_t v) {
   const int shift = static_cast<int>(i & 1) * 4;
   b = static_cast<uint8_t>((b & ~(0xF << shift)) | ((v & 0xF) << shift));
 }
+
+// Integer codes stored unsigned with an offset: uint4 = q + 8 (q in [-8, 7]), uint8 = q + 128
+// (q in [-128, 127]). Encoders saturate q to the range.
+inline int uint4_value(uint8_t code) { return static_cast<int>(code & 0xF) - 8; }
+inline int uint8_value(uint8_t code) { return static_cast<int>(code) - 128; }
+inline uint8_t uint4_code(int q) { return static_cast<uint8_t>((q < -8 ? -8 : q > 7 ? 7 : q) + 8); }
+inline uint8_t uint8_code(int q) { return static_cast<uint8_t>((q < -128 ? -128 : q > 127 ? 127 : q) + 128); }
 
 // Largest finite magnitudes, used by quantizers.
 inline constexpr float kE4m3Max = 448.0f;

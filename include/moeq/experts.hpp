@@ -119,4 +119,12 @@ class Experts {
   std::unique_ptr<Impl> impl_;
 };
 
+// Weights and reduces a batched (masked-layout) result `batched_out` [E, T, K] back to
+// out [M, K], for callers without a combine step of their own (CONTRACT §3). `routing` gives
+// topk_ids, topk_weights, expert_map, expert_num_tokens and T; expert e's rows are its slots in
+// increasing t*top_k + k, as an expert-parallel dispatch delivers them. Host memory (the CPU
+// backend); validates like apply and throws moeq::Error when the counts do not match the ids.
+void combine_batched(const ExpertsDesc& desc, const ExpertsInputs& routing, const void* batched_out,
+                     const ExpertsOutput& output);
+
 }  // namespace moeq

@@ -54,7 +54,8 @@ std::string ExpertsDesc::to_string() const {
     << moeq::to_string(weight_format);
   if (weight_format == WeightFormat::int4 || weight_format == WeightFormat::int8)
     s << "-g" << group_size << (has_zero_point ? "-zp" : "");
-  s << ":" << moeq::to_string(act_format) << " " << moeq::to_string(act_dtype) << " "
+  s << ":" << (act_format == ActFormat::none ? moeq::to_string(act_dtype) : moeq::to_string(act_format)) << " "
+    << moeq::to_string(act_dtype) << " "
     << moeq::to_string(activation.kind);
   if (interleaved_gate_up) s << " interleaved";
   if (bias_dtype != DType::none) s << " bias=" << moeq::to_string(bias_dtype);

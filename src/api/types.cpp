@@ -53,7 +53,7 @@ constexpr EnumNames<WeightFormat, 7> kWeightFormats{{{
     {WeightFormat::int4, "int4"}, {WeightFormat::int8, "int8"}}}};
 
 constexpr EnumNames<ActFormat, 4> kActFormats{{{
-    {ActFormat::none, "bf16"}, {ActFormat::fp8_token, "fp8-token"}, {ActFormat::mxfp8, "mxfp8"},
+    {ActFormat::none, "a16"}, {ActFormat::fp8_token, "fp8-token"}, {ActFormat::mxfp8, "mxfp8"},
     {ActFormat::mxfp4, "mxfp4"}}}};
 
 constexpr EnumNames<Activation, 9> kActivations{{{
@@ -81,9 +81,10 @@ std::string_view to_string(Backend v) { return kBackends.name(v); }
 std::optional<DType> parse_dtype(std::string_view s) { return kDTypes.parse(s); }
 std::optional<WeightFormat> parse_weight_format(std::string_view s) { return kWeightFormats.parse(s); }
 std::optional<ActFormat> parse_act_format(std::string_view s) {
-  // NOTE: "none" and "f16" are accepted spellings of 16-bit activations as well as "bf16".
+  // NOTE: "bf16", "f16" and "none" are accepted spellings of 16-bit activations besides "a16".
   if (auto v = kActFormats.parse(s)) return v;
-  if (kDTypes.parse(s) == DType::f16 || kDTypes.parse(s) == DType::none) return ActFormat::none;
+  const auto d = kDTypes.parse(s);
+  if (d == DType::bf16 || d == DType::f16 || d == DType::none) return ActFormat::none;
   return std::nullopt;
 }
 std::optional<Activation> parse_activation(std::string_view s) { return kActivations.parse(s); }

@@ -82,6 +82,12 @@ Tensor make_tensor(std::string name, DType dtype, std::vector<int64_t> shape, co
   return t;
 }
 
+// Checks every tensor of one GEMM before anything is allocated from the metadata's sizes.
+void check_weight_tensors(const SafetensorsFile& f, const std::string& prefix, const WeightDesc& d,
+                          const std::string& why) {
+  for (const auto& spec : weight_specs(prefix, d)) checked_tensor(f, spec, why);
+}
+
 void load_weights(const SafetensorsFile& f, const std::string& prefix, ref::QuantizedWeights& q,
                   const std::string& why) {
   for (const auto& spec : weight_specs(prefix, q.desc)) {
@@ -114,6 +120,13 @@ int64_t meta_int(const std::map<std::string, std::string>& m, const std::string&
   }
   if (used != v.size() || v.empty()) throw Error(origin + ": metadata " + key + " = '" + v + "' is not an integer");
   return x;
+}
+
+int meta_small_int(const std::map<std::string, std::string>& m, const std::string& key, const std::string& origin) {
+  const int64_t x = meta_int(m, key, origin);
+  if (x < -(int64_t{1} << 30) || x > (int64_t{1} << 30))
+    throw Error(origin + ": metadata " + key + " = " + std::to_string(x) + " is out of range");
+  return static_cast<int>(x);
 }
 
 float meta_float(const std::map<std::string, std::string>& m, const std::string& key, const std::string& origin) {
@@ -177,6 +190,9 @@ ExpertsDesc desc_from_metadata(const std::map<std::string, std::string>& m, cons
     if (v != "true" && v != "false") throw Error(origin + ": metadata " + key + " = '" + v + "' is not true/false");
     return v == "true";
   };
+  const std::string& format = meta_at(m, "format", origin);
+  if (format != "moeq-problem-1")
+    throw Error(origin + ": metadata format = '" + format + "' is not 'moeq-problem-1'");
   ExpertsDesc d;
   d.num_experts = meta_int(m, "num_experts", origin);
   d.num_global_experts = meta_int(m, "num_global_experts", origin);
@@ -186,11 +202,11 @@ ExpertsDesc desc_from_metadata(const std::map<std::string, std::string>& m, cons
   d.act_dtype = meta_enum(m, "act_dtype", origin, parse_dtype);
   d.weight_format = meta_enum(m, "weight_format", origin, parse_weight_format);
   d.act_format = meta_enum(m, "act_format", origin, parse_act_format);
-  d.group_size = static_cast<int>(meta_int(m, "group_size", origin));
+  d.group_size = meta_small_int(m, "group_size", origin);
   d.scale_dtype = meta_enum(m, "scale_dtype", origin, parse_dtype);
   if (d.weight_format != WeightFormat::int4 && d.weight_format != WeightFormat::int8) d.scale_dtype = DType::none;
   d.has_zero_point = boolean("zero_point");
-  d.num_global_scales_w13 = static_cast<int>(meta_int(m, "num_global_scales_w13", origin));
+  d.num_global_scales_w13 = meta_small_int(m, "num_global_scales_w13", origin);
   d.bias_dtype = meta_enum(m, "bias_dtype", origin, parse_dtype);
   d.activation.kind = meta_enum(m, "activation", origin, parse_activation);
   d.activation.swiglu_alpha = meta_float(m, "swiglu_alpha", origin);
@@ -249,6 +265,8 @@ HostProblem problem_from_files(const SafetensorsFile& wf, const SafetensorsFile&
   p.desc = desc_from_metadata(wf.metadata, wf.origin, &p.layout);
   const ExpertsDesc& d = p.desc;
   const std::string why = "the layer " + d.to_string();
+  check_weight_tensors(wf, "w13", d.w13(), why);
+  check_weight_tensors(wf, "w2", d.w2(), why);
   p.w13 = std::make_unique<ref::QuantizedWeights>(d.w13());
   p.w2 = std::make_unique<ref::QuantizedWeights>(d.w2());
   load_weights(wf, "w13", *p.w13, why);
@@ -264,9 +282,23 @@ HostProblem problem_from_files(const SafetensorsFile& wf, const SafetensorsFile&
                   " but batched input needs [E = " + std::to_string(d.num_experts) + ", T, K = " +
                   std::to_string(d.hidden_size) + "]");
     p.max_tokens_per_expert = hidden.shape[1];
-    checked_tensor(in, {"expert_num_tokens", DType::i32, {d.num_experts}}, why);
+    const bool wide = counts->dtype == DType::i64;
+    checked_tensor(in, {"expert_num_tokens", wide ? DType::i64 : DType::i32, {d.num_experts}}, why);
     p.expert_num_tokens.resize(static_cast<size_t>(d.num_experts));
-    std::memcpy(p.expert_num_tokens.data(), counts->data.data(), counts->data.size());
+    for (int64_t e = 0; e < d.num_experts; ++e) {
+      int64_t n = 0;
+      if (wide) {
+        std::memcpy(&n, counts->data.data() + e * 8, 8);
+      } else {
+        int32_t n32 = 0;
+        std::memcpy(&n32, counts->data.data() + e * 4, 4);
+        n = n32;
+      }
+      if (n < 0 || n > p.max_tokens_per_expert)
+        throw Error(in.origin + ": expert_num_tokens[" + std::to_string(e) + "] = " + std::to_string(n) +
+                    " is outside [0, T = " + std::to_string(p.max_tokens_per_expert) + "]");
+      p.expert_num_tokens[e] = static_cast<int32_t>(n);
+    }
   } else if (hidden.shape.size() != 2 || hidden.shape[1] != d.hidden_size) {
     throw Error(in.origin + ": tensor 'hidden' has shape " + shape_string(hidden.shape) + " but needs [M, K = " +
                 std::to_string(d.hidden_size) + "]");

@@ -15,6 +15,9 @@ std::string cat(const Parts&... parts) {
   return s.str();
 }
 
+constexpr int64_t kMaxExperts = 1 << 16;
+constexpr int64_t kMaxDim = 1 << 20;
+
 bool is_16bit_float(DType t) { return t == DType::bf16 || t == DType::f16; }
 
 // K elements per weight scale, for the format and the desc's group choice (0 = whole row).
@@ -51,6 +54,13 @@ std::vector<std::string> desc_reasons(const ExpertsDesc& d) {
   if (d.hidden_size <= 0) r.push_back(cat("hidden_size = ", d.hidden_size, " must be positive"));
   if (d.intermediate_size <= 0)
     r.push_back(cat("intermediate_size = ", d.intermediate_size, " must be positive"));
+  // NOTE: bounds far above any model keep every size computation inside int64.
+  if (d.num_experts > kMaxExperts || d.num_global_experts > kMaxExperts)
+    r.push_back(cat("num_experts = ", d.num_experts, " / num_global_experts = ", d.num_global_experts,
+                    " exceed ", kMaxExperts));
+  if (d.hidden_size > kMaxDim || d.intermediate_size > kMaxDim)
+    r.push_back(cat("hidden_size = ", d.hidden_size, " / intermediate_size = ", d.intermediate_size, " exceed ",
+                    kMaxDim));
   if (d.top_k <= 0 || (d.num_experts > 0 && d.top_k > d.global_experts()))
     r.push_back(cat("top_k = ", d.top_k, " is outside [1, ", d.global_experts(), "]"));
   if (!is_16bit_float(d.act_dtype))
@@ -81,6 +91,8 @@ std::vector<std::string> desc_reasons(const ExpertsDesc& d) {
       !is_gated(d.activation.kind))
     r.push_back(cat("num_global_scales_w13 = 2 needs a gated activation (gate and up halves), not ",
                     to_string(d.activation.kind)));
+  if (d.weight_format == WeightFormat::nvfp4 && d.num_global_scales_w13 == 2 && d.interleaved_gate_up)
+    r.push_back("num_global_scales_w13 = 2 needs [gate; up] halves, not interleaved_gate_up rows");
   if (d.bias_dtype != DType::none && d.bias_dtype != DType::f32 && d.bias_dtype != d.act_dtype)
     r.push_back(cat("bias_dtype = ", to_string(d.bias_dtype), " must be none, f32 or act_dtype (",
                     to_string(d.act_dtype), ")"));
@@ -113,6 +125,8 @@ std::vector<std::string> option_reasons(const ExpertsDesc& d, const Options& o) 
       r.push_back(cat("f16_accum needs f16 output with f16 or e4m3 activations, not act_dtype = ",
                       to_string(d.act_dtype), ", act_format = ", to_string(d.act_format)));
   }
+  if (o.backend == Backend::cuda)
+    r.push_back("backend = cuda is not available: this build of moeq has no CUDA backend yet; use cpu or auto");
   if (o.block_m < 0 || o.block_m > 1024)
     r.push_back(cat("block_m = ", o.block_m, " is outside [0, 1024] (0 = chosen by the planner)"));
   return r;

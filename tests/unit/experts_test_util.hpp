@@ -34,6 +34,7 @@ inline ExpertsDesc small_desc(WeightFormat w, ActFormat a, Activation act) {
 struct Measured {
   double rel_err = 0;
   double max_err_fraction = 0;  // largest element error / max|ref|
+  double exact_fraction = 0;    // elements equal to the oracle rounded once to the dtype
   bool finite = true;
 };
 
@@ -50,15 +51,10 @@ inline std::vector<uint8_t> run_cpu(const io::HostProblem& p, const Options& opt
   return out;
 }
 
-// Batched results weighted and reduced back to [M, K] (rows >= count never read).
+// Batched results weighted and reduced back to [M, K] by the public combine_batched.
 inline std::vector<uint8_t> combine(const io::HostProblem& p, const std::vector<uint8_t>& batched_out) {
-  const ExpertsDesc& d = p.desc;
-  const auto local = ref::to_local_expert_ids(p.topk_ids.data(), p.topk_ids_dtype, p.num_tokens, d.top_k,
-                                              d.global_experts(), p.expert_map.empty() ? nullptr : p.expert_map.data(),
-                                              d.num_experts);
-  std::vector<uint8_t> out(static_cast<size_t>(dtype_bytes(d.act_dtype, p.num_tokens * d.hidden_size)), 0xFF);
-  ref::combine_batched(batched_out.data(), d.act_dtype, p.max_tokens_per_expert, d.hidden_size, local.data(),
-                       p.topk_weights.data(), p.topk_weights_dtype, p.num_tokens, d.top_k, d.num_experts, out.data());
+  std::vector<uint8_t> out(static_cast<size_t>(dtype_bytes(p.desc.act_dtype, p.num_tokens * p.desc.hidden_size)), 0xFF);
+  combine_batched(p.desc, p.inputs(), batched_out.data(), {out.data(), 0});
   return out;
 }
 
@@ -68,12 +64,15 @@ Measured measure(DType dtype, const std::vector<uint8_t>& got, const std::vector
                  RowValid row_valid) {
   Measured m;
   double err2 = 0, ref2 = 0, max_err = 0, max_ref = 0;
+  int64_t exact = 0, total = 0;
   const int64_t rows = static_cast<int64_t>(want.size()) / std::max<int64_t>(cols, 1);
   for (int64_t r = 0; r < rows; ++r) {
     if (!row_valid(r)) continue;
     for (int64_t c = 0; c < cols; ++c) {
       const double g = ref::load_float(dtype, got.data(), r * cols + c), w = want[r * cols + c];
       if (!std::isfinite(g) && std::isfinite(w)) m.finite = false;
+      exact += g == ref::round_to(dtype, static_cast<float>(w));
+      ++total;
       err2 += (g - w) * (g - w);
       ref2 += w * w;
       max_err = std::max(max_err, std::fabs(g - w));
@@ -82,6 +81,7 @@ Measured measure(DType dtype, const std::vector<uint8_t>& got, const std::vector
   }
   m.rel_err = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
   m.max_err_fraction = max_ref > 0 ? max_err / max_ref : max_err;
+  m.exact_fraction = total > 0 ? static_cast<double>(exact) / static_cast<double>(total) : 1.0;
   return m;
 }
 

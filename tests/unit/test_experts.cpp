@@ -38,8 +38,11 @@ void check_all_layouts(const ExpertsDesc& d, int64_t m, uint64_t seed, int ep_si
     Options o;
     o.layout = layout;
     const auto out = test::run_cpu(p, o);
-    test::expect_within_contract(test::measure(d.act_dtype, out, want, d.hidden_size, [](int64_t) { return true; }),
-                                 p.desc, label(p.desc, layout, m));
+    const auto measured = test::measure(d.act_dtype, out, want, d.hidden_size, [](int64_t) { return true; });
+    test::expect_within_contract(measured, p.desc, label(p.desc, layout, m));
+    // Same rounding points as the oracle: only fp32 vs float64 accumulation differs, which moves
+    // a rounding in well under 1% of the elements (measured 0.00-0.15%).
+    EXPECT_GE(measured.exact_fraction, 0.99) << label(p.desc, layout, m);
     if (first.empty()) first = out;
     else EXPECT_EQ(out, first) << "indexed and contiguous differ: " << label(p.desc, layout, m);
     for (int64_t t = 0; t < m; ++t) {

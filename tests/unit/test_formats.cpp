@@ -157,7 +157,7 @@ TEST(FormatsBf16, DecodeIsTheUpperHalfOfFp32) {
 TEST(FormatsBf16, EveryCodeRoundTrips) {
   for (uint32_t c = 0; c <= 0xFFFF; ++c) {
     const bool is_nan = (c & 0x7FFF) > 0x7F80;
-    const uint32_t expected = is_nan ? (c & 0x8000) | 0x7FC0 : c;
+    const uint32_t expected = is_nan ? 0x7FFF : c;
     ASSERT_EQ(bf16_encode(bf16_decode(c)), expected) << std::hex << c;
   }
 }
@@ -180,8 +180,8 @@ TEST(FormatsBf16, OverflowGoesToInfinity) {
 
 TEST(FormatsBf16, NanBecomesCanonicalQuietNanKeepingSign) {
   for (const uint32_t nan_bits : {0x7FC00000u, 0x7F800001u, 0x7FFFFFFFu, 0x7F80FFFFu, 0x7FBF0000u}) {
-    EXPECT_EQ(f32_to_bf16(float_of(nan_bits)), 0x7FC0) << std::hex << nan_bits;
-    EXPECT_EQ(f32_to_bf16(float_of(nan_bits | 0x80000000u)), 0xFFC0) << std::hex << nan_bits;
+    EXPECT_EQ(f32_to_bf16(float_of(nan_bits)), 0x7FFF) << std::hex << nan_bits;
+    EXPECT_EQ(f32_to_bf16(float_of(nan_bits | 0x80000000u)), 0x7FFF) << std::hex << nan_bits;
   }
 }
 
@@ -234,7 +234,7 @@ TEST(FormatsF16, DecodeMatchesFieldsForEveryCode) {
 TEST(FormatsF16, EveryCodeRoundTrips) {
   for (uint32_t c = 0; c <= 0xFFFF; ++c) {
     const bool is_nan = (c & 0x7FFF) > 0x7C00;
-    const uint32_t expected = is_nan ? (c & 0x8000) | 0x7E00 : c;
+    const uint32_t expected = is_nan ? 0x7FFF : c;
     ASSERT_EQ(f16_encode(f16_decode(c)), expected) << std::hex << c;
   }
 }
@@ -286,8 +286,8 @@ TEST(FormatsF16, OverflowGoesToInfinity) {
 
 TEST(FormatsF16, NanBecomesCanonicalQuietNanKeepingSign) {
   for (const uint32_t nan_bits : {0x7FC00000u, 0x7F800001u, 0x7FFFFFFFu, 0x7FA00000u}) {
-    EXPECT_EQ(f32_to_f16(float_of(nan_bits)), 0x7E00) << std::hex << nan_bits;
-    EXPECT_EQ(f32_to_f16(float_of(nan_bits | 0x80000000u)), 0xFE00) << std::hex << nan_bits;
+    EXPECT_EQ(f32_to_f16(float_of(nan_bits)), 0x7FFF) << std::hex << nan_bits;
+    EXPECT_EQ(f32_to_f16(float_of(nan_bits | 0x80000000u)), 0x7FFF) << std::hex << nan_bits;
   }
   EXPECT_EQ(f32_to_f16(0.0f), 0x0000);
   EXPECT_EQ(f32_to_f16(-0.0f), 0x8000);
@@ -630,6 +630,28 @@ TEST(FormatsUe8m0, RandomScaleBracketsAmax) {
       ASSERT_GT(amax / (scale / 2), max_elem) << amax << " " << max_elem;
     }
   }
+}
+
+}  // namespace
+}  // namespace moeq::ref
+
+namespace moeq::ref {
+namespace {
+
+TEST(FormatsIntegerCodes, EveryUint4AndUint8CodeRoundTrips) {
+  for (int code = 0; code < 16; ++code) {
+    EXPECT_EQ(uint4_value(static_cast<uint8_t>(code)), code - 8);
+    EXPECT_EQ(uint4_code(uint4_value(static_cast<uint8_t>(code))), code);
+    EXPECT_EQ(uint4_value(static_cast<uint8_t>(code | 0xF0)), code - 8) << "high nibble must be ignored";
+  }
+  for (int code = 0; code < 256; ++code) {
+    EXPECT_EQ(uint8_value(static_cast<uint8_t>(code)), code - 128);
+    EXPECT_EQ(uint8_code(uint8_value(static_cast<uint8_t>(code))), code);
+  }
+  EXPECT_EQ(uint4_code(-9), 0);
+  EXPECT_EQ(uint4_code(100), 15);
+  EXPECT_EQ(uint8_code(-1000), 0);
+  EXPECT_EQ(uint8_code(128), 255);
 }
 
 }  // namespace

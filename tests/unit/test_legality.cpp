@@ -89,8 +89,10 @@ TEST(Legality, ValidVariantsAreAccepted) {
   d = base_desc(WeightFormat::nvfp4);
   d.num_global_scales_w13 = 2;
   d.activation.kind = Activation::swiglu_oai;
-  d.interleaved_gate_up = true;
   EXPECT_TRUE(can_implement(d, Options{}).empty()) << joined(can_implement(d, Options{}));
+  // Gate and up global scales apply to the [gate; up] halves, so interleaved rows are refused.
+  d.interleaved_gate_up = true;
+  expect_single_reason(d, {"num_global_scales_w13 = 2", "interleaved"});
 
   d = base_desc(WeightFormat::mxfp4);
   d.scale_dtype = DType::ue8m0;  // the format's own scale dtype may be spelled out

@@ -284,7 +284,6 @@ TEST(ProblemFile, RoundTripNvFp4TwoGlobalScales) {
   d.num_global_scales_w13 = 2;
   d.activation.kind = Activation::swiglu_oai;
   d.activation.swiglu_alpha = 1.5f;
-  d.interleaved_gate_up = true;
   d.act_dtype = DType::f16;
   HostProblem p = generated(d, 6);
   ASSERT_EQ(p.w13->global_scales.size(), 8u);

@@ -69,7 +69,7 @@ TEST(Types, SpecificSpellings) {
   EXPECT_EQ(parse_act_format("bf16"), ActFormat::none);
   EXPECT_EQ(parse_act_format("f16"), ActFormat::none);
   EXPECT_EQ(parse_act_format("none"), ActFormat::none);
-  EXPECT_EQ(to_string(ActFormat::none), "bf16");
+  EXPECT_EQ(to_string(ActFormat::none), "a16");
 }
 
 TEST(Types, UnknownStringsGiveNullopt) {

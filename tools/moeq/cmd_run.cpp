@@ -51,7 +51,8 @@ auto parse_or_throw(const std::string& text, const char* what, Parse parse) {
   return *v;
 }
 
-io::HostProblem make_problem(const RunArgs& a, Layout layout) {
+io::HostProblem make_problem(const RunArgs& a, const Options& options) {
+  const Layout layout = options.layout;
   if (!a.weights.empty() || !a.inputs.empty()) {
     if (a.weights.empty() || a.inputs.empty()) throw Error("--weights and --inputs go together");
     io::HostProblem p = io::load_problem(a.weights, a.inputs);
@@ -65,7 +66,8 @@ io::HostProblem make_problem(const RunArgs& a, Layout layout) {
     if (!is_gated(desc.activation.kind)) desc.interleaved_gate_up = false;
     if (!is_gated(desc.activation.kind)) desc.num_global_scales_w13 = 1;
   }
-  plan::require_implementable(desc, Options{});
+  // Refuse before generating: a large preset takes seconds to quantize.
+  plan::require_implementable(desc, options);
   io::GenerateOptions g;
   g.num_tokens = a.tokens;
   g.seed = a.seed;
@@ -127,7 +129,7 @@ int run(const RunArgs& a) {
   options.block_m = a.block_m;
 
   auto t0 = std::chrono::steady_clock::now();
-  io::HostProblem p = make_problem(a, layout);
+  io::HostProblem p = make_problem(a, options);
   const double setup_s = seconds_since(t0);
   options.layout = p.layout;
   if (options.backend == Backend::auto_select)
@@ -178,6 +180,12 @@ int run(const RunArgs& a) {
     const auto local = ref::to_local_expert_ids(p.topk_ids.data(), p.topk_ids_dtype, p.num_tokens, d.top_k,
                                                 d.global_experts(), p.expert_map.empty() ? nullptr : p.expert_map.data(),
                                                 d.num_experts);
+    std::vector<int32_t> routed(static_cast<size_t>(d.num_experts), 0);
+    for (int32_t e : local)
+      if (e >= 0) ++routed[e];
+    if (routed != p.expert_num_tokens)
+      throw Error("topk_ids route a different number of tokens to some expert than expert_num_tokens says; "
+                  "cannot combine the batched result");
     ref::combine_batched(out.data(), d.act_dtype, T, d.hidden_size, local.data(), p.topk_weights.data(),
                          p.topk_weights_dtype, p.num_tokens, d.top_k, d.num_experts, combined.data());
     print_checksum("combined", d.act_dtype, combined, p.num_tokens * d.hidden_size);

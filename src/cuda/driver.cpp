@@ -1,0 +1,295 @@
+#include "cuda/driver.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <initializer_list>
+#include <utility>
+
+#include "moeq/error.hpp"
+
+namespace moeq::cuda {
+namespace {
+
+constexpr const char* kDriverLibrary = "libcuda.so.1";
+
+struct LoadedDriver {
+  Driver fns{};
+  bool resolved = false;  // every entry point found (error names usable even if cuInit failed)
+  bool ok = false;        // resolved and cuInit succeeded
+  std::string why;        // the reason when !ok
+};
+
+// Looks up the first exported name of `names` into `slot`.
+template <typename Fn>
+bool resolve(void* library, Fn& slot, std::initializer_list<const char*> names, std::string* missing) {
+  for (const char* name : names) {
+    if (void* symbol = dlsym(library, name)) {
+      slot = reinterpret_cast<Fn>(symbol);
+      return true;
+    }
+  }
+  if (!missing->empty()) *missing += ", ";
+  *missing += *names.begin();
+  return false;
+}
+
+std::string error_text(const Driver& fns, CUresult result) {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (fns.cuGetErrorName == nullptr || fns.cuGetErrorName(result, &name) != kSuccess) name = nullptr;
+  if (fns.cuGetErrorString == nullptr || fns.cuGetErrorString(result, &text) != kSuccess) text = nullptr;
+  std::string out = name ? name : "CUDA error " + std::to_string(result);
+  if (text) out += std::string(" (") + text + ")";
+  return out;
+}
+
+LoadedDriver load_driver() {
+  LoadedDriver loaded;
+  // NOTE: never dlclose'd: device memory freed by static destructors still needs the driver.
+  void* library = dlopen(kDriverLibrary, RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    const char* reason = dlerror();
+    loaded.why = std::string("cannot load ") + kDriverLibrary + " (no NVIDIA driver installed?): " +
+                 (reason ? reason : "unknown dlopen error");
+    return loaded;
+  }
+  Driver& d = loaded.fns;
+  std::string missing;
+#define MOEQ_RESOLVE(member) resolve(library, d.member, {#member}, &missing)
+  MOEQ_RESOLVE(cuInit);
+  MOEQ_RESOLVE(cuDriverGetVersion);
+  MOEQ_RESOLVE(cuGetErrorName);
+  MOEQ_RESOLVE(cuGetErrorString);
+  MOEQ_RESOLVE(cuDeviceGet);
+  MOEQ_RESOLVE(cuDeviceGetCount);
+  MOEQ_RESOLVE(cuDeviceGetAttribute);
+  MOEQ_RESOLVE(cuDeviceGetName);
+  MOEQ_RESOLVE(cuDevicePrimaryCtxRetain);
+  MOEQ_RESOLVE(cuCtxSetCurrent);
+  MOEQ_RESOLVE(cuCtxGetCurrent);
+  MOEQ_RESOLVE(cuCtxSynchronize);
+  MOEQ_RESOLVE(cuModuleLoadData);
+  MOEQ_RESOLVE(cuModuleUnload);
+  MOEQ_RESOLVE(cuModuleGetFunction);
+  MOEQ_RESOLVE(cuFuncSetAttribute);
+  MOEQ_RESOLVE(cuFuncGetAttribute);
+  MOEQ_RESOLVE(cuLaunchKernel);
+  MOEQ_RESOLVE(cuMemAlloc_v2);
+  MOEQ_RESOLVE(cuMemFree_v2);
+  MOEQ_RESOLVE(cuMemcpyHtoD_v2);
+  MOEQ_RESOLVE(cuMemcpyDtoH_v2);
+  MOEQ_RESOLVE(cuMemcpyDtoDAsync_v2);
+  MOEQ_RESOLVE(cuMemsetD8_v2);
+  MOEQ_RESOLVE(cuMemsetD8Async);
+  MOEQ_RESOLVE(cuStreamCreate);
+  MOEQ_RESOLVE(cuStreamDestroy_v2);
+  MOEQ_RESOLVE(cuStreamSynchronize);
+  MOEQ_RESOLVE(cuEventCreate);
+  MOEQ_RESOLVE(cuEventDestroy_v2);
+  MOEQ_RESOLVE(cuEventRecord);
+  MOEQ_RESOLVE(cuEventSynchronize);
+  MOEQ_RESOLVE(cuStreamBeginCapture_v2);
+  MOEQ_RESOLVE(cuStreamEndCapture);
+  MOEQ_RESOLVE(cuGraphInstantiateWithFlags);
+  MOEQ_RESOLVE(cuGraphLaunch);
+  MOEQ_RESOLVE(cuGraphExecDestroy);
+  MOEQ_RESOLVE(cuGraphDestroy);
+#undef MOEQ_RESOLVE
+  resolve(library, d.cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, &missing);
+  if (!missing.empty()) {
+    loaded.why = std::string(kDriverLibrary) + " lacks " + missing + " (driver too old?)";
+    return loaded;
+  }
+  loaded.resolved = true;
+  if (const CUresult result = d.cuInit(0); result != kSuccess) {
+    loaded.why = "cuInit failed: " + error_text(d, result);
+    return loaded;
+  }
+  loaded.ok = true;
+  return loaded;
+}
+
+const LoadedDriver& loaded_driver() {
+  static const LoadedDriver loaded = load_driver();  // NOTE: thread-safe (magic statics)
+  return loaded;
+}
+
+struct PrimaryContext {
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+};
+
+PrimaryContext retain_primary_context() {
+  const Driver& d = driver();
+  const int ordinal = selected_device_ordinal();
+  const int count = device_count();
+  if (ordinal >= count) {
+    throw Error("CUDA device " + std::to_string(ordinal) + " (MOEQ_DEVICE) requested, but " +
+                std::to_string(count) + " device(s) present");
+  }
+  PrimaryContext primary;
+  check(d.cuDeviceGet(&primary.device, ordinal), "cuDeviceGet");
+  // NOTE: the primary context is shared with the CUDA runtime (PyTorch etc.) and never released:
+  // it lives as long as the process.
+  check(d.cuDevicePrimaryCtxRetain(&primary.context, primary.device), "cuDevicePrimaryCtxRetain");
+  return primary;
+}
+
+}  // namespace
+
+bool driver_available(std::string* why) {
+  const LoadedDriver& loaded = loaded_driver();
+  if (!loaded.ok && why != nullptr) *why = loaded.why;
+  return loaded.ok;
+}
+
+int device_count() {
+  const LoadedDriver& loaded = loaded_driver();
+  if (!loaded.ok) return 0;
+  int count = 0;
+  if (loaded.fns.cuDeviceGetCount(&count) != kSuccess) return 0;
+  return count;
+}
+
+const Driver& driver() {
+  const LoadedDriver& loaded = loaded_driver();
+  if (!loaded.ok) throw Error("CUDA driver unavailable: " + loaded.why);
+  return loaded.fns;
+}
+
+void check(CUresult result, const char* what) {
+  if (result == kSuccess) return;
+  const LoadedDriver& loaded = loaded_driver();
+  const std::string text = loaded.resolved ? error_text(loaded.fns, result)
+                                           : "CUDA error " + std::to_string(result);
+  throw Error(std::string(what) + " failed: " + text);
+}
+
+int selected_device_ordinal() {
+  static const int ordinal = [] {
+    const char* value = std::getenv("MOEQ_DEVICE");
+    if (value == nullptr || *value == '\0') return 0;
+    char* end = nullptr;
+    const long parsed = std::strtol(value, &end, 10);
+    if (*end != '\0' || parsed < 0 || parsed > 1024) {
+      throw Error(std::string("MOEQ_DEVICE = '") + value + "' is not a device ordinal (0, 1, ...)");
+    }
+    return static_cast<int>(parsed);
+  }();
+  return ordinal;
+}
+
+CUdevice ensure_context() {
+  static const PrimaryContext primary = retain_primary_context();
+  const Driver& d = driver();
+  CUcontext current = nullptr;
+  check(d.cuCtxGetCurrent(&current), "cuCtxGetCurrent");
+  if (current != primary.context) check(d.cuCtxSetCurrent(primary.context), "cuCtxSetCurrent");
+  return primary.device;
+}
+
+DeviceInfo current_device_info() {
+  const CUdevice device = ensure_context();
+  const Driver& d = driver();
+  const auto attribute = [&](int attr, const char* what) {
+    int value = 0;
+    check(d.cuDeviceGetAttribute(&value, attr, device), what);
+    return value;
+  };
+  DeviceInfo info;
+  info.ordinal = selected_device_ordinal();
+  char name[256] = {};
+  check(d.cuDeviceGetName(name, sizeof(name) - 1, device), "cuDeviceGetName");
+  info.name = name;
+  info.cc_major = attribute(device_attr::kComputeCapabilityMajor, "compute capability major");
+  info.cc_minor = attribute(device_attr::kComputeCapabilityMinor, "compute capability minor");
+  info.num_sms = attribute(device_attr::kMultiprocessorCount, "multiprocessor count");
+  info.l2_bytes = attribute(device_attr::kL2CacheSize, "L2 cache size");
+  info.max_smem_per_block_optin =
+      attribute(device_attr::kMaxSharedMemoryPerBlockOptin, "max shared memory per block (optin)");
+  return info;
+}
+
+// ---- DeviceBuffer ----
+
+DeviceBuffer::DeviceBuffer(size_t num_bytes) : num_bytes_(num_bytes) {
+  ensure_context();
+  // NOTE: cuMemAlloc rejects 0 bytes; an empty buffer holds the null pointer.
+  if (num_bytes > 0) check(driver().cuMemAlloc_v2(&ptr_, num_bytes), "cuMemAlloc");
+}
+
+DeviceBuffer::~DeviceBuffer() { release(); }
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : ptr_(std::exchange(other.ptr_, 0)), num_bytes_(std::exchange(other.num_bytes_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    ptr_ = std::exchange(other.ptr_, 0);
+    num_bytes_ = std::exchange(other.num_bytes_, 0);
+  }
+  return *this;
+}
+
+void DeviceBuffer::release() noexcept {
+  // NOTE: a destructor must not throw; a failed free (context already torn down) is ignored.
+  if (ptr_ != 0) loaded_driver().fns.cuMemFree_v2(ptr_);
+  ptr_ = 0;
+  num_bytes_ = 0;
+}
+
+void DeviceBuffer::upload(const void* host, size_t num_bytes) {
+  if (num_bytes > num_bytes_) {
+    throw Error("DeviceBuffer::upload of " + std::to_string(num_bytes) + " bytes into a buffer of " +
+                std::to_string(num_bytes_));
+  }
+  if (num_bytes > 0) check(driver().cuMemcpyHtoD_v2(ptr_, host, num_bytes), "cuMemcpyHtoD");
+}
+
+void DeviceBuffer::download(void* host, size_t num_bytes) const {
+  if (num_bytes > num_bytes_) {
+    throw Error("DeviceBuffer::download of " + std::to_string(num_bytes) + " bytes from a buffer of " +
+                std::to_string(num_bytes_));
+  }
+  if (num_bytes > 0) check(driver().cuMemcpyDtoH_v2(host, ptr_, num_bytes), "cuMemcpyDtoH");
+}
+
+void DeviceBuffer::fill_bytes(uint8_t value) {
+  if (num_bytes_ > 0) check(driver().cuMemsetD8_v2(ptr_, value, num_bytes_), "cuMemsetD8");
+}
+
+// ---- Stream, Event ----
+
+Stream::Stream() {
+  ensure_context();
+  check(driver().cuStreamCreate(&stream_, kStreamNonBlocking), "cuStreamCreate");
+}
+
+Stream::~Stream() {
+  if (stream_ != nullptr) loaded_driver().fns.cuStreamDestroy_v2(stream_);
+}
+
+void Stream::synchronize() const { check(driver().cuStreamSynchronize(stream_), "cuStreamSynchronize"); }
+
+Event::Event(bool timing) {
+  ensure_context();
+  check(driver().cuEventCreate(&event_, timing ? kEventDefault : kEventDisableTiming), "cuEventCreate");
+}
+
+Event::~Event() {
+  if (event_ != nullptr) loaded_driver().fns.cuEventDestroy_v2(event_);
+}
+
+void Event::record(CUstream stream) { check(driver().cuEventRecord(event_, stream), "cuEventRecord"); }
+
+void Event::synchronize() const { check(driver().cuEventSynchronize(event_), "cuEventSynchronize"); }
+
+float Event::elapsed_ms(const Event& start, const Event& end) {
+  float milliseconds = 0.0f;
+  check(driver().cuEventElapsedTime(&milliseconds, start.event_, end.event_), "cuEventElapsedTime");
+  return milliseconds;
+}
+
+}  // namespace moeq::cuda

@@ -1,0 +1,196 @@
+#pragma once
+// The CUDA driver API, loaded with dlopen("libcuda.so.1") on first use, so that the library,
+// the CLI and the CPU tests build and run where there is no GPU, no driver and no CUDA headers.
+// NOTE: <cuda.h> is never included; the few types, enum values and signatures used are declared
+// here with the driver's real ABI names and numbers (checked against CUDA 13.0's cuda.h by
+// tests/gpu/test_driver.cpp where that header exists).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace moeq::cuda {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st*;
+using CUmodule = struct CUmod_st*;
+using CUfunction = struct CUfunc_st*;
+using CUstream = struct CUstream_st*;
+using CUevent = struct CUevent_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
+
+constexpr CUresult kSuccess = 0;  // CUDA_SUCCESS
+
+// CUdevice_attribute values used by moeq (the driver's numbers, never renumber).
+namespace device_attr {
+constexpr int kMaxThreadsPerBlock = 1;                // CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+constexpr int kMultiprocessorCount = 16;              // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+constexpr int kL2CacheSize = 38;                      // CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
+constexpr int kComputeCapabilityMajor = 75;           // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+constexpr int kComputeCapabilityMinor = 76;           // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+constexpr int kMaxSharedMemoryPerBlockOptin = 97;     // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+}  // namespace device_attr
+
+// CUfunction_attribute values.
+namespace func_attr {
+constexpr int kMaxThreadsPerBlock = 0;         // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+constexpr int kSharedSizeBytes = 1;            // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES (static smem)
+constexpr int kNumRegs = 4;                    // CU_FUNC_ATTRIBUTE_NUM_REGS
+constexpr int kMaxDynamicSharedSizeBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+}  // namespace func_attr
+
+constexpr unsigned kStreamNonBlocking = 0x1;      // CU_STREAM_NON_BLOCKING
+constexpr unsigned kEventDefault = 0x0;           // CU_EVENT_DEFAULT
+constexpr unsigned kEventDisableTiming = 0x2;     // CU_EVENT_DISABLE_TIMING
+constexpr int kStreamCaptureModeGlobal = 0;       // CU_STREAM_CAPTURE_MODE_GLOBAL
+constexpr int kStreamCaptureModeThreadLocal = 1;  // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+constexpr int kStreamCaptureModeRelaxed = 2;      // CU_STREAM_CAPTURE_MODE_RELAXED
+
+// One pointer per driver entry point; each member is named after the exported symbol it holds
+// (the versioned `_v2` names where the driver exports several ABI versions).
+struct Driver {
+  CUresult (*cuInit)(unsigned flags);
+  CUresult (*cuDriverGetVersion)(int* version);
+  CUresult (*cuGetErrorName)(CUresult error, const char** name);
+  CUresult (*cuGetErrorString)(CUresult error, const char** text);
+  CUresult (*cuDeviceGet)(CUdevice* device, int ordinal);
+  CUresult (*cuDeviceGetCount)(int* count);
+  CUresult (*cuDeviceGetAttribute)(int* value, int attribute, CUdevice device);
+  CUresult (*cuDeviceGetName)(char* name, int length, CUdevice device);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext* context, CUdevice device);
+  CUresult (*cuCtxSetCurrent)(CUcontext context);
+  CUresult (*cuCtxGetCurrent)(CUcontext* context);
+  CUresult (*cuCtxSynchronize)();
+  CUresult (*cuModuleLoadData)(CUmodule* module, const void* image);
+  CUresult (*cuModuleUnload)(CUmodule module);
+  CUresult (*cuModuleGetFunction)(CUfunction* function, CUmodule module, const char* name);
+  CUresult (*cuFuncSetAttribute)(CUfunction function, int attribute, int value);
+  CUresult (*cuFuncGetAttribute)(int* value, int attribute, CUfunction function);
+  CUresult (*cuLaunchKernel)(CUfunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                             unsigned block_x, unsigned block_y, unsigned block_z,
+                             unsigned shared_bytes, CUstream stream, void** params, void** extra);
+  CUresult (*cuMemAlloc_v2)(CUdeviceptr* ptr, size_t num_bytes);
+  CUresult (*cuMemFree_v2)(CUdeviceptr ptr);
+  CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr dst, const void* src, size_t num_bytes);
+  CUresult (*cuMemcpyDtoH_v2)(void* dst, CUdeviceptr src, size_t num_bytes);
+  CUresult (*cuMemcpyDtoDAsync_v2)(CUdeviceptr dst, CUdeviceptr src, size_t num_bytes, CUstream stream);
+  CUresult (*cuMemsetD8_v2)(CUdeviceptr dst, unsigned char value, size_t num_bytes);
+  CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char value, size_t num_bytes, CUstream stream);
+  CUresult (*cuStreamCreate)(CUstream* stream, unsigned flags);
+  CUresult (*cuStreamDestroy_v2)(CUstream stream);
+  CUresult (*cuStreamSynchronize)(CUstream stream);
+  CUresult (*cuEventCreate)(CUevent* event, unsigned flags);
+  CUresult (*cuEventDestroy_v2)(CUevent event);
+  CUresult (*cuEventRecord)(CUevent event, CUstream stream);
+  CUresult (*cuEventSynchronize)(CUevent event);
+  // cuEventElapsedTime_v2 where the driver has it (12.8+), else cuEventElapsedTime: same signature.
+  CUresult (*cuEventElapsedTime)(float* milliseconds, CUevent start, CUevent end);
+  CUresult (*cuStreamBeginCapture_v2)(CUstream stream, int mode);
+  CUresult (*cuStreamEndCapture)(CUstream stream, CUgraph* graph);
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec* exec, CUgraph graph, unsigned long long flags);
+  CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec exec);
+  CUresult (*cuGraphDestroy)(CUgraph graph);
+};
+
+// True when libcuda.so.1 loads, every entry point resolves and cuInit succeeds; otherwise false
+// with the reason in *why (when given). Loads once, thread-safe; never throws.
+bool driver_available(std::string* why = nullptr);
+// Number of CUDA devices; 0 when there is no driver or no device. Never throws.
+int device_count();
+// The loaded driver; throws moeq::Error with the reason when it is unavailable.
+const Driver& driver();
+// Throws moeq::Error "<what>: CUDA_ERROR_NAME (description)" when result is not CUDA_SUCCESS.
+void check(CUresult result, const char* what);
+
+// The device moeq uses: env MOEQ_DEVICE (read once), else 0.
+int selected_device_ordinal();
+// Retains the primary context of the selected device and makes it current on this thread.
+// Returns the device. Cheap after the first call.
+CUdevice ensure_context();
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int cc_major = 0;
+  int cc_minor = 0;
+  int num_sms = 0;
+  int64_t l2_bytes = 0;
+  int max_smem_per_block_optin = 0;  // bytes a block may opt into (cuFuncSetAttribute)
+};
+// Attributes of the selected device, queried from the driver (never hard-coded).
+DeviceInfo current_device_info();
+
+// Device memory owned by one object; freed on destruction.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t num_bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  CUdeviceptr ptr() const { return ptr_; }
+  size_t num_bytes() const { return num_bytes_; }
+
+  void upload(const void* host, size_t num_bytes);      // synchronous, from offset 0
+  void download(void* host, size_t num_bytes) const;    // synchronous, from offset 0
+  void fill_bytes(uint8_t value);                       // synchronous memset of the whole buffer
+
+  template <typename T>
+  static DeviceBuffer from_host(const std::vector<T>& values) {
+    DeviceBuffer buffer(values.size() * sizeof(T));
+    buffer.upload(values.data(), buffer.num_bytes());
+    return buffer;
+  }
+  template <typename T>
+  std::vector<T> to_host(size_t num_elems) const {
+    std::vector<T> values(num_elems);
+    download(values.data(), num_elems * sizeof(T));
+    return values;
+  }
+
+ private:
+  void release() noexcept;
+
+  CUdeviceptr ptr_ = 0;
+  size_t num_bytes_ = 0;
+};
+
+class Stream {
+ public:
+  Stream();  // non-blocking with respect to the legacy default stream
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  CUstream get() const { return stream_; }
+  void synchronize() const;
+
+ private:
+  CUstream stream_ = nullptr;
+};
+
+class Event {
+ public:
+  explicit Event(bool timing = true);
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  CUevent get() const { return event_; }
+  void record(CUstream stream);
+  void synchronize() const;
+  // Milliseconds between two recorded, completed timing events.
+  static float elapsed_ms(const Event& start, const Event& end);
+
+ private:
+  CUevent event_ = nullptr;
+};
+
+}  // namespace moeq::cuda

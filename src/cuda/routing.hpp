@@ -1,0 +1,110 @@
+#pragma once
+// Host side of the routing kernels (device/moeq_dev/kernels/routing.cuh): align (indexed),
+// permute (contiguous), batched ranks and combine (masked), and the weighted top-k reduction.
+// Every entry point takes device pointers and a stream, enqueues kernels and returns: no host
+// sync, no allocation, no compile after a config's first use: CUDA-graph safe. Results equal
+// reference/routing.cpp bit for bit (CONTRACT §3).
+// Bad ids do not throw here (that would need a sync): the slot becomes non-local and a bit is
+// ORed into *error_flags (kRoutingError*), which the caller zeroes beforehand and reads later.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cuda/driver.hpp"
+#include "jit/compiler.hpp"
+#include "moeq/types.hpp"
+
+namespace moeq::cuda {
+
+// Bits of the error word (the same values as moeq_dev::kError* in moe/routing.cuh).
+constexpr int kRoutingErrorBadTopkId = 1;        // a topk id outside [-1, E_g)
+constexpr int kRoutingErrorBadExpertMap = 2;     // expert_map[id] outside [-1, E)
+constexpr int kRoutingErrorBatchedOverflow = 4;  // an expert received more than T rows
+// "topk id outside [-1, E_g); ..." for the bits set; "" for 0.
+std::string describe_routing_errors(int flags);
+
+// The routing input shared by every layout.
+struct RouteIds {
+  CUdeviceptr topk_ids = 0;      // [M, top_k] int32 or int64, global ids, -1 = no expert
+  DType ids_dtype = DType::i32;  // i32 or i64
+  int64_t num_tokens = 0;        // M
+  int64_t top_k = 1;
+  int64_t num_global_experts = 0;  // E_g (must equal num_experts without expert_map)
+  CUdeviceptr expert_map = 0;      // [E_g] int32 global -> local id (-1 = not here), or 0
+  int64_t num_experts = 0;         // E
+  CUdeviceptr error_flags = 0;     // int32 [1], bits ORed (kRoutingError*), or 0 to ignore
+  int64_t num_slots() const { return num_tokens * top_k; }
+};
+
+// ---- Indexed ----
+// align_capacity(M*top_k, E, BM) entries of sorted_ids; expert_ids has capacity / BM.
+int64_t align_capacity(int64_t num_slots, int64_t num_experts, int64_t block_m);
+struct AlignOutputs {
+  CUdeviceptr local_ids = 0;          // int32 [M*top_k]: local expert per slot, -1 = none
+  CUdeviceptr sorted_ids = 0;         // int32 [capacity]
+  CUdeviceptr expert_ids = 0;         // int32 [capacity / BM]
+  CUdeviceptr num_tokens_padded = 0;  // int32 [1]
+};
+// Two kernels: count (one CTA) and scatter (E + 1 CTAs).
+void map_and_align(const RouteIds& ids, int64_t block_m, const AlignOutputs& out, CUstream stream);
+
+// ---- Grouped contiguous ----
+struct PermuteOutputs {
+  CUdeviceptr local_ids = 0;         // int32 [M*top_k]
+  CUdeviceptr offsets = 0;           // int64 [E+1] (expert_first_token_offset)
+  CUdeviceptr inv_permuted_idx = 0;  // int32 [M*top_k]
+  CUdeviceptr permuted_src = 0;      // int32 [M*top_k]
+};
+struct PermuteRows {
+  CUdeviceptr hidden = 0;  // [M, row_bytes] rows at hidden_row_stride_bytes
+  int64_t hidden_row_stride_bytes = 0;
+  int64_t row_bytes = 0;     // K * element size
+  CUdeviceptr permuted = 0;  // [M*top_k, row_bytes]; rows at or past offsets[E] untouched
+  int64_t permuted_row_stride_bytes = 0;
+};
+// Index kernels only (ref::permute_indices).
+void permute_indices(const RouteIds& ids, const PermuteOutputs& out, CUstream stream);
+// Row copies only, from the indices of permute_indices (ref::permute_rows).
+void permute_rows(const PermuteRows& rows, CUdeviceptr permuted_src, CUdeviceptr offsets, int64_t num_experts,
+                  int64_t num_slots, int64_t top_k, CUstream stream);
+// Both: indices, then rows.
+void permute(const RouteIds& ids, const PermuteRows& rows, const PermuteOutputs& out, CUstream stream);
+
+// ---- Grouped masked (batched) ----
+struct BatchedOutputs {
+  CUdeviceptr local_ids = 0;     // int32 [M*top_k]
+  CUdeviceptr counts = 0;        // int32 [E] (expert_num_tokens), min(count, T)
+  CUdeviceptr batched_rows = 0;  // int32 [M*top_k]: e*T + rank (ref::reduce_rows_batched), -1 = none
+  CUdeviceptr slot_of_row = 0;   // int32 [E*T] (ref::batched_dispatch), or 0 to skip
+};
+void batched_ranks(const RouteIds& ids, int64_t max_tokens_per_expert, const BatchedOutputs& out,
+                   CUstream stream);
+
+// ---- Weighted top-k reduction ----
+struct ReduceArgs {
+  CUdeviceptr down = 0;  // rows of down_dtype, down_row_stride elements apart
+  int64_t down_row_stride = 0;
+  DType dtype = DType::bf16;      // down and out: bf16 or f16
+  CUdeviceptr local_ids = 0;      // int32 [M*top_k]: slots with -1 are skipped (never read)
+  CUdeviceptr row_map = 0;        // int32 [M*top_k] source row of a local slot, or 0: row = slot
+  CUdeviceptr weights = 0;        // [M, top_k]
+  DType weights_dtype = DType::f32;  // f32, bf16 or f16
+  int64_t num_tokens = 0;
+  int64_t top_k = 1;
+  int64_t cols = 0;               // K
+  CUdeviceptr out = 0;            // [M, cols] at out_row_stride elements
+  int64_t out_row_stride = 0;
+};
+// out[t,:] = sum over local k (increasing) of w[t,k] * down[row(t,k), :], fp32 fma, one rounding.
+// row_map: 0 for indexed, inv_permuted_idx for contiguous, batched_rows for batched.
+void topk_reduce(const ReduceArgs& args, CUstream stream);
+// ref::combine_batched: down [E, T, cols] contiguous -> out [M, cols] contiguous, both `dtype`.
+void combine_batched(CUdeviceptr down, DType dtype, int64_t max_tokens_per_expert, int64_t cols,
+                     CUdeviceptr local_ids, CUdeviceptr batched_rows, CUdeviceptr weights, DType weights_dtype,
+                     int64_t num_tokens, int64_t top_k, CUdeviceptr out, CUstream stream);
+
+// Every routing kernel config the planner can emit (ids i32/i64, dtypes bf16/f16, weights
+// f32/bf16/f16), for tests/jit and `moeq compile`.
+std::vector<jit::KernelSpec> routing_kernel_specs();
+
+}  // namespace moeq::cuda

@@ -1,0 +1,86 @@
+#pragma once
+// The JIT's knobs (read from the environment once) and its content-addressed CUBIN cache:
+// an in-memory map in front of a disk directory shared by every process of the user.
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace moeq::jit {
+
+// Every knob of the JIT; docs/env.md lists them with their environment variables.
+struct JitOptions {
+  std::string cache_dir;       // MOEQ_CACHE_DIR, else $XDG_CACHE_HOME/moeq, else ~/.cache/moeq
+  bool disable_cache = false;  // MOEQ_DISABLE_CACHE: no disk reads or writes (memory map only)
+  std::string dump_dir;        // MOEQ_DUMP_DIR: write each compile's .cu, .cubin and .log there
+  bool ptxas_verbose = false;  // MOEQ_PTXAS_VERBOSE: compile with ptxas -v and print its log
+};
+
+// Looks an environment variable up; nullptr when unset. std::getenv by default.
+using EnvLookup = std::function<const char*(const char*)>;
+JitOptions jit_options_from_env(const EnvLookup& getenv_fn);
+
+// The process's options: read from the environment on the first call only.
+// NOTE: the returned reference stays valid for the life of the process, across overrides.
+const JitOptions& jit_options();
+// Replaces the process's options (tests, or an embedding application at start-up).
+void override_jit_options(const JitOptions& options);
+
+// Everything a CUBIN depends on, and nothing else: no paths, no mtimes.
+struct CacheKeyInputs {
+  std::string_view source;        // the generated translation unit
+  std::string_view headers_hash;  // embedded_headers_hash()
+  int nvrtc_version = 0;
+  std::vector<std::string> options;
+  std::string_view arch;          // "sm_90a"
+  std::string_view abi = MOEQ_VERSION;
+};
+// 64 lowercase hex digits (SHA-256 over every ingredient, each tagged and length-prefixed).
+std::string cache_key(const CacheKeyInputs& inputs);
+// SHA-256 of every embedded device header (relative path + contents), computed once.
+const std::string& embedded_headers_hash();
+
+struct CacheInfo {
+  size_t num_entries = 0;
+  uint64_t num_bytes = 0;  // on disk, headers included
+  std::string dir;
+};
+
+// Layout: <dir>/v1/<key[0:2]>/<key>.cubin, each file = 48-byte header (magic, payload size,
+// SHA-256 of the payload) + the CUBIN. Safe across threads and processes.
+class Cache {
+ public:
+  explicit Cache(std::string dir, bool disk_enabled = true);
+
+  // Memory first, then disk (a valid disk entry is kept in memory). nullptr on a miss.
+  // The pointee lives as long as the Cache (until clear()).
+  const std::vector<uint8_t>* find(const std::string& key, bool* from_disk = nullptr);
+  // Keeps `cubin` in memory and writes it to disk; returns the kept bytes (the first stored
+  // ones when two threads race). NOTE: a disk write failure only loses the disk copy.
+  const std::vector<uint8_t>& insert(const std::string& key, std::vector<uint8_t> cubin);
+
+  // The disk tier alone. A missing, short, corrupted or foreign file is a miss.
+  std::optional<std::vector<uint8_t>> load_from_disk(const std::string& key) const;
+  // Atomic: unique temp file in the entry's folder, fsync, rename(2). Concurrent writers of one
+  // key all succeed. Returns false (never throws) when the disk is not writable.
+  bool store_to_disk(const std::string& key, const std::vector<uint8_t>& cubin) const;
+
+  std::string entry_path(const std::string& key) const;
+  CacheInfo info() const;
+  void clear();  // removes <dir>/v1 (never anything else in dir) and the memory map
+
+  const std::string& dir() const { return dir_; }
+  bool disk_enabled() const { return disk_enabled_; }
+
+ private:
+  std::string dir_;
+  bool disk_enabled_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::vector<uint8_t>> memory_;  // NOTE: node-stable values
+};
+
+}  // namespace moeq::jit

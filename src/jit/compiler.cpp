@@ -1,0 +1,133 @@
+#include "jit/compiler.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "jit/nvrtc.hpp"
+#include "moeq/error.hpp"
+
+namespace moeq::jit {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+void write_file(const std::filesystem::path& path, const void* data, size_t num_bytes) {
+  std::ofstream file(path, std::ios::binary);
+  file.write(static_cast<const char*>(data), static_cast<std::streamsize>(num_bytes));
+}
+
+}  // namespace
+
+std::string to_string(const Arch& arch) { return arch_name(arch.sm, arch.arch_specific); }
+
+Arch current_arch() {
+  // NOTE: the selected device is fixed for the process (MOEQ_DEVICE is read once), so is its arch.
+  static const Arch arch = [] {
+    const cuda::DeviceInfo info = cuda::current_device_info();
+    // NOTE: only Hopper needs the 'a' target today (wgmma, setmaxnreg); an sm_90a CUBIN runs on
+    // 9.0 alone, which is exactly the device in hand.
+    return Arch{info.cc_major * 10 + info.cc_minor, info.cc_major == 9 && info.cc_minor == 0};
+  }();
+  return arch;
+}
+
+const char* to_string(CubinOrigin origin) {
+  switch (origin) {
+    case CubinOrigin::kMemory: return "memory";
+    case CubinOrigin::kDisk: return "disk";
+    case CubinOrigin::kCompiled: return "compiled";
+  }
+  return "?";
+}
+
+KernelCache::KernelCache(const JitOptions& options)
+    : options_(options), cache_(options.cache_dir, !options.disable_cache) {}
+
+std::vector<std::string> KernelCache::extra_options() const {
+  if (options_.ptxas_verbose) return {"--ptxas-options=-v"};
+  return {};
+}
+
+CubinLookup KernelCache::lookup(const KernelSpec& spec, Arch arch) {
+  const Clock::time_point start = Clock::now();
+  const std::vector<std::string> extra = extra_options();
+  CacheKeyInputs inputs;
+  inputs.source = spec.source;
+  inputs.headers_hash = embedded_headers_hash();
+  inputs.nvrtc_version = nvrtc_version();
+  inputs.options = nvrtc_options(arch.sm, arch.arch_specific, extra);
+  const std::string arch_string = to_string(arch);
+  inputs.arch = arch_string;
+
+  CubinLookup result;
+  result.key = cache_key(inputs);
+  bool from_disk = false;
+  if (const std::vector<uint8_t>* hit = cache_.find(result.key, &from_disk)) {
+    result.cubin = hit;
+    result.origin = from_disk ? CubinOrigin::kDisk : CubinOrigin::kMemory;
+    result.lookup_ms = ms_since(start);
+    return result;
+  }
+
+  CompileResult compiled = compile_to_cubin(spec.source, spec.entry, arch.sm, arch.arch_specific, extra);
+  if (options_.ptxas_verbose) {
+    std::fprintf(stderr, "[moeq] %s (%s, %.1f ms):\n%s\n", spec.entry.c_str(), arch_string.c_str(),
+                 compiled.compile_ms, compiled.log.c_str());
+  }
+  if (!options_.dump_dir.empty()) dump(spec, result.key, compiled.log, compiled.cubin);
+  result.origin = CubinOrigin::kCompiled;
+  result.compile_ms = compiled.compile_ms;
+  result.cubin = &cache_.insert(result.key, std::move(compiled.cubin));
+  result.lookup_ms = ms_since(start);
+  return result;
+}
+
+void KernelCache::dump(const KernelSpec& spec, const std::string& key, const std::string& log,
+                       const std::vector<uint8_t>& cubin) const {
+  // NOTE: debugging aid only: a failure to write is silent, the compile result stands.
+  std::error_code ec;
+  const std::filesystem::path dir = options_.dump_dir;
+  std::filesystem::create_directories(dir, ec);
+  const std::string stem = spec.entry + "." + key.substr(0, 16);
+  write_file(dir / (stem + ".cu"), spec.source.data(), spec.source.size());
+  write_file(dir / (stem + ".cubin"), cubin.data(), cubin.size());
+  write_file(dir / (stem + ".log"), log.data(), log.size());
+}
+
+const LoadedKernel& KernelCache::load(const KernelSpec& spec) {
+  // PERF: one SHA-256 over the (short) generated source per call; plans keep the CUfunction,
+  // so nothing here runs per apply().
+  CubinLookup cubin = lookup(spec, current_arch());
+  // NOTE: one module may hold several entries: a loaded kernel is (cubin key, entry name).
+  const std::string loaded_key = cubin.key + "/" + spec.entry;
+  std::lock_guard<std::mutex> lock(load_mutex_);
+  if (auto it = loaded_.find(loaded_key); it != loaded_.end()) return it->second;
+
+  const cuda::Driver& d = cuda::driver();
+  cuda::ensure_context();
+  LoadedKernel kernel;
+  const Clock::time_point start = Clock::now();
+  // NOTE: modules are never unloaded: CUfunctions are handed out for the life of the process.
+  cuda::check(d.cuModuleLoadData(&kernel.module, cubin.cubin->data()), "cuModuleLoadData");
+  const cuda::CUresult found = d.cuModuleGetFunction(&kernel.function, kernel.module, spec.entry.c_str());
+  if (found != cuda::kSuccess) {
+    d.cuModuleUnload(kernel.module);
+    cuda::check(found, ("cuModuleGetFunction('" + spec.entry + "')").c_str());
+  }
+  kernel.module_load_ms = ms_since(start);
+  kernel.cubin = std::move(cubin);
+  return loaded_.emplace(loaded_key, std::move(kernel)).first->second;
+}
+
+KernelCache& kernel_cache() {
+  static KernelCache cache(jit_options());
+  return cache;
+}
+
+}  // namespace moeq::jit

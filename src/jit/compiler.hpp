@@ -1,0 +1,77 @@
+#pragma once
+// Spec -> CUBIN -> CUfunction, each step cached: memory, then the disk cache, then NVRTC.
+// Knows nothing about MoE: a kernel is an entry name and a generated translation unit.
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cuda/driver.hpp"
+#include "jit/cache.hpp"
+
+namespace moeq::jit {
+
+struct Arch {
+  int sm = 90;                // 80, 89, 90, ...
+  bool arch_specific = true;  // the 'a' suffix (sm_90a): wgmma and setmaxnreg need it
+};
+std::string to_string(const Arch& arch);  // "sm_90a"
+// The selected device's architecture: 9.0 -> sm_90a (Hopper-only instructions), else plain sm_XY.
+Arch current_arch();
+
+struct KernelSpec {
+  std::string entry;   // the extern "C" __global__ function's name
+  std::string source;  // generated: named constexpr config + #include of a kernels/ header
+};
+
+enum class CubinOrigin { kMemory, kDisk, kCompiled };
+const char* to_string(CubinOrigin origin);
+
+struct CubinLookup {
+  const std::vector<uint8_t>* cubin = nullptr;  // owned by the KernelCache
+  std::string key;
+  CubinOrigin origin = CubinOrigin::kCompiled;
+  double compile_ms = 0.0;  // NVRTC time when compiled, else 0
+  double lookup_ms = 0.0;   // key + memory/disk lookup (+ compile + store when compiled)
+};
+
+struct LoadedKernel {
+  cuda::CUfunction function = nullptr;
+  cuda::CUmodule module = nullptr;
+  CubinLookup cubin;
+  double module_load_ms = 0.0;
+};
+
+class KernelCache {
+ public:
+  explicit KernelCache(const JitOptions& options);
+
+  // Cache lookup -> compile -> store. Thread-safe; two threads asking for the same missing kernel
+  // may both compile it (both results are identical; the first stored is kept).
+  CubinLookup lookup(const KernelSpec& spec, Arch arch);
+  const std::vector<uint8_t>& cubin(const KernelSpec& spec, Arch arch) { return *lookup(spec, arch).cubin; }
+
+  // Needs a device: compiles for current_arch(), loads the module once per key and keeps it
+  // (and its CUfunction) for the life of the process.
+  const LoadedKernel& load(const KernelSpec& spec);
+  cuda::CUfunction function(const KernelSpec& spec) { return load(spec).function; }
+
+  Cache& cache() { return cache_; }
+  const JitOptions& options() const { return options_; }
+
+ private:
+  std::vector<std::string> extra_options() const;
+  void dump(const KernelSpec& spec, const std::string& key, const std::string& log,
+            const std::vector<uint8_t>& cubin) const;
+
+  JitOptions options_;
+  Cache cache_;
+  std::mutex load_mutex_;
+  std::unordered_map<std::string, LoadedKernel> loaded_;  // key -> module; node-stable values
+};
+
+// The process's kernel cache, built from jit_options() on first use.
+KernelCache& kernel_cache();
+
+}  // namespace moeq::jit

@@ -1,0 +1,56 @@
+// Every routing kernel config the planner can emit compiles through NVRTC for every supported
+// arch (no GPU needed), and each module exports the entry its spec names.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cuda/routing.hpp"
+#include "jit/compiler.hpp"
+#include "jit/nvrtc.hpp"
+#include "moeq/error.hpp"
+
+namespace {
+
+using moeq::jit::Arch;
+using moeq::jit::KernelSpec;
+
+TEST(RoutingKernels, SpecsAreDistinctAndNamed) {
+  const std::vector<KernelSpec> specs = moeq::cuda::routing_kernel_specs();
+  // count x {i32, i64}, scatter, permute rows, reduce x {bf16, f16} x {f32, bf16, f16}
+  EXPECT_EQ(specs.size(), 10u);
+  std::set<std::string> sources;
+  for (const KernelSpec& spec : specs) {
+    EXPECT_TRUE(sources.insert(spec.source).second) << "duplicate source for " << spec.entry;
+    EXPECT_NE(spec.source.find("struct RoutingCfg"), std::string::npos) << spec.source;
+    EXPECT_NE(spec.entry.find("moeq_"), std::string::npos) << spec.entry;
+  }
+}
+
+TEST(RoutingKernels, EverySpecCompilesForEveryArch) {
+  std::string why;
+  if (!moeq::jit::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  for (const KernelSpec& spec : moeq::cuda::routing_kernel_specs()) {
+    for (const Arch arch : {Arch{80, false}, Arch{89, false}, Arch{90, true}}) {
+      try {
+        const moeq::jit::CompileResult result =
+            moeq::jit::compile_to_cubin(spec.source, spec.entry, arch.sm, arch.arch_specific, {});
+        ASSERT_GT(result.cubin.size(), 4u);
+        EXPECT_EQ(result.cubin[0], 0x7f) << "not an ELF image";
+        // The entry's name is in the CUBIN's symbol table.
+        const std::string image(result.cubin.begin(), result.cubin.end());
+        EXPECT_NE(image.find(spec.entry), std::string::npos) << spec.entry << " " << to_string(arch);
+        EXPECT_EQ(result.log.find("warning"), std::string::npos) << spec.entry << " " << to_string(arch)
+                                                                 << ":\n" << result.log;
+        std::printf("%-20s %-7s %6zu bytes, %.0f ms\n", spec.entry.c_str(), to_string(arch).c_str(),
+                    result.cubin.size(), result.compile_ms);
+      } catch (const moeq::Error& error) {
+        ADD_FAILURE() << error.what() << "\nsource:\n" << spec.source;
+      }
+    }
+  }
+}
+
+}  // namespace
