@@ -11,5 +11,8 @@ using Action = std::function<int()>;
 
 Action add_info_command(CLI::App& app);
 Action add_run_command(CLI::App& app);
+Action add_bench_command(CLI::App& app);
+Action add_compile_command(CLI::App& app);
+Action add_cache_command(CLI::App& app);
 
 }  // namespace moeq::cli

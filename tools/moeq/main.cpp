@@ -12,6 +12,9 @@ int main(int argc, char** argv) {
 
   const moeq::cli::Action info = moeq::cli::add_info_command(app);
   const moeq::cli::Action run = moeq::cli::add_run_command(app);
+  const moeq::cli::Action bench = moeq::cli::add_bench_command(app);
+  const moeq::cli::Action compile = moeq::cli::add_compile_command(app);
+  const moeq::cli::Action cache = moeq::cli::add_cache_command(app);
 
   try {
     // NOTE: no subcommand runs the main job, `moeq run` with its built-in default.
@@ -27,6 +30,9 @@ int main(int argc, char** argv) {
 
   try {
     if (app.got_subcommand("info")) return info();
+    if (app.got_subcommand("bench")) return bench();
+    if (app.got_subcommand("compile")) return compile();
+    if (app.got_subcommand("cache")) return cache();
     return run();
   } catch (const moeq::Error& e) {
     std::fprintf(stderr, "moeq: error: %s\n", e.what());

@@ -1,0 +1,119 @@
+#pragma once
+// Entry points of the elementwise kernels: activation (CONTRACT §6) and dynamic activation
+// quantization (CONTRACT §5). The generated source includes the header that declares its enum
+// (moe/activation.cuh or moe/quantize.cuh), then defines, before including this file, one of:
+//
+//   struct ElementwiseCfg {                                  // activation
+//     static constexpr moeq_dev::ActivationKind kActivation = moeq_dev::ActivationKind::kSilu;
+//     static constexpr bool kInterleaved = false;            // gated kinds only
+//     static constexpr bool kDtypeIsBf16 = true;             // else f16
+//     static constexpr int kThreads = 256;                   // multiple of 32
+//   };
+//   struct ElementwiseCfg {                                  // quantization
+//     static constexpr moeq_dev::QuantFormat kFormat = moeq_dev::QuantFormat::kMxfp8;
+//     static constexpr bool kDtypeIsBf16 = true;
+//     static constexpr int kThreads = 256;
+//   };
+//
+// Both entries exist in every module; the one whose constants the config does not define
+// (kActivation / kFormat) is an empty stub, so a config names only what its own kernel reads.
+#include "moeq_dev/moe/activation.cuh"
+#include "moeq_dev/moe/quantize.cuh"
+
+namespace moeq_dev {
+
+template <class...> using void_t = void;
+template <class Cfg, class = void> struct HasActivation { static constexpr bool value = false; };
+template <class Cfg> struct HasActivation<Cfg, void_t<decltype(Cfg::kActivation)>> {
+  static constexpr bool value = true;
+};
+template <class Cfg, class = void> struct HasQuantFormat { static constexpr bool value = false; };
+template <class Cfg> struct HasQuantFormat<Cfg, void_t<decltype(Cfg::kFormat)>> {
+  static constexpr bool value = true;
+};
+
+template <class Cfg, bool kLive = HasActivation<Cfg>::value>
+struct ActivationEntry {
+  __device__ static void run(const unsigned short*, unsigned short*, int, long long, ActivationArgs, int) {}
+};
+
+template <class Cfg>
+struct ActivationEntry<Cfg, true> {
+  static_assert(Cfg::kThreads % 32 == 0, "kThreads must be a multiple of 32");
+  static_assert(!Cfg::kInterleaved || is_gated(Cfg::kActivation), "interleaved needs a gated activation");
+
+  template <int kVec>
+  __device__ static void loop(const unsigned short* in, unsigned short* out, int rows, long long intermediate,
+                              const ActivationArgs& args) {
+    constexpr bool kGated = is_gated(Cfg::kActivation);
+    const long long in_cols = kGated ? 2 * intermediate : intermediate;
+    // PERF: 32-bit item arithmetic (the host keeps rows * I / kVec below 2^31): a 64-bit
+    // division per item costs ~4x the instructions of a 32-bit one.
+    const unsigned vecs_per_row = static_cast<unsigned>(intermediate / kVec);
+    const unsigned num_items = static_cast<unsigned>(rows) * vecs_per_row;
+    for (unsigned item = blockIdx.x * Cfg::kThreads + threadIdx.x; item < num_items;
+         item += gridDim.x * Cfg::kThreads) {
+      const unsigned row32 = item / vecs_per_row;
+      const long long row = row32;
+      const long long col = static_cast<long long>(item - row32 * vecs_per_row) * kVec;
+      activation_item<Cfg::kActivation, Cfg::kInterleaved, Cfg::kDtypeIsBf16, kVec>(
+          in + row * in_cols, out + row * intermediate, col, intermediate, args);
+    }
+  }
+
+  // vectorized != 0: the host checked I % 8 == 0 and 16-byte aligned base pointers.
+  __device__ static void run(const unsigned short* in, unsigned short* out, int rows, long long intermediate,
+                             ActivationArgs args, int vectorized) {
+    if (vectorized) loop<8>(in, out, rows, intermediate, args); else loop<1>(in, out, rows, intermediate, args);
+  }
+};
+
+template <class Cfg, bool kLive = HasQuantFormat<Cfg>::value>
+struct QuantizeEntry {
+  __device__ static void run(const unsigned short*, long long, int, int, unsigned char*, void*, int, int) {}
+};
+
+template <class Cfg>
+struct QuantizeEntry<Cfg, true> {
+  static_assert(Cfg::kThreads % 32 == 0 && Cfg::kThreads <= 1024, "kThreads: a multiple of 32, at most 1024");
+
+  // vectorized != 0: the host checked cols and the row stride are multiples of 8 and the
+  // pointers are aligned for 16-byte loads and 8-byte (fp8) / 4-byte (fp4) code stores.
+  __device__ static void run(const unsigned short* in, long long in_row_stride, int rows, int cols,
+                             unsigned char* codes, void* scales, int vectorized, int warps_per_row) {
+    constexpr bool kBf16 = Cfg::kDtypeIsBf16;
+    if constexpr (Cfg::kFormat == QuantFormat::kFp8Token) {
+      float* s = static_cast<float*>(scales);
+      if (vectorized) {
+        quantize_fp8_token_rows<kBf16, 8, Cfg::kThreads>(in, in_row_stride, rows, cols, codes, s, warps_per_row);
+      } else {
+        quantize_fp8_token_rows<kBf16, 1, Cfg::kThreads>(in, in_row_stride, rows, cols, codes, s, warps_per_row);
+      }
+    } else {
+      unsigned char* s = static_cast<unsigned char*>(scales);
+      if (vectorized) {
+        quantize_mx_vec8<Cfg::kFormat, kBf16>(in, in_row_stride, rows, cols, codes, s);
+      } else {
+        quantize_mx_scalar<Cfg::kFormat, kBf16>(in, in_row_stride, rows, cols, codes, s);
+      }
+    }
+  }
+};
+
+}  // namespace moeq_dev
+
+// in [rows, N13] (N13 = 2I gated, else I), out [rows, I]; 16-bit elements as raw bits.
+extern "C" __global__ void __launch_bounds__(ElementwiseCfg::kThreads)
+moeq_activation(const unsigned short* in, unsigned short* out, int rows, long long intermediate,
+                moeq_dev::ActivationArgs args, int vectorized) {
+  moeq_dev::ActivationEntry<ElementwiseCfg>::run(in, out, rows, intermediate, args, vectorized);
+}
+
+// in [rows, cols] with row stride in_row_stride (elements); codes and scales as
+// reference/quantize.hpp. warps_per_row: FP8 per token only (1, 2, 4, 8; divides kThreads / 32).
+extern "C" __global__ void __launch_bounds__(ElementwiseCfg::kThreads)
+moeq_quantize_activation(const unsigned short* in, long long in_row_stride, int rows, int cols,
+                         unsigned char* codes, void* scales, int vectorized, int warps_per_row) {
+  moeq_dev::QuantizeEntry<ElementwiseCfg>::run(in, in_row_stride, rows, cols, codes, scales, vectorized,
+                                               warps_per_row);
+}

@@ -1,0 +1,182 @@
+#pragma once
+// The 9 MoE activations of CONTRACT §6 in fp32, formula for formula as reference/activation.cpp,
+// plus the 16-bit (bf16 / f16) vector I/O shared by the elementwise kernels.
+// NOTE: every product and sum is written with __fmul_rn / __fadd_rn / __fdiv_rn. They are IEEE
+// round-to-nearest (not fast approximations); what they add is that the compiler may not contract
+// them into FMAs, which round once where the reference (x86, no FMA contraction) rounds twice.
+// expf / erff / tanhf are CUDA's accurate math functions (<= 2 ulp), never the __expf intrinsics.
+#include "moeq_dev/ptx/cvt.cuh"
+
+namespace moeq_dev {
+
+// Same order as moeq::Activation (include/moeq/types.hpp); the host emits these names.
+enum class ActivationKind : int {
+  kSilu, kGelu, kGeluTanh, kSwigluOai, kSwigluStep,
+  kSiluNoMul, kGeluNoMul, kGeluTanhNoMul, kRelu2NoMul
+};
+
+__device__ __forceinline__ constexpr bool is_gated(ActivationKind k) {
+  return k == ActivationKind::kSilu || k == ActivationKind::kGelu || k == ActivationKind::kGeluTanh ||
+         k == ActivationKind::kSwigluOai || k == ActivationKind::kSwigluStep;
+}
+
+// Run-time parameters: kernel arguments, so one compiled kernel serves every model's values.
+struct ActivationArgs {
+  float swiglu_alpha;  // SWIGLUOAI
+  float swiglu_limit;  // SWIGLUOAI, SWIGLUSTEP
+  float silu_clamp;    // SILU: > 0 clamps the gate above and the up both sides
+};
+
+// Comparisons, not fminf: a NaN input stays NaN (as the reference's cap_above / clamp_both).
+__device__ __forceinline__ float cap_above(float x, float hi) { return x > hi ? hi : x; }
+__device__ __forceinline__ float clamp_both(float x, float limit) {
+  return x < -limit ? -limit : cap_above(x, limit);
+}
+
+__device__ __forceinline__ float sigmoid_f32(float x) { return __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-x))); }
+__device__ __forceinline__ float silu_f32(float x) { return __fdiv_rn(x, __fadd_rn(1.0f, expf(-x))); }
+
+__device__ __forceinline__ float gelu_erf_f32(float x) {
+  constexpr float kInvSqrt2 = 0.70710678118654752440f;
+  return __fmul_rn(__fmul_rn(0.5f, x), __fadd_rn(1.0f, erff(__fmul_rn(x, kInvSqrt2))));
+}
+
+__device__ __forceinline__ float gelu_tanh_f32(float x) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+  constexpr float kCubic = 0.044715f;
+  const float cube = __fmul_rn(__fmul_rn(x, x), x);
+  const float inner = __fmul_rn(kSqrt2OverPi, __fadd_rn(x, __fmul_rn(kCubic, cube)));
+  return __fmul_rn(__fmul_rn(0.5f, x), __fadd_rn(1.0f, tanhf(inner)));
+}
+
+// One output element: gate g and up u (u unused by the *_no_mul kinds).
+template <ActivationKind kKind>
+__device__ __forceinline__ float activation_value(float g, float u, const ActivationArgs& a) {
+  if constexpr (kKind == ActivationKind::kSilu) {
+    if (a.silu_clamp > 0.0f) {
+      g = cap_above(g, a.silu_clamp);
+      u = clamp_both(u, a.silu_clamp);
+    }
+    return __fmul_rn(silu_f32(g), u);
+  } else if constexpr (kKind == ActivationKind::kGelu) {
+    return __fmul_rn(gelu_erf_f32(g), u);
+  } else if constexpr (kKind == ActivationKind::kGeluTanh) {
+    return __fmul_rn(gelu_tanh_f32(g), u);
+  } else if constexpr (kKind == ActivationKind::kSwigluOai) {
+    g = cap_above(g, a.swiglu_limit);
+    u = clamp_both(u, a.swiglu_limit);
+    const float glu = __fmul_rn(g, sigmoid_f32(__fmul_rn(a.swiglu_alpha, g)));
+    return __fmul_rn(__fadd_rn(u, 1.0f), glu);
+  } else if constexpr (kKind == ActivationKind::kSwigluStep) {
+    return __fmul_rn(cap_above(silu_f32(g), a.swiglu_limit), clamp_both(u, a.swiglu_limit));
+  } else if constexpr (kKind == ActivationKind::kSiluNoMul) {
+    return silu_f32(g);
+  } else if constexpr (kKind == ActivationKind::kGeluNoMul) {
+    return gelu_erf_f32(g);
+  } else if constexpr (kKind == ActivationKind::kGeluTanhNoMul) {
+    return gelu_tanh_f32(g);
+  } else {
+    const float r = g > 0.0f ? g : 0.0f;  // RELU2: relu(x)^2
+    return __fmul_rn(r, r);
+  }
+}
+
+// ---- 16-bit activation I/O (bf16 when kBf16, else f16); values travel as raw bits ----
+
+template <bool kBf16>
+__device__ __forceinline__ float half_to_f32(unsigned short h) {
+  if constexpr (kBf16) return bf16_to_f32(h); else return f16_to_f32(h);
+}
+template <bool kBf16>
+__device__ __forceinline__ unsigned short f32_to_half(float x) {
+  if constexpr (kBf16) return f32_to_bf16_rn(x); else return f32_to_f16_rn(x);
+}
+
+// kVec consecutive 16-bit elements as raw bits: 8 (one 16-byte access) or 1 (scalar fallback for
+// rows that are not 16-byte aligned).
+template <int kVec> struct HalfVec;
+template <> struct HalfVec<8> { uint4 raw; };
+template <> struct HalfVec<1> { unsigned short raw; };
+
+// PERF: inputs are read exactly once per elementwise kernel: ld.global.cs (evict-first) keeps
+// them from pushing the GEMM operands that come next out of L2.
+template <int kVec>
+__device__ __forceinline__ HalfVec<kVec> load_half_vec(const unsigned short* p) {
+  HalfVec<kVec> v;
+  if constexpr (kVec == 8) v.raw = __ldcs(reinterpret_cast<const uint4*>(p)); else v.raw = __ldcs(p);
+  return v;
+}
+
+template <bool kBf16, int kVec>
+__device__ __forceinline__ void unpack_half_vec(const HalfVec<kVec>& v, float (&f)[kVec]) {
+  if constexpr (kVec == 8) {
+    const unsigned w[4] = {v.raw.x, v.raw.y, v.raw.z, v.raw.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      f[2 * i] = half_to_f32<kBf16>(static_cast<unsigned short>(w[i] & 0xFFFFu));
+      f[2 * i + 1] = half_to_f32<kBf16>(static_cast<unsigned short>(w[i] >> 16));
+    }
+  } else {
+    f[0] = half_to_f32<kBf16>(v.raw);
+  }
+}
+
+// One rounding per element (RNE) and one store of kVec elements.
+template <bool kBf16, int kVec>
+__device__ __forceinline__ void store_half_vec(unsigned short* p, const float (&f)[kVec]) {
+  if constexpr (kVec == 8) {
+    unsigned w[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      w[i] = static_cast<unsigned>(f32_to_half<kBf16>(f[2 * i])) |
+             (static_cast<unsigned>(f32_to_half<kBf16>(f[2 * i + 1])) << 16);
+    }
+    *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+  } else {
+    *p = f32_to_half<kBf16>(f[0]);
+  }
+}
+
+// One item of the activation kernel: kVec outputs of row `row_in` (N13 wide) into `row_out`
+// (I wide), starting at output column `col`. Layouts: gated [gate (I) | up (I)]; interleaved
+// [g0, u0, g1, u1, ...]; not gated: [x (I)].
+template <ActivationKind kKind, bool kInterleaved, bool kBf16, int kVec>
+__device__ __forceinline__ void activation_item(const unsigned short* row_in, unsigned short* row_out,
+                                                long long col, long long intermediate,
+                                                const ActivationArgs& args) {
+  float g[kVec], u[kVec], out[kVec];
+  if constexpr (!is_gated(kKind)) {
+    unpack_half_vec<kBf16, kVec>(load_half_vec<kVec>(row_in + col), g);
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) u[i] = 0.0f;
+  } else if constexpr (kInterleaved) {
+    // (2 * kVec) inputs: two 16-byte loads, gates at even and ups at odd positions.
+    float lo[kVec], hi[kVec];
+    const HalfVec<kVec> a = load_half_vec<kVec>(row_in + 2 * col);
+    const HalfVec<kVec> b = load_half_vec<kVec>(row_in + 2 * col + kVec);
+    unpack_half_vec<kBf16, kVec>(a, lo);
+    unpack_half_vec<kBf16, kVec>(b, hi);
+    if constexpr (kVec == 1) {
+      g[0] = lo[0];
+      u[0] = hi[0];
+    } else {
+#pragma unroll
+      for (int i = 0; i < kVec / 2; ++i) {
+        g[i] = lo[2 * i];
+        u[i] = lo[2 * i + 1];
+        g[kVec / 2 + i] = hi[2 * i];
+        u[kVec / 2 + i] = hi[2 * i + 1];
+      }
+    }
+  } else {
+    const HalfVec<kVec> a = load_half_vec<kVec>(row_in + col);
+    const HalfVec<kVec> b = load_half_vec<kVec>(row_in + intermediate + col);
+    unpack_half_vec<kBf16, kVec>(a, g);
+    unpack_half_vec<kBf16, kVec>(b, u);
+  }
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) out[i] = activation_value<kKind>(g[i], u[i], args);
+  store_half_vec<kBf16, kVec>(row_out + col, out);
+}
+
+}  // namespace moeq_dev

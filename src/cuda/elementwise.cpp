@@ -1,0 +1,215 @@
+#include "cuda/elementwise.hpp"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <climits>
+#include <string>
+
+#include "cuda/launch.hpp"
+#include "moeq/error.hpp"
+
+namespace moeq::cuda {
+namespace {
+
+// PERF: 256 threads = 8 warps: a whole 32-row group of the FP8 row kernel fits in one block at
+// 8 warps per row, and 8 resident blocks fill an SM's 2048 threads.
+constexpr int kThreads = 256;
+constexpr int kMxBlock = 32;
+constexpr int kVecElems = 8;      // one 16-byte access of 16-bit elements
+constexpr int kFp8TokenSlots = 8; // moeq_dev::kFp8TokenSlots: vectors a lane keeps per pass
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+const char* activation_enum(Activation a) {
+  switch (a) {
+    case Activation::silu: return "kSilu";
+    case Activation::gelu: return "kGelu";
+    case Activation::gelu_tanh: return "kGeluTanh";
+    case Activation::swiglu_oai: return "kSwigluOai";
+    case Activation::swiglu_step: return "kSwigluStep";
+    case Activation::silu_no_mul: return "kSiluNoMul";
+    case Activation::gelu_no_mul: return "kGeluNoMul";
+    case Activation::gelu_tanh_no_mul: return "kGeluTanhNoMul";
+    case Activation::relu2_no_mul: return "kRelu2NoMul";
+  }
+  throw Error("activation = " + str(static_cast<int>(a)) + " is not a known activation");
+}
+
+const char* format_enum(ActFormat f) {
+  switch (f) {
+    case ActFormat::fp8_token: return "kFp8Token";
+    case ActFormat::mxfp8: return "kMxfp8";
+    case ActFormat::mxfp4: return "kMxfp4";
+    case ActFormat::none: break;
+  }
+  throw Error("activation format = " + std::string(to_string(f)) + " has no quantizer kernel");
+}
+
+void check_dtype(DType dtype) {
+  if (dtype != DType::bf16 && dtype != DType::f16)
+    throw Error("dtype = " + std::string(to_string(dtype)) + " is not an activation dtype (bf16 or f16)");
+}
+
+const char* bool_str(bool b) { return b ? "true" : "false"; }
+
+// Indices into the per-process function tables.
+size_t activation_index(Activation kind, bool interleaved, DType dtype) {
+  return (static_cast<size_t>(kind) * 2 + (interleaved ? 1 : 0)) * 2 + (dtype == DType::bf16 ? 1 : 0);
+}
+size_t quantize_index(ActFormat format, DType dtype) {
+  return static_cast<size_t>(format) * 2 + (dtype == DType::bf16 ? 1 : 0);
+}
+
+// PERF: a lock-free table per entry point: after a config's first call (compile or disk load,
+// module load) a launch costs one atomic load, no hashing of the source.
+template <size_t kSize, typename MakeSpec>
+CUfunction cached_function(std::array<std::atomic<CUfunction>, kSize>& table, size_t index,
+                           MakeSpec make_spec) {
+  if (CUfunction f = table[index].load(std::memory_order_acquire)) return f;
+  CUfunction f = jit::kernel_cache().function(make_spec());  // thread-safe, loads a module once
+  table[index].store(f, std::memory_order_release);
+  return f;
+}
+
+// Blocks for a grid-stride loop: enough to cover the work, at most one full wave of resident
+// blocks (2048 threads per SM on sm_80 .. sm_90), queried once.
+unsigned grid_blocks(int64_t work_blocks) {
+  static const int64_t max_blocks = int64_t{current_device_info().num_sms} * (2048 / kThreads);
+  return static_cast<unsigned>(std::clamp<int64_t>(work_blocks, 1, max_blocks));
+}
+
+bool aligned(CUdeviceptr p, unsigned bytes) { return p % bytes == 0; }
+
+struct KernelActivationArgs {  // moeq_dev::ActivationArgs, passed by value
+  float swiglu_alpha;
+  float swiglu_limit;
+  float silu_clamp;
+};
+
+}  // namespace
+
+jit::KernelSpec activation_kernel_spec(Activation kind, bool interleaved, DType dtype) {
+  check_dtype(dtype);
+  if (interleaved && !is_gated(kind))
+    throw Error("interleaved_gate_up needs a gated activation, not " + std::string(to_string(kind)));
+  std::string src = "#include \"moeq_dev/moe/activation.cuh\"\n";
+  src += "struct ElementwiseCfg {\n";
+  src += "  static constexpr moeq_dev::ActivationKind kActivation = moeq_dev::ActivationKind::" +
+         std::string(activation_enum(kind)) + ";\n";
+  src += "  static constexpr bool kInterleaved = " + std::string(bool_str(interleaved)) + ";\n";
+  src += "  static constexpr bool kDtypeIsBf16 = " + std::string(bool_str(dtype == DType::bf16)) + ";\n";
+  src += "  static constexpr int kThreads = " + str(kThreads) + ";\n";
+  src += "};\n#include \"moeq_dev/kernels/elementwise.cuh\"\n";
+  return jit::KernelSpec{"moeq_activation", std::move(src)};
+}
+
+jit::KernelSpec quantize_kernel_spec(ActFormat format, DType dtype) {
+  check_dtype(dtype);
+  std::string src = "#include \"moeq_dev/moe/quantize.cuh\"\n";
+  src += "struct ElementwiseCfg {\n";
+  src += "  static constexpr moeq_dev::QuantFormat kFormat = moeq_dev::QuantFormat::" +
+         std::string(format_enum(format)) + ";\n";
+  src += "  static constexpr bool kDtypeIsBf16 = " + std::string(bool_str(dtype == DType::bf16)) + ";\n";
+  src += "  static constexpr int kThreads = " + str(kThreads) + ";\n";
+  src += "};\n#include \"moeq_dev/kernels/elementwise.cuh\"\n";
+  return jit::KernelSpec{"moeq_quantize_activation", std::move(src)};
+}
+
+std::vector<jit::KernelSpec> elementwise_kernel_specs() {
+  std::vector<jit::KernelSpec> specs;
+  for (const DType dtype : {DType::bf16, DType::f16}) {
+    for (const Activation kind : all_values<Activation>()) {
+      specs.push_back(activation_kernel_spec(kind, false, dtype));
+      if (is_gated(kind)) specs.push_back(activation_kernel_spec(kind, true, dtype));
+    }
+    for (const ActFormat format : {ActFormat::fp8_token, ActFormat::mxfp8, ActFormat::mxfp4})
+      specs.push_back(quantize_kernel_spec(format, dtype));
+  }
+  return specs;
+}
+
+void activation(const ActivationParams& params, bool interleaved, DType dtype, CUdeviceptr in,
+                int64_t rows, int64_t intermediate, CUdeviceptr out, CUstream stream) {
+  check_dtype(dtype);
+  activation_enum(params.kind);
+  if (interleaved && !is_gated(params.kind))
+    throw Error("interleaved_gate_up needs a gated activation, not " + std::string(to_string(params.kind)));
+  if (rows < 0 || rows > INT_MAX) throw Error("rows = " + str(rows) + " is outside [0, 2^31)");
+  if (intermediate <= 0) throw Error("intermediate = " + str(intermediate) + " is not positive");
+  if (rows == 0) return;
+  if (in == 0 || out == 0) throw Error("activation: in and out must be device pointers, not null");
+
+  // 16-byte path: I % 8 == 0 keeps every row (I or 2I elements) 16-byte aligned.
+  const bool vectorized = intermediate % kVecElems == 0 && aligned(in, 16) && aligned(out, 16);
+  const int64_t items = rows * (vectorized ? intermediate / kVecElems : intermediate);
+  if (items >= (int64_t{1} << 31))  // the kernel indexes items in 32 bits
+    throw Error("activation: rows * intermediate = " + str(rows * intermediate) + " is too large");
+
+  static std::array<std::atomic<CUfunction>, 9 * 2 * 2> functions{};
+  const CUfunction f = cached_function(functions, activation_index(params.kind, interleaved, dtype),
+                                       [&] { return activation_kernel_spec(params.kind, interleaved, dtype); });
+  LaunchShape shape;
+  shape.grid_x = grid_blocks((items + kThreads - 1) / kThreads);
+  shape.block_x = kThreads;
+  const int rows_arg = static_cast<int>(rows);
+  const long long intermediate_arg = intermediate;
+  const KernelActivationArgs args{params.swiglu_alpha, params.swiglu_limit, params.silu_clamp};
+  const int vectorized_arg = vectorized ? 1 : 0;
+  launch(f, shape, stream, in, out, rows_arg, intermediate_arg, args, vectorized_arg);
+}
+
+void quantize_activation(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride,
+                         int64_t rows, int64_t cols, CUdeviceptr codes, CUdeviceptr scales,
+                         CUstream stream) {
+  check_dtype(dtype);
+  format_enum(format);
+  if (rows < 0 || rows > INT_MAX) throw Error("rows = " + str(rows) + " is outside [0, 2^31)");
+  if (cols <= 0 || cols > INT_MAX) throw Error("cols = " + str(cols) + " is outside [1, 2^31)");
+  const bool mx = format != ActFormat::fp8_token;
+  if (mx && cols % kMxBlock != 0)
+    throw Error("cols = " + str(cols) + " is not a multiple of 32, required by " +
+                std::string(to_string(format)) + " activation scales");
+  if (in_row_stride < cols)
+    throw Error("in_row_stride = " + str(in_row_stride) + " is smaller than cols = " + str(cols));
+  if (rows == 0) return;
+  if (in == 0 || codes == 0 || scales == 0)
+    throw Error("quantize_activation: in, codes and scales must be device pointers, not null");
+  if (!aligned(scales, mx ? 1 : 4)) throw Error("quantize_activation: fp32 scales must be 4-byte aligned");
+
+  const unsigned code_store_bytes = format == ActFormat::mxfp4 ? 4 : 8;
+  const bool vectorized = cols % kVecElems == 0 && in_row_stride % kVecElems == 0 && aligned(in, 16) &&
+                          aligned(codes, code_store_bytes);
+  if (rows * cols / (vectorized ? kVecElems : 1) >= (int64_t{1} << 31))  // 32-bit item indices
+    throw Error("quantize_activation: rows * cols = " + str(rows * cols) + " is too large");
+
+  int warps_per_row = 1;
+  int64_t work_blocks = 0;
+  if (!mx) {
+    // The fewest warps per row that keep the row in registers (8 slots of 8 elements per lane);
+    // longer rows use all 8 warps and re-read (from L2).
+    const int64_t vec_elems = vectorized ? kVecElems : 1;
+    while (warps_per_row < kThreads / 32 && cols > int64_t{warps_per_row} * 32 * kFp8TokenSlots * vec_elems)
+      warps_per_row *= 2;
+    const int64_t rows_per_block = kThreads / 32 / warps_per_row;
+    work_blocks = (rows + rows_per_block - 1) / rows_per_block;
+  } else {
+    // moeq_dev::kMxItems = 2 vectors per thread on the 16-byte path.
+    const int64_t items = vectorized ? rows * cols / kVecElems / 2 : rows * cols / kMxBlock;
+    work_blocks = (items + kThreads - 1) / kThreads;
+  }
+
+  static std::array<std::atomic<CUfunction>, 4 * 2> functions{};
+  const CUfunction f = cached_function(functions, quantize_index(format, dtype),
+                                       [&] { return quantize_kernel_spec(format, dtype); });
+  LaunchShape shape;
+  shape.grid_x = grid_blocks(work_blocks);
+  shape.block_x = kThreads;
+  const long long stride_arg = in_row_stride;
+  const int rows_arg = static_cast<int>(rows);
+  const int cols_arg = static_cast<int>(cols);
+  const int vectorized_arg = vectorized ? 1 : 0;
+  launch(f, shape, stream, in, stride_arg, rows_arg, cols_arg, codes, scales, vectorized_arg, warps_per_row);
+}
+
+}  // namespace moeq::cuda

@@ -1,0 +1,43 @@
+#pragma once
+// Host side of the elementwise kernels (device/moeq_dev/kernels/elementwise.cuh): the activation
+// (CONTRACT §6) and the dynamic activation quantizers (CONTRACT §5). Each entry point validates
+// its arguments on the host (moeq::Error naming the argument), takes device pointers and a
+// stream, enqueues one kernel and returns: no host sync, no allocation, no compile after a
+// config's first use, so it is CUDA-graph safe. rows = 0 enqueues nothing.
+// Results: quantizer codes and scales equal reference/quantize_activations.cpp bit for bit;
+// activations equal reference/activation.cpp rounded to the dtype, or differ by 1 ulp where
+// CUDA's expf / erff / tanhf differ from libm's (docs/numerics.md).
+#include <cstdint>
+#include <vector>
+
+#include "cuda/driver.hpp"
+#include "jit/compiler.hpp"
+#include "moeq/experts.hpp"
+#include "moeq/types.hpp"
+
+namespace moeq::cuda {
+
+// in: [rows, N13] (N13 = 2I gated, I otherwise), dtype bf16 or f16, contiguous;
+// out: [rows, I] of the same dtype; in is never written. `interleaved` (gated kinds only):
+// columns [g0, u0, g1, u1, ...] instead of [gate | up]. alpha / limit / clamp are kernel
+// arguments: one compiled kernel per (kind, dtype, interleaved).
+void activation(const ActivationParams& params, bool interleaved, DType dtype, CUdeviceptr in,
+                int64_t rows, int64_t intermediate, CUdeviceptr out, CUstream stream);
+
+// in: [rows, cols] (bf16 / f16) with row stride in_row_stride elements (>= cols);
+// codes / scales as reference/quantize.hpp (act_code_bytes / act_scale_bytes bytes):
+//   fp8_token: codes e4m3 [rows, cols], scales f32 [rows]
+//   mxfp8:     codes e4m3 [rows, cols], scales ue8m0 [rows, cols / 32]
+//   mxfp4:     codes e2m1 [rows, cols / 2], scales ue8m0 [rows, cols / 32]
+void quantize_activation(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride,
+                         int64_t rows, int64_t cols, CUdeviceptr codes, CUdeviceptr scales,
+                         CUstream stream);
+
+// The generated kernel sources, one per config.
+jit::KernelSpec activation_kernel_spec(Activation kind, bool interleaved, DType dtype);
+jit::KernelSpec quantize_kernel_spec(ActFormat format, DType dtype);
+// Every config the two entry points can launch: 9 activations x 2 dtypes (x interleaved for the
+// 5 gated kinds) = 28, and 3 quantizers x 2 dtypes = 6.
+std::vector<jit::KernelSpec> elementwise_kernel_specs();
+
+}  // namespace moeq::cuda

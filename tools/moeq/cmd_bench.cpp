@@ -1,0 +1,259 @@
+// `moeq bench --kernel NAME`: device time and effective bandwidth of the GPU kernels, next to
+// the device-to-device copy bandwidth measured in the same run (method: bench/README.md).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/driver.hpp"
+#include "cuda/elementwise.hpp"
+#include "cuda/routing.hpp"
+#include "io/presets.hpp"
+#include "moeq/error.hpp"
+#include "plan/workspace.hpp"
+#include "reference/quantize.hpp"
+#include "tools/moeq/commands.hpp"
+
+namespace moeq::cli {
+namespace {
+
+using cuda::CUdeviceptr;
+using cuda::DeviceBuffer;
+
+struct BenchArgs {
+  std::vector<std::string> kernels{"all"};
+  std::vector<std::string> presets{"qwen3-30b-a3b", "deepseek-v3"};
+  std::vector<int64_t> tokens{16, 256, 4096};
+  int iterations = 20;
+  int trials = 7;
+};
+
+const std::vector<std::string> kKernelNames = {"align", "permute", "reduce", "activation",
+                                               "quantize-fp8-token", "quantize-mxfp8", "quantize-mxfp4"};
+
+// Median over trials of the mean time of `iterations` back-to-back launches, in microseconds.
+double time_us(const std::function<void(int)>& launch, int iterations, int trials, cuda::CUstream stream) {
+  for (int i = 0; i < 3; ++i) launch(i);  // warm-up: module load and first-touch stay out
+  cuda::Event start, stop;
+  std::vector<double> samples;
+  for (int t = 0; t < trials; ++t) {
+    start.record(stream);
+    for (int i = 0; i < iterations; ++i) launch(i);
+    stop.record(stream);
+    stop.synchronize();
+    samples.push_back(1000.0 * cuda::Event::elapsed_ms(start, stop) / iterations);
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+// Device-to-device copy of 1 GiB, counting bytes read plus bytes written.
+double copy_bandwidth_gbs(cuda::CUstream stream) {
+  const size_t bytes = size_t{1} << 30;
+  DeviceBuffer a(bytes), b(bytes);
+  a.fill_bytes(0x3c);
+  const auto& d = cuda::driver();
+  const double us = time_us([&](int) { cuda::check(d.cuMemcpyDtoDAsync_v2(b.ptr(), a.ptr(), bytes, stream), "copy"); },
+                            10, 5, stream);
+  return 2.0 * static_cast<double>(bytes) / (us * 1e-6) / 1e9;
+}
+
+DeviceBuffer random_bf16(int64_t elems, float scale, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, scale);
+  std::vector<uint16_t> v(static_cast<size_t>(elems));
+  for (auto& x : v) {
+    const float f = normal(rng);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    x = static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
+  }
+  return DeviceBuffer::from_host(v);
+}
+
+// Distinct random experts per token, uniform weights: what a softmax router delivers on average.
+std::vector<int32_t> random_routing(int64_t M, int64_t top_k, int64_t E, std::mt19937& rng) {
+  std::vector<int32_t> ids(static_cast<size_t>(M * top_k));
+  std::vector<int32_t> perm(static_cast<size_t>(E));
+  std::iota(perm.begin(), perm.end(), 0);
+  for (int64_t t = 0; t < M; ++t) {
+    for (int64_t k = 0; k < top_k; ++k) std::swap(perm[k], perm[k + rng() % (E - k)]);
+    std::copy(perm.begin(), perm.begin() + top_k, ids.begin() + t * top_k);
+  }
+  return ids;
+}
+
+struct Row {
+  std::string kernel, preset;
+  int64_t tokens;
+  double us, bytes;
+};
+
+void print_row(const Row& r, double copy_gbs) {
+  const double gbs = r.bytes / (r.us * 1e-6) / 1e9;
+  std::printf("%-19s %-14s %6lld %10.2f %12.3f %9.1f %7.1f%%\n", r.kernel.c_str(), r.preset.c_str(),
+              static_cast<long long>(r.tokens), r.us, r.bytes / 1e6, gbs, 100.0 * gbs / copy_gbs);
+  std::fflush(stdout);
+}
+
+// Number of input copies to rotate through so one pass touches more than 3x the L2.
+int rotation_count(double bytes_per_call, int64_t l2_bytes) {
+  return static_cast<int>(std::clamp(std::ceil(3.0 * static_cast<double>(l2_bytes) / std::max(bytes_per_call, 1.0)), 1.0, 8.0));
+}
+
+void bench_preset(const BenchArgs& a, const std::vector<std::string>& kernels, const io::Preset& preset, int64_t M,
+                  double copy_gbs, int64_t l2_bytes, cuda::CUstream stream) {
+  const ExpertsDesc& d = preset.desc;
+  const int64_t K = d.hidden_size, I = d.intermediate_size, E = d.num_experts, top_k = d.top_k;
+  const int64_t slots = M * top_k;
+  std::mt19937 rng(1234 + static_cast<unsigned>(M));
+  auto wants = [&](const std::string& k) { return std::find(kernels.begin(), kernels.end(), k) != kernels.end(); };
+
+  const auto ids_host = random_routing(M, top_k, E, rng);
+  DeviceBuffer ids = DeviceBuffer::from_host(ids_host);
+  std::vector<float> w_host(static_cast<size_t>(slots), 1.0f / static_cast<float>(top_k));
+  DeviceBuffer weights = DeviceBuffer::from_host(w_host);
+  DeviceBuffer local_ids(slots * 4), offsets((E + 1) * 8), inv(slots * 4), src(slots * 4);
+  cuda::RouteIds route{ids.ptr(), DType::i32, M, top_k, E, 0, E, 0};
+
+  if (wants("align")) {
+    const int64_t bm = plan::choose_block_m(d, M);
+    const int64_t cap = cuda::align_capacity(slots, E, bm);
+    DeviceBuffer sorted(cap * 4), expert_ids(cap / bm * 4), padded(4);
+    const double us = time_us([&](int) {
+      cuda::map_and_align(route, bm, {local_ids.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()}, stream);
+    }, a.iterations, a.trials, stream);
+    print_row({"align", preset.name, M, us, static_cast<double>(slots * 4 * 2 + cap * 4)}, copy_gbs);
+  }
+  cuda::permute_indices(route, {local_ids.ptr(), offsets.ptr(), inv.ptr(), src.ptr()}, stream);
+
+  if (wants("permute")) {
+    const double bytes = 2.0 * static_cast<double>(slots * K * 2);
+    const int n = rotation_count(bytes, l2_bytes);
+    std::vector<DeviceBuffer> hidden, permuted;
+    for (int i = 0; i < n; ++i) {
+      hidden.push_back(random_bf16(M * K, 1.0f, rng));
+      permuted.emplace_back(slots * K * 2);
+    }
+    const double us = time_us([&](int i) {
+      cuda::permute_rows({hidden[i % n].ptr(), K * 2, K * 2, permuted[i % n].ptr(), K * 2}, src.ptr(), offsets.ptr(),
+                         E, slots, top_k, stream);
+    }, a.iterations, a.trials, stream);
+    print_row({"permute", preset.name, M, us, bytes}, copy_gbs);
+  }
+
+  if (wants("reduce")) {
+    const double bytes = static_cast<double>(slots * K * 2 + M * K * 2 + slots * 8);
+    const int n = rotation_count(bytes, l2_bytes);
+    std::vector<DeviceBuffer> down, out;
+    for (int i = 0; i < n; ++i) {
+      down.push_back(random_bf16(slots * K, 1.0f, rng));
+      out.emplace_back(M * K * 2);
+    }
+    const double us = time_us([&](int i) {
+      cuda::ReduceArgs r;
+      r.down = down[i % n].ptr();
+      r.down_row_stride = K;
+      r.local_ids = local_ids.ptr();
+      r.row_map = inv.ptr();
+      r.weights = weights.ptr();
+      r.num_tokens = M;
+      r.top_k = top_k;
+      r.cols = K;
+      r.out = out[i % n].ptr();
+      r.out_row_stride = K;
+      cuda::topk_reduce(r, stream);
+    }, a.iterations, a.trials, stream);
+    print_row({"reduce", preset.name, M, us, bytes}, copy_gbs);
+  }
+
+  if (wants("activation")) {
+    const int64_t n13 = d.gemm1_n();
+    const double bytes = static_cast<double>(slots * n13 * 2 + slots * I * 2);
+    const int n = rotation_count(bytes, l2_bytes);
+    std::vector<DeviceBuffer> in, out;
+    for (int i = 0; i < n; ++i) {
+      in.push_back(random_bf16(slots * n13, 2.0f, rng));
+      out.emplace_back(slots * I * 2);
+    }
+    const double us = time_us([&](int i) {
+      cuda::activation(d.activation, d.interleaved_gate_up, DType::bf16, in[i % n].ptr(), slots, I, out[i % n].ptr(), stream);
+    }, a.iterations, a.trials, stream);
+    print_row({"activation-" + std::string(to_string(d.activation.kind)), preset.name, M, us, bytes}, copy_gbs);
+  }
+
+  for (ActFormat f : {ActFormat::fp8_token, ActFormat::mxfp8, ActFormat::mxfp4}) {
+    const std::string name = "quantize-" + std::string(to_string(f));
+    if (!wants(name)) continue;
+    // GEMM1's input in the contiguous layout: the permuted rows [M*top_k, K].
+    const double bytes = static_cast<double>(slots * K * 2 + ref::act_code_bytes(f, slots, K) + ref::act_scale_bytes(f, slots, K));
+    const int n = rotation_count(bytes, l2_bytes);
+    std::vector<DeviceBuffer> in, codes, scales;
+    for (int i = 0; i < n; ++i) {
+      in.push_back(random_bf16(slots * K, 1.0f, rng));
+      codes.emplace_back(std::max<int64_t>(ref::act_code_bytes(f, slots, K), 1));
+      scales.emplace_back(std::max<int64_t>(ref::act_scale_bytes(f, slots, K), 1));
+    }
+    const double us = time_us([&](int i) {
+      cuda::quantize_activation(f, DType::bf16, in[i % n].ptr(), K, slots, K, codes[i % n].ptr(), scales[i % n].ptr(), stream);
+    }, a.iterations, a.trials, stream);
+    print_row({name, preset.name, M, us, bytes}, copy_gbs);
+  }
+}
+
+int run_bench(const BenchArgs& a) {
+  std::vector<std::string> kernels;
+  for (const auto& k : a.kernels) {
+    if (k == "all") {
+      kernels = kKernelNames;
+      break;
+    }
+    if (std::find(kKernelNames.begin(), kKernelNames.end(), k) == kKernelNames.end()) {
+      std::string known;
+      for (const auto& n : kKernelNames) known += " " + n;
+      throw Error("--kernel " + k + " is unknown; known:" + known + " all");
+    }
+    kernels.push_back(k);
+  }
+  std::string why;
+  if (cuda::device_count() == 0) {
+    cuda::driver_available(&why);
+    throw Error("moeq bench needs a CUDA device: " + (why.empty() ? std::string("none found") : why));
+  }
+  cuda::ensure_context();
+  const auto info = cuda::current_device_info();
+  cuda::Stream stream;
+  const double copy_gbs = copy_bandwidth_gbs(stream.get());
+  std::printf("device     %s (sm_%d%d, %d SMs, L2 %lld MB)\n", info.name.c_str(), info.cc_major, info.cc_minor,
+              info.num_sms, static_cast<long long>(info.l2_bytes >> 20));
+  std::printf("copy       %.1f GB/s (device-to-device, 1 GiB, read + write)\n", copy_gbs);
+  std::printf("timing     median of %d trials x %d back-to-back launches, inputs rotated past 3x L2\n\n", a.trials,
+              a.iterations);
+  std::printf("%-19s %-14s %6s %10s %12s %9s %8s\n", "kernel", "preset", "M", "time us", "MB moved", "GB/s", "% copy");
+  for (const auto& name : a.presets) {
+    const io::Preset& preset = io::find_preset(name);
+    for (int64_t M : a.tokens) bench_preset(a, kernels, preset, M, copy_gbs, info.l2_bytes, stream.get());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Action add_bench_command(CLI::App& app) {
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand("bench", "Time GPU kernels against the copy bandwidth (bench/README.md)");
+  cmd->add_option("--kernel", a->kernels, "align permute reduce activation quantize-fp8-token quantize-mxfp8 "
+                                          "quantize-mxfp4, or all")->capture_default_str();
+  cmd->add_option("--preset", a->presets, "Model presets")->capture_default_str();
+  cmd->add_option("--tokens,-M", a->tokens, "Token counts")->capture_default_str();
+  cmd->add_option("--iterations", a->iterations, "Launches per timed trial")->capture_default_str();
+  cmd->add_option("--trials", a->trials, "Timed trials (the median is reported)")->capture_default_str();
+  return [a] { return run_bench(*a); };
+}
+
+}  // namespace moeq::cli

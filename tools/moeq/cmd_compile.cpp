@@ -1,0 +1,110 @@
+// `moeq compile`: warm the kernel cache for a model's layer ahead of serving, and
+// `moeq cache info|clear`.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda/driver.hpp"
+#include "cuda/elementwise.hpp"
+#include "cuda/routing.hpp"
+#include "io/presets.hpp"
+#include "jit/compiler.hpp"
+#include "jit/nvrtc.hpp"
+#include "moeq/error.hpp"
+#include "plan/legality.hpp"
+#include "tools/moeq/commands.hpp"
+
+namespace moeq::cli {
+namespace {
+
+struct CompileArgs {
+  std::string preset = "qwen3-30b-a3b";
+  std::string scheme;
+  std::string arch;  // "" = the device's, else sm_80 / sm_89 / sm_90a
+};
+
+jit::Arch parse_arch(const std::string& text) {
+  if (text == "sm_80") return {80, false};
+  if (text == "sm_89") return {89, false};
+  if (text == "sm_90") return {90, false};
+  if (text == "sm_90a") return {90, true};
+  throw Error("--arch = '" + text + "' is not one of sm_80, sm_89, sm_90, sm_90a");
+}
+
+// Every kernel the layer's experts step can launch today (GEMMs join with their issue).
+std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d) {
+  std::vector<jit::KernelSpec> specs = cuda::routing_kernel_specs();
+  specs.push_back(cuda::activation_kernel_spec(d.activation.kind, d.interleaved_gate_up, d.act_dtype));
+  if (d.act_format != ActFormat::none) specs.push_back(cuda::quantize_kernel_spec(d.act_format, d.act_dtype));
+  return specs;
+}
+
+int run_compile(const CompileArgs& a) {
+  ExpertsDesc desc = io::find_preset(a.preset).desc;
+  if (!a.scheme.empty()) io::apply_scheme(a.scheme, desc);
+  plan::require_implementable(desc, Options{});
+  std::string why;
+  if (!jit::nvrtc_available(&why)) throw Error("moeq compile needs NVRTC: " + why);
+  jit::Arch arch;
+  if (!a.arch.empty()) {
+    arch = parse_arch(a.arch);
+  } else if (cuda::device_count() > 0) {
+    arch = jit::current_arch();
+  } else {
+    throw Error("no CUDA device to read the architecture from; give --arch sm_90a (or sm_80, sm_89)");
+  }
+  auto& cache = jit::kernel_cache();
+  std::printf("layer      %s\narch       %s\ncache      %s\n\n", desc.to_string().c_str(), jit::to_string(arch).c_str(),
+              cache.cache().info().dir.c_str());
+  int compiled = 0, hits = 0;
+  double total_ms = 0.0;
+  for (const auto& spec : layer_kernel_specs(desc)) {
+    const jit::CubinLookup r = cache.lookup(spec, arch);
+    const bool was_compiled = r.origin == jit::CubinOrigin::kCompiled;
+    compiled += was_compiled;
+    hits += !was_compiled;
+    total_ms += r.lookup_ms;
+    std::printf("  %-28s %-8s %8.1f ms  %s\n", spec.entry.c_str(), jit::to_string(r.origin), r.lookup_ms,
+                r.key.substr(0, 16).c_str());
+  }
+  std::printf("\n%d compiled, %d from the cache, %.1f ms\n", compiled, hits, total_ms);
+  return 0;
+}
+
+int run_cache(const std::string& action) {
+  jit::Cache& cache = jit::kernel_cache().cache();
+  if (action == "info") {
+    const jit::CacheInfo info = cache.info();
+    std::printf("cache      %s\nentries    %zu\nbytes      %llu\n", info.dir.c_str(), info.num_entries,
+                static_cast<unsigned long long>(info.num_bytes));
+    return 0;
+  }
+  if (action == "clear") {
+    const jit::CacheInfo before = cache.info();
+    cache.clear();
+    std::printf("cleared    %zu entries from %s\n", before.num_entries, before.dir.c_str());
+    return 0;
+  }
+  throw Error("cache action = '" + action + "' is not info or clear");
+}
+
+}  // namespace
+
+Action add_compile_command(CLI::App& app) {
+  auto a = std::make_shared<CompileArgs>();
+  CLI::App* cmd = app.add_subcommand("compile", "Compile a layer's kernels into the disk cache ahead of serving");
+  cmd->add_option("--preset", a->preset, "Model preset")->capture_default_str();
+  cmd->add_option("--scheme", a->scheme, "W[:A] (default: the preset's)");
+  cmd->add_option("--arch", a->arch, "sm_80 | sm_89 | sm_90 | sm_90a (default: the device's)");
+  return [a] { return run_compile(*a); };
+}
+
+Action add_cache_command(CLI::App& app) {
+  auto action = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("cache", "Show or clear the kernel cache (MOEQ_CACHE_DIR)");
+  cmd->add_option("action", *action, "info | clear")->required();
+  return [action] { return run_cache(*action); };
+}
+
+}  // namespace moeq::cli
