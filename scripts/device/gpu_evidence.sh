@@ -9,18 +9,18 @@ mkdir -p "$out"
 export MOEQ_CACHE_DIR="$(mktemp -d)"
 {
   date -u +"date %Y-%m-%dT%H:%M:%SZ"
-  echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "commit ${MOEQ_COMMIT:-unknown}"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv
 } >"$out/device.txt" 2>&1
 cat "$out/device.txt"
-
-"$build/moeq_gpu_tests" >"$out/gpu_tests.txt" 2>&1
-echo "gpu tests rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$out/gpu_tests.txt" | head -20
 
 # Cold compile (fresh cache dir), then the same kernels from the disk cache in a new process.
 "$build/moeq" compile --preset qwen3-30b-a3b --scheme mxfp4:fp8-token >"$out/compile_cold.txt" 2>&1
 "$build/moeq" compile --preset qwen3-30b-a3b --scheme mxfp4:fp8-token >"$out/compile_warm.txt" 2>&1
 tail -1 "$out/compile_cold.txt"; tail -1 "$out/compile_warm.txt"
+
+"$build/moeq_gpu_tests" >"$out/gpu_tests.txt" 2>&1
+echo "gpu tests rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$out/gpu_tests.txt" | head -20
 
 shift || true
 "$build/moeq" bench "$@" >"$out/bench.txt" 2>&1

@@ -133,7 +133,9 @@ void bench_preset(const BenchArgs& a, const std::vector<std::string>& kernels, c
   cuda::permute_indices(route, {local_ids.ptr(), offsets.ptr(), inv.ptr(), src.ptr()}, stream);
 
   if (wants("permute")) {
-    const double bytes = 2.0 * static_cast<double>(slots * K * 2);
+    // NOTE: each hidden row is gathered top_k times but comes from DRAM once (L2 serves the
+    // rest): the floor is M rows read plus M*top_k rows written.
+    const double bytes = static_cast<double>(M * K * 2 + slots * K * 2);
     const int n = rotation_count(bytes, l2_bytes);
     std::vector<DeviceBuffer> hidden, permuted;
     for (int i = 0; i < n; ++i) {
