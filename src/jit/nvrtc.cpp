@@ -181,7 +181,7 @@ CompileResult compile_to_cubin(const std::string& source, const std::string& nam
   const auto fail = [&](const std::string& what, nvrtcResult result, const std::string& log) {
     throw Error("NVRTC " + what + " of kernel '" + name + "' for " + arch_name(sm, arch_specific) +
                 " failed: " + fns.nvrtcGetErrorString(result) + "\noptions: " + joined(options) +
-                "\nlog:\n" + log);
+                "\nconfiguration (generated source):\n" + source + "\nlog:\n" + log);
   };
 
   const auto start = std::chrono::steady_clock::now();
