@@ -1,0 +1,39 @@
+#pragma once
+// Tensor-core and shared-memory matrix instructions, one wrapper each (sm_80+).
+// NOTE: NVRTC-safe: no standard headers.
+
+namespace moeq_dev {
+
+// cvta.to.shared: the 32-bit shared-window address of a generic pointer into shared memory.
+__device__ __forceinline__ unsigned smem_address(const void* generic) {
+  unsigned address;
+  asm volatile("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(address) : "l"(generic));
+  return address;
+}
+
+// ldmatrix.sync.aligned.m8n8.x4.shared.b16: four 8x8 b16 matrices, rows addressed by lanes 0-31.
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* row_address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_address(row_address)));
+}
+
+// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32: d += a (16x16, row) * b (16x8, col).
+__device__ __forceinline__ void mma_m16n8k16_bf16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32.
+__device__ __forceinline__ void mma_m16n8k16_f16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+}  // namespace moeq_dev

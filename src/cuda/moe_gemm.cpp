@@ -1,0 +1,197 @@
+// Host side of the MoE GEMM: codegen of each config, a per-process table of loaded functions,
+// argument checks and the launch.
+#include "cuda/moe_gemm.hpp"
+
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+#include "cuda/launch.hpp"
+#include "moeq/error.hpp"
+
+namespace moeq::cuda {
+namespace {
+
+// Mirror of moeq_dev::MoeGemmParams (kernels/moe_gemm.cuh): same members, same order.
+struct DeviceScaling {
+  const void* scales;
+  const float* global_scales;
+  const unsigned char* zero_points;
+  int group_size;
+  int scale_dtype;
+  int num_global_scales;
+};
+struct DeviceGemmParams {
+  const void* a;
+  long long a_row_stride;
+  const unsigned char* codes;
+  DeviceScaling scaling;
+  const void* bias;
+  int bias_dtype;
+  int gather;
+  void* c;
+  long long c_row_stride;
+  int n;
+  int k;
+  const int* sorted_ids;
+  const int* expert_ids;
+  const int* num_tokens_padded;
+  int num_slots;
+  int src_row_divisor;
+  const int* block_table;
+  const int* num_blocks;
+};
+
+template <typename T>
+T* as_ptr(CUdeviceptr p) {
+  return reinterpret_cast<T*>(static_cast<uintptr_t>(p));
+}
+
+const char* format_id(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::mxfp4: return "kMxfp4";
+    case WeightFormat::nvfp4: return "kNvfp4";
+    case WeightFormat::mxfp8: return "kMxfp8";
+    case WeightFormat::fp8_channel: return "kFp8Channel";
+    case WeightFormat::fp8_block: return "kFp8Block";
+    case WeightFormat::int4: return "kInt4";
+    case WeightFormat::int8: return "kInt8";
+  }
+  return "kInt4";
+}
+
+int scale_dtype_id(DType t) { return t == DType::bf16 ? 0 : t == DType::f16 ? 1 : 2; }
+int bias_dtype_id(DType t) { return t == DType::none ? 0 : t == DType::f32 ? 1 : t == DType::bf16 ? 2 : 3; }
+
+CUfunction loaded_function(const jit::KernelSpec& spec) {
+  static std::mutex mutex;
+  static std::unordered_map<std::string, CUfunction> table;
+  const std::string key = spec.entry + "\n" + spec.source;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = table.find(key); it != table.end()) return it->second;
+  const CUfunction f = jit::kernel_cache().function(spec);
+  table.emplace(key, f);
+  return f;
+}
+
+void require_aligned(CUdeviceptr p, int64_t bytes, const char* name) {
+  if (p % static_cast<CUdeviceptr>(bytes) != 0)
+    throw Error(std::string("moe_gemm: ") + name + " is not aligned to " + std::to_string(bytes) + " bytes");
+}
+
+}  // namespace
+
+std::string GemmTile::to_string() const {
+  std::ostringstream s;
+  s << block_m << "x" << block_n << "x" << block_k << "/" << threads;
+  return s.str();
+}
+
+std::vector<std::string> moe_gemm_reasons(const WeightDesc& w, DType act_dtype) {
+  std::vector<std::string> r;
+  if (w.k % 32 != 0) r.push_back("K = " + std::to_string(w.k) + " is not a multiple of 32 (the GPU GEMM reads 16-byte chunks)");
+  if (w.n % 2 != 0) r.push_back("N = " + std::to_string(w.n) + " is odd (the GPU GEMM stores channel pairs)");
+  if (act_dtype != DType::bf16 && act_dtype != DType::f16)
+    r.push_back("act_dtype = " + std::string(moeq::to_string(act_dtype)) + " is not bf16 or f16");
+  if (w.num_experts * w.n * w.k > (int64_t{1} << 40)) r.push_back("the weights exceed 2^40 elements");
+  return r;
+}
+
+jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool /*gather*/) {
+  std::ostringstream s;
+  s << "#include \"moeq_dev/format/weights.cuh\"\n"
+    << "struct MoeGemmCfg {\n"
+    << "  static constexpr moeq_dev::WeightFormatId kFormat = moeq_dev::WeightFormatId::" << format_id(w.format) << ";\n"
+    << "  static constexpr bool kActBf16 = " << (act_dtype == DType::bf16 ? "true" : "false") << ";\n"
+    << "  static constexpr int kBlockM = " << tile.block_m << ";\n"
+    << "  static constexpr int kBlockN = " << tile.block_n << ";\n"
+    << "  static constexpr int kBlockK = " << tile.block_k << ";\n"
+    << "  static constexpr int kThreads = " << tile.threads << ";\n"
+    << "};\n"
+    << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n";
+  return {"moeq_moe_gemm", s.str()};
+}
+
+std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
+  std::vector<jit::KernelSpec> specs;
+  for (WeightFormat f : all_values<WeightFormat>()) {
+    WeightDesc w;
+    w.format = f;
+    for (DType act : {DType::bf16, DType::f16})
+      for (int bm : {16, 32, 64}) {
+        GemmTile tile;
+        tile.block_m = bm;
+        specs.push_back(moe_gemm_kernel_spec(w, act, tile, true));
+      }
+  }
+  return specs;
+}
+
+int64_t segment_capacity(int64_t rows, int64_t num_experts, int64_t block_m) {
+  return (rows + block_m - 1) / block_m + num_experts;
+}
+
+void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, CUdeviceptr offsets,
+                    CUdeviceptr counts, DType counts_dtype, int64_t rows_per_expert, int64_t num_experts,
+                    CUdeviceptr block_table, CUdeviceptr num_blocks, CUstream stream) {
+  if (num_experts > 4096) throw Error("build_segments: num_experts = " + std::to_string(num_experts) + " exceeds 4096");
+  if ((offsets == 0) == (counts == 0)) throw Error("build_segments: give exactly one of offsets and counts");
+  jit::KernelSpec spec = moe_gemm_kernel_spec(w, act_dtype, tile, false);
+  spec.entry = "moeq_moe_gemm_segments";
+  const CUfunction f = loaded_function(spec);
+  const long long* offsets_ptr = as_ptr<const long long>(offsets);
+  const void* counts_ptr = as_ptr<const void>(counts);
+  const int counts_int64 = counts_dtype == DType::i64 ? 1 : 0;
+  const long long rows = rows_per_expert;
+  const int experts = static_cast<int>(num_experts);
+  int* table = as_ptr<int>(block_table);
+  int* count = as_ptr<int>(num_blocks);
+  LaunchShape shape;
+  shape.block_x = 256;
+  launch(f, shape, stream, offsets_ptr, counts_ptr, counts_int64, rows, experts, table, count);
+}
+
+void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
+  const WeightDesc& w = a.weights_desc;
+  const auto reasons = moe_gemm_reasons(w, a.act_dtype);
+  if (!reasons.empty()) throw Error("moe_gemm: " + reasons.front());
+  require_aligned(a.a, 16, "A");
+  require_aligned(a.weights.codes, 16, "codes");
+  require_aligned(a.c, 4, "C");
+  if (a.a_row_stride % 8 != 0 || a.c_row_stride % 2 != 0)
+    throw Error("moe_gemm: a_row_stride = " + std::to_string(a.a_row_stride) + " must be a multiple of 8 and c_row_stride = " +
+                std::to_string(a.c_row_stride) + " even");
+  const int64_t m_blocks = a.gather ? a.sorted_capacity / a.tile.block_m : a.max_blocks;
+  if (m_blocks <= 0) return;
+
+  DeviceGemmParams p{};
+  p.a = as_ptr<const void>(a.a);
+  p.a_row_stride = a.a_row_stride;
+  p.codes = as_ptr<const unsigned char>(a.weights.codes);
+  p.scaling = {as_ptr<const void>(a.weights.scales), as_ptr<const float>(a.weights.global_scales),
+               w.has_zero_point ? as_ptr<const unsigned char>(a.weights.zero_points) : nullptr, w.group_size,
+               scale_dtype_id(w.scale_dtype), w.num_global_scales > 0 ? w.num_global_scales : 1};
+  p.bias = as_ptr<const void>(a.weights.bias);
+  p.bias_dtype = bias_dtype_id(w.bias_dtype);
+  p.gather = a.gather ? 1 : 0;
+  p.c = as_ptr<void>(a.c);
+  p.c_row_stride = a.c_row_stride;
+  p.n = static_cast<int>(w.n);
+  p.k = static_cast<int>(w.k);
+  p.sorted_ids = as_ptr<const int>(a.sorted_ids);
+  p.expert_ids = as_ptr<const int>(a.expert_ids);
+  p.num_tokens_padded = as_ptr<const int>(a.num_tokens_padded);
+  p.num_slots = static_cast<int>(a.num_slots);
+  p.src_row_divisor = static_cast<int>(a.src_row_divisor);
+  p.block_table = as_ptr<const int>(a.block_table);
+  p.num_blocks = as_ptr<const int>(a.num_blocks);
+
+  const CUfunction f = loaded_function(moe_gemm_kernel_spec(w, a.act_dtype, a.tile, a.gather));
+  LaunchShape shape;
+  shape.grid_x = static_cast<unsigned>(m_blocks);
+  shape.grid_y = static_cast<unsigned>((w.n + a.tile.block_n - 1) / a.tile.block_n);
+  shape.block_x = static_cast<unsigned>(a.tile.threads);
+  launch(f, shape, stream, p);
+}
+
+}  // namespace moeq::cuda

@@ -1,0 +1,30 @@
+// Every MoE GEMM config the planner can emit compiles through NVRTC for sm_80, sm_89, sm_90a.
+#include <gtest/gtest.h>
+
+#include "cuda/moe_gemm.hpp"
+#include "jit/compiler.hpp"
+#include "jit/nvrtc.hpp"
+
+namespace moeq {
+namespace {
+
+TEST(MoeGemmJit, EveryConfigCompilesForEveryArch) {
+  std::string why;
+  if (!jit::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  jit::JitOptions options = jit::jit_options();
+  options.disable_cache = true;
+  jit::KernelCache cache(options);
+  const auto specs = cuda::moe_gemm_kernel_specs();
+  ASSERT_EQ(specs.size(), 7u * 2u * 3u);
+  for (const jit::Arch arch : {jit::Arch{80, false}, jit::Arch{89, false}, jit::Arch{90, true}}) {
+    for (const auto& spec : specs) {
+      const auto& cubin = cache.cubin(spec, arch);
+      ASSERT_GE(cubin.size(), 4u);
+      EXPECT_EQ(cubin[0], 0x7f) << spec.source;
+      EXPECT_EQ(cubin[1], 'E') << spec.source;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace moeq
