@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "api/cuda_backend.hpp"
 #include "api/validate.hpp"
 #include "moeq/error.hpp"
 #include "plan/legality.hpp"
@@ -13,8 +14,13 @@
 namespace moeq {
 namespace {
 
-// NOTE: legality already refused `cuda` (it lists why); auto and cpu run the CPU backend.
-Backend resolve_backend(Backend /*requested*/) { return Backend::cpu; }
+// `cuda` was checked by legality; `auto` takes the GPU when there is one that runs the layer.
+Backend resolve_backend(const ExpertsDesc& desc, const Options& options) {
+  if (options.backend != Backend::auto_select) return options.backend;
+  Options cuda_options = options;
+  cuda_options.backend = Backend::cuda;
+  return plan::cuda_reasons(desc, cuda_options).empty() ? Backend::cuda : Backend::cpu;
+}
 
 template <typename T>
 T* buffer_ptr(const plan::WorkspacePlan& plan, const char* name, void* ws1, void* ws2) {
@@ -57,13 +63,15 @@ struct Experts::Impl {
     p.num_tokens = num_tokens;
     p.max_tokens_per_expert = tokens_per_expert;
     p.block_m = options.block_m > 0 ? options.block_m : plan::choose_block_m(desc, num_tokens);
+    // NOTE: the GPU GEMM tiles M by 16, 32 or 64 rows; align uses the GEMM's block size.
+    if (backend == Backend::cuda && p.block_m == 48) p.block_m = 64;
     return p;
   }
 };
 
 Experts::Experts(const ExpertsDesc& desc, const Options& options) {
   plan::require_implementable(desc, options);
-  impl_ = std::make_unique<Impl>(Impl{desc, options, resolve_backend(options.backend)});
+  impl_ = std::make_unique<Impl>(Impl{desc, options, resolve_backend(desc, options)});
 }
 
 Experts::~Experts() = default;
@@ -85,7 +93,7 @@ WorkspaceSizes Experts::workspace_bytes(int64_t num_tokens, int64_t batched_toke
 }
 
 void Experts::apply(const WeightView& w13, const WeightView& w2, const ExpertsInputs& inputs,
-                    const ExpertsOutput& output, void* workspace1, void* workspace2, void* /*stream*/) const {
+                    const ExpertsOutput& output, void* workspace1, void* workspace2, void* stream) const {
   const ExpertsDesc& d = impl_->desc;
   const bool batched = inputs.is_batched();
   const bool explicit_masked = impl_->options.layout == Layout::masked;
@@ -95,15 +103,24 @@ void Experts::apply(const WeightView& w13, const WeightView& w2, const ExpertsIn
   if (batched && impl_->options.layout != Layout::auto_select && !explicit_masked)
     throw Error(std::string("layout = ") + std::string(to_string(impl_->options.layout)) +
                 " cannot take batched input; use masked or auto");
-  api::validate_inputs(d, shape.layout, inputs, output);
-  validate_weights(d.w13(), w13, "w13");
-  validate_weights(d.w2(), w2, "w2");
+  const bool on_gpu = impl_->backend == Backend::cuda;
+  if (on_gpu) {
+    api::validate_device_inputs(d, shape.layout, inputs, output);
+  } else {
+    api::validate_inputs(d, shape.layout, inputs, output);
+    validate_weights(d.w13(), w13, "w13");
+    validate_weights(d.w2(), w2, "w2");
+  }
   const int64_t rows = batched ? d.num_experts * inputs.max_tokens_per_expert : inputs.num_tokens;
   if (rows == 0) return;
 
   const auto plan = plan::plan_workspaces(d, shape);
   if (plan.workspace1_bytes > 0 && workspace1 == nullptr) throw Error("workspace1 is null but the plan needs " + std::to_string(plan.workspace1_bytes) + " bytes");
   if (plan.workspace2_bytes > 0 && workspace2 == nullptr) throw Error("workspace2 is null but the plan needs " + std::to_string(plan.workspace2_bytes) + " bytes");
+  if (on_gpu) {
+    api::apply_cuda(d, shape, plan, w13, w2, inputs, output, workspace1, workspace2, stream);
+    return;
+  }
 
   ref::StepArgs args{&d, &w13, &w2, &inputs, output, shape.block_m};
   const auto buffers = step_buffers(plan, workspace1, workspace2);

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "cuda/driver.hpp"
+#include "cuda/moe_gemm.hpp"
 #include "moeq/error.hpp"
 
 namespace moeq::plan {
@@ -115,6 +117,26 @@ std::vector<std::string> desc_reasons(const ExpertsDesc& d) {
   return r;
 }
 
+std::vector<std::string> cuda_reasons(const ExpertsDesc& d, const Options& o) {
+  std::vector<std::string> r;
+  std::string why;
+  if (cuda::device_count() == 0) {
+    cuda::driver_available(&why);
+    r.push_back("no CUDA device" + (why.empty() ? std::string() : " (" + why + ")"));
+  }
+  if (d.act_format != ActFormat::none)
+    r.push_back(cat("act_format = ", to_string(d.act_format),
+                    ": quantized activations are not on the CUDA backend yet (16-bit activations only)"));
+  if (o.f16_accum) r.push_back("f16_accum is not on the CUDA backend yet");
+  if (o.block_m != 0 && o.block_m != 16 && o.block_m != 32 && o.block_m != 64)
+    r.push_back(cat("block_m = ", o.block_m, " must be 16, 32 or 64 on the CUDA backend"));
+  if (d.hidden_size > 0 && d.intermediate_size > 0 && d.num_experts > 0) {
+    for (auto& s : cuda::moe_gemm_reasons(d.w13(), d.act_dtype)) r.push_back("w13: " + s);
+    for (auto& s : cuda::moe_gemm_reasons(d.w2(), d.act_dtype)) r.push_back("w2: " + s);
+  }
+  return r;
+}
+
 std::vector<std::string> option_reasons(const ExpertsDesc& d, const Options& o) {
   std::vector<std::string> r;
   if (o.f16_accum) {
@@ -126,7 +148,7 @@ std::vector<std::string> option_reasons(const ExpertsDesc& d, const Options& o) 
                       to_string(d.act_dtype), ", act_format = ", to_string(d.act_format)));
   }
   if (o.backend == Backend::cuda)
-    r.push_back("backend = cuda is not available: this build of moeq has no CUDA backend yet; use cpu or auto");
+    for (auto& reason : cuda_reasons(d, o)) r.push_back("backend = cuda: " + reason);
   if (o.block_m < 0 || o.block_m > 1024)
     r.push_back(cat("block_m = ", o.block_m, " is outside [0, 1024] (0 = chosen by the planner)"));
   return r;

@@ -10,6 +10,8 @@ namespace moeq::plan {
 
 std::vector<std::string> desc_reasons(const ExpertsDesc& desc);
 std::vector<std::string> option_reasons(const ExpertsDesc& desc, const Options& options);
+// Why the CUDA backend cannot run this layer (no device, pairs and shapes not there yet).
+std::vector<std::string> cuda_reasons(const ExpertsDesc& desc, const Options& options);
 
 // Throws moeq::Error listing every reason when desc/options cannot run.
 void require_implementable(const ExpertsDesc& desc, const Options& options);

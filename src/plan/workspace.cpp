@@ -105,6 +105,7 @@ WorkspacePlan plan_workspaces(const ExpertsDesc& d, const PlanShape& p) {
 
   // Routing metadata lives through the whole step, past everything else in workspace 2.
   std::vector<BufferPlacement> meta;
+  meta.push_back(make_buffer("error_flags", {1}, DType::i32));
   if (!batched) meta.push_back(make_buffer("local_ids", {rows}, DType::i32));
   if (p.layout == Layout::indexed) {
     const int64_t cap = ref::align_capacity(rows, E, p.block_m);
@@ -115,6 +116,12 @@ WorkspacePlan plan_workspaces(const ExpertsDesc& d, const PlanShape& p) {
     meta.push_back(make_buffer("expert_offsets", {E + 1}, DType::i64));
     meta.push_back(make_buffer("inv_permuted_idx", {rows}, DType::i32));
     meta.push_back(make_buffer("permuted_src", {rows}, DType::i32));
+  }
+  if (p.layout != Layout::indexed) {
+    // GEMM blocks of the segment layouts: {expert, first row, rows} each (cuda/moe_gemm.hpp).
+    const int64_t max_blocks = (rows + p.block_m - 1) / p.block_m + E;
+    meta.push_back(make_buffer("block_table", {max_blocks, 3}, DType::i32));
+    meta.push_back(make_buffer("num_blocks", {1}, DType::i32));
   }
   int64_t offset = align_up(workspace_end(plan.buffers, 2), kAlignBytes);
   for (auto& b : meta) {

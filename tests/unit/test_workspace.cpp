@@ -24,7 +24,8 @@ using ::testing::ElementsAre;
 const std::vector<std::string> kSpecNames = {"quanted_gate_up_input", "gate_up_output", "activation_output",
                                              "quanted_down_input", "down_output", "output"};
 const std::vector<std::string> kMetaNames = {"local_ids", "sorted_ids", "expert_ids", "num_tokens_padded",
-                                             "expert_offsets", "inv_permuted_idx", "permuted_src"};
+                                             "expert_offsets", "inv_permuted_idx", "permuted_src", "error_flags",
+                                             "block_table", "num_blocks"};
 
 bool is_spec(const std::string& name) {
   return std::find(kSpecNames.begin(), kSpecNames.end(), name) != kSpecNames.end();
@@ -228,11 +229,12 @@ TEST(WorkspaceMetadata, ContiguousHasPermutedHiddenInWorkspace1) {
   }
 }
 
-TEST(WorkspaceMetadata, MaskedHasNoRoutingMetadata) {
+TEST(WorkspaceMetadata, MaskedHasOnlyTheGemmBlockTable) {
   const auto d = make_desc(WeightFormat::int4, ActFormat::fp8_token, Activation::silu, 256, 128, 7, 3);
   const auto plan = plan_workspaces(d, masked(4));
+  const std::set<std::string> allowed = {"error_flags", "block_table", "num_blocks"};
   for (const auto& b : plan.buffers) {
-    EXPECT_FALSE(is_meta(b.name)) << b.name;
+    EXPECT_TRUE(!is_meta(b.name) || allowed.count(b.name)) << b.name;
     EXPECT_NE(b.name, "permuted_hidden");
   }
 }
@@ -284,7 +286,10 @@ void check_plan_invariants(const ExpertsDesc& d, const PlanShape& p, const Works
     for (const char* n : {"quanted_gate_up_input", "quanted_gate_up_input.scales", "quanted_down_input",
                           "quanted_down_input.scales"})
       expected.insert(n);
+  expected.insert("error_flags");
   if (!batched) expected.insert("local_ids");
+  if (p.layout != Layout::indexed)
+    for (const char* n : {"block_table", "num_blocks"}) expected.insert(n);
   if (p.layout == Layout::indexed)
     for (const char* n : {"sorted_ids", "expert_ids", "num_tokens_padded"}) expected.insert(n);
   if (p.layout == Layout::contiguous)

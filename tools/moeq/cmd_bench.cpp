@@ -13,6 +13,7 @@
 
 #include "cuda/driver.hpp"
 #include "cuda/elementwise.hpp"
+#include "cuda/moe_gemm.hpp"
 #include "cuda/routing.hpp"
 #include "io/presets.hpp"
 #include "moeq/error.hpp"
@@ -27,6 +28,7 @@ using cuda::CUdeviceptr;
 using cuda::DeviceBuffer;
 
 struct BenchArgs {
+  std::vector<std::string> schemes{"int4-g128", "mxfp4", "fp8-block"};  // for gemm1 / gemm2
   std::vector<std::string> kernels{"all"};
   std::vector<std::string> presets{"qwen3-30b-a3b", "deepseek-v3"};
   std::vector<int64_t> tokens{16, 256, 4096};
@@ -35,7 +37,8 @@ struct BenchArgs {
 };
 
 const std::vector<std::string> kKernelNames = {"align", "permute", "reduce", "activation",
-                                               "quantize-fp8-token", "quantize-mxfp8", "quantize-mxfp4"};
+                                               "quantize-fp8-token", "quantize-mxfp8", "quantize-mxfp4",
+                                               "gemm1", "gemm2"};
 
 // Median over trials of the mean time of `iterations` back-to-back launches, in microseconds.
 double time_us(const std::function<void(int)>& launch, int iterations, int trials, cuda::CUstream stream) {
@@ -208,6 +211,99 @@ void bench_preset(const BenchArgs& a, const std::vector<std::string>& kernels, c
   }
 }
 
+// Random but valid canonical weights of one GEMM: random code bytes, scales near 2^-4.
+cuda::GemmWeights random_weights(const WeightDesc& w, std::mt19937& rng, std::vector<DeviceBuffer>& keep) {
+  auto upload = [&](std::vector<uint8_t> bytes) -> CUdeviceptr {
+    if (bytes.empty()) return 0;
+    keep.push_back(DeviceBuffer::from_host(bytes));
+    return keep.back().ptr();
+  };
+  std::vector<uint8_t> codes(static_cast<size_t>(w.code_bytes()));
+  for (size_t i = 0; i < codes.size(); i += 4) {
+    const uint32_t r = static_cast<uint32_t>(rng());
+    std::memcpy(&codes[i], &r, std::min<size_t>(4, codes.size() - i));
+  }
+  if (weight_format_code_dtype(w.format) == DType::e4m3)
+    for (auto& c : codes) c = (c & 0x7F) == 0x7F ? static_cast<uint8_t>(c & 0xF8) : c;  // no NaN codes
+  std::vector<uint8_t> scales(static_cast<size_t>(w.scale_bytes()));
+  for (int64_t i = 0; i < w.scale_elems(); ++i) {
+    const float s = 0.0625f;
+    switch (w.scale_dtype) {
+      case DType::ue8m0: scales[i] = 123; break;
+      case DType::e4m3: scales[i] = 0x30; break;  // 0.5
+      case DType::f32: std::memcpy(&scales[i * 4], &s, 4); break;
+      default: { const uint16_t b = 0x3D80; std::memcpy(&scales[i * 2], &b, 2); }  // bf16 0.0625
+    }
+  }
+  std::vector<float> global(static_cast<size_t>(w.global_scale_elems()), 0.01f);
+  std::vector<uint8_t> global_bytes(global.size() * 4);
+  if (!global.empty()) std::memcpy(global_bytes.data(), global.data(), global_bytes.size());
+  cuda::GemmWeights g;
+  g.codes = upload(codes);
+  g.scales = upload(scales);
+  g.global_scales = upload(global_bytes);
+  return g;
+}
+
+// One MoE GEMM (indexed layout) over the weights of the distinct experts the routing touches,
+// rotated over enough weight copies that every pass reads DRAM.
+void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string& scheme, bool second, int64_t M,
+                double copy_gbs, int64_t l2_bytes, cuda::CUstream stream) {
+  ExpertsDesc d = preset.desc;
+  io::apply_scheme(scheme, d);
+  const WeightDesc w = second ? d.w2() : d.w13();
+  const int64_t E = d.num_experts, top_k = d.top_k, slots = M * top_k;
+  std::mt19937 rng(99 + static_cast<unsigned>(M));
+  const auto ids_host = random_routing(M, top_k, E, rng);
+  std::vector<bool> touched(static_cast<size_t>(E), false);
+  for (int32_t e : ids_host) touched[e] = true;
+  const int64_t experts_touched = std::count(touched.begin(), touched.end(), true);
+  const double weight_bytes = static_cast<double>(w.code_bytes() + w.scale_bytes()) / E * experts_touched;
+  const int64_t a_rows = second ? slots : M;
+  const double act_bytes = static_cast<double>(a_rows * w.k * 2 + slots * w.n * 2);
+  const double bytes = weight_bytes + act_bytes;
+  const double flops = 2.0 * static_cast<double>(slots) * static_cast<double>(w.n * w.k);
+
+  DeviceBuffer ids = DeviceBuffer::from_host(ids_host);
+  cuda::GemmTile tile;
+  tile.block_m = static_cast<int>(plan::choose_block_m(d, M) == 48 ? 64 : plan::choose_block_m(d, M));
+  const int64_t cap = cuda::align_capacity(slots, E, tile.block_m);
+  DeviceBuffer local_ids(slots * 4), sorted(cap * 4), expert_ids(cap / tile.block_m * 4), padded(4);
+  cuda::RouteIds route{ids.ptr(), DType::i32, M, top_k, E, 0, E, 0};
+  cuda::map_and_align(route, tile.block_m, {local_ids.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()}, stream);
+
+  const int copies = static_cast<int>(std::clamp(std::ceil(3.0 * static_cast<double>(l2_bytes) / bytes), 1.0, 16.0));
+  std::vector<DeviceBuffer> keep;
+  std::vector<cuda::GemmWeights> weights;
+  for (int i = 0; i < copies; ++i) weights.push_back(random_weights(w, rng, keep));
+  DeviceBuffer act = random_bf16(a_rows * w.k, 1.0f, rng);
+  DeviceBuffer out(slots * w.n * 2);
+  cuda::MoeGemmArgs g;
+  g.weights_desc = w;
+  g.act_dtype = DType::bf16;
+  g.a = act.ptr();
+  g.a_row_stride = w.k;
+  g.c = out.ptr();
+  g.c_row_stride = w.n;
+  g.tile = tile;
+  g.gather = true;
+  g.sorted_ids = sorted.ptr();
+  g.expert_ids = expert_ids.ptr();
+  g.num_tokens_padded = padded.ptr();
+  g.num_slots = slots;
+  g.src_row_divisor = second ? 1 : top_k;
+  g.sorted_capacity = cap;
+  const double us = time_us([&](int i) {
+    g.weights = weights[i % copies];
+    cuda::moe_gemm(g, stream);
+  }, a.iterations, a.trials, stream);
+  const double gbs = bytes / (us * 1e-6) / 1e9;
+  std::printf("%-6s %-14s %-10s %6lld %10.2f %10.1f %9.1f %7.1f%% %9.1f  tile %s, %d weight copies\n",
+              second ? "gemm2" : "gemm1", preset.name.c_str(), scheme.c_str(), static_cast<long long>(M), us, bytes / 1e6,
+              gbs, 100.0 * gbs / copy_gbs, flops / (us * 1e-6) / 1e12, tile.to_string().c_str(), copies);
+  std::fflush(stdout);
+}
+
 int run_bench(const BenchArgs& a) {
   std::vector<std::string> kernels;
   for (const auto& k : a.kernels) {
@@ -236,10 +332,22 @@ int run_bench(const BenchArgs& a) {
   std::printf("copy       %.1f GB/s (device-to-device, 1 GiB, read + write)\n", copy_gbs);
   std::printf("timing     median of %d trials x %d back-to-back launches, inputs rotated past 3x L2\n\n", a.trials,
               a.iterations);
-  std::printf("%-19s %-14s %6s %10s %12s %9s %8s\n", "kernel", "preset", "M", "time us", "MB moved", "GB/s", "% copy");
-  for (const auto& name : a.presets) {
-    const io::Preset& preset = io::find_preset(name);
-    for (int64_t M : a.tokens) bench_preset(a, kernels, preset, M, copy_gbs, info.l2_bytes, stream.get());
+  const bool any_elementwise = std::any_of(kernels.begin(), kernels.end(), [](const std::string& k) { return k.rfind("gemm", 0) != 0; });
+  if (any_elementwise) {
+    std::printf("%-19s %-14s %6s %10s %12s %9s %8s\n", "kernel", "preset", "M", "time us", "MB moved", "GB/s", "% copy");
+    for (const auto& name : a.presets) {
+      const io::Preset& preset = io::find_preset(name);
+      for (int64_t M : a.tokens) bench_preset(a, kernels, preset, M, copy_gbs, info.l2_bytes, stream.get());
+    }
+  }
+  for (const char* gemm : {"gemm1", "gemm2"}) {
+    if (std::find(kernels.begin(), kernels.end(), gemm) == kernels.end()) continue;
+    std::printf("\n%-6s %-14s %-10s %6s %10s %10s %9s %8s %9s\n", "gemm", "preset", "scheme", "M", "time us", "MB moved",
+                "GB/s", "% copy", "TFLOP/s");
+    for (const auto& name : a.presets)
+      for (const auto& scheme : a.schemes)
+        for (int64_t M : a.tokens)
+          bench_gemm(a, io::find_preset(name), scheme, std::string(gemm) == "gemm2", M, copy_gbs, info.l2_bytes, stream.get());
   }
   return 0;
 }
@@ -253,6 +361,7 @@ Action add_bench_command(CLI::App& app) {
                                           "quantize-mxfp4, or all")->capture_default_str();
   cmd->add_option("--preset", a->presets, "Model presets")->capture_default_str();
   cmd->add_option("--tokens,-M", a->tokens, "Token counts")->capture_default_str();
+  cmd->add_option("--scheme", a->schemes, "Weight schemes of gemm1 / gemm2")->capture_default_str();
   cmd->add_option("--iterations", a->iterations, "Launches per timed trial")->capture_default_str();
   cmd->add_option("--trials", a->trials, "Timed trials (the median is reported)")->capture_default_str();
   return [a] { return run_bench(*a); };

@@ -14,5 +14,6 @@ Action add_run_command(CLI::App& app);
 Action add_bench_command(CLI::App& app);
 Action add_compile_command(CLI::App& app);
 Action add_cache_command(CLI::App& app);
+Action add_verify_command(CLI::App& app);
 
 }  // namespace moeq::cli

@@ -274,7 +274,10 @@ __device__ __forceinline__ void moe_gemm_segments(const long long* offsets, cons
   __shared__ int first_block[kMaxSegmentExperts + 1];
   auto rows_of = [&](int e) -> long long {
     if (offsets != nullptr) return offsets[e + 1] - offsets[e];
-    return counts_int64 ? static_cast<const long long*>(counts)[e] : static_cast<const int*>(counts)[e];
+    // NOTE: counts come from the caller and cannot be checked on the host without a sync: a
+    // count outside [0, T] is clamped so no block reaches past the expert's slab.
+    const long long n = counts_int64 ? static_cast<const long long*>(counts)[e] : static_cast<const int*>(counts)[e];
+    return n < 0 ? 0 : n > rows_per_expert ? rows_per_expert : n;
   };
   for (int e = threadIdx.x; e < num_experts; e += blockDim.x)
     first_block[e + 1] = static_cast<int>((rows_of(e) + BM - 1) / BM);

@@ -1,0 +1,178 @@
+#include "api/cuda_backend.hpp"
+
+#include <cstdint>
+#include <string>
+
+#include "cuda/driver.hpp"
+#include "cuda/elementwise.hpp"
+#include "cuda/moe_gemm.hpp"
+#include "cuda/routing.hpp"
+#include "moeq/error.hpp"
+
+namespace moeq::api {
+namespace {
+
+using cuda::CUdeviceptr;
+
+CUdeviceptr dptr(const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p)); }
+
+void require(const void* p, const char* name, int64_t align) {
+  if (p == nullptr) throw Error(std::string(name) + " is null");
+  if (reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(align) != 0)
+    throw Error(std::string(name) + " is not aligned to " + std::to_string(align) + " bytes (the GPU path loads 16-byte vectors)");
+}
+
+cuda::GemmWeights device_weights(const WeightView& v) {
+  return {dptr(v.codes), dptr(v.scales), dptr(v.global_scales), dptr(v.zero_points), dptr(v.bias)};
+}
+
+}  // namespace
+
+void validate_device_inputs(const ExpertsDesc& d, Layout layout, const ExpertsInputs& in, const ExpertsOutput& out) {
+  const bool batched = in.is_batched();
+  if (batched != (layout == Layout::masked))
+    throw Error("layout = " + std::string(to_string(layout)) + " does not fit " + (batched ? "batched" : "standard") + " input");
+  const int64_t K = d.hidden_size;
+  const int64_t hidden_stride = in.hidden_row_stride > 0 ? in.hidden_row_stride : K;
+  const int64_t out_stride = out.row_stride > 0 ? out.row_stride : K;
+  if (hidden_stride < K || hidden_stride % 8 != 0)
+    throw Error("hidden_row_stride = " + std::to_string(hidden_stride) + " must be >= K and a multiple of 8 on the GPU");
+  if (out_stride < K || out_stride % 2 != 0)
+    throw Error("output row_stride = " + std::to_string(out_stride) + " must be >= K and even on the GPU");
+  const int64_t rows = batched ? d.num_experts * in.max_tokens_per_expert : in.num_tokens;
+  if (rows < 0) throw Error("num_tokens = " + std::to_string(in.num_tokens) + " is negative");
+  if (rows == 0) return;
+  require(in.hidden, "hidden", 16);
+  require(out.out, "out", 4);
+  if (in.expert_map != nullptr) require(in.expert_map, "expert_map", 4);
+  if (batched) {
+    if (in.expert_num_tokens_dtype != DType::i32 && in.expert_num_tokens_dtype != DType::i64)
+      throw Error("expert_num_tokens dtype = " + std::string(to_string(in.expert_num_tokens_dtype)) + " must be i32 or i64");
+    require(in.expert_num_tokens, "expert_num_tokens", in.expert_num_tokens_dtype == DType::i64 ? 8 : 4);
+    return;
+  }
+  if (in.topk_ids_dtype != DType::i32 && in.topk_ids_dtype != DType::i64)
+    throw Error("topk_ids dtype = " + std::string(to_string(in.topk_ids_dtype)) + " must be i32 or i64");
+  require(in.topk_ids, "topk_ids", in.topk_ids_dtype == DType::i64 ? 8 : 4);
+  if (in.topk_weights_dtype != DType::f32 && in.topk_weights_dtype != DType::bf16 && in.topk_weights_dtype != DType::f16)
+    throw Error("topk_weights dtype = " + std::string(to_string(in.topk_weights_dtype)) + " must be f32, bf16 or f16");
+  require(in.topk_weights, "topk_weights", in.topk_weights_dtype == DType::f32 ? 4 : 2);
+}
+
+void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::WorkspacePlan& plan,
+                const WeightView& w13, const WeightView& w2, const ExpertsInputs& in, const ExpertsOutput& out,
+                void* workspace1, void* workspace2, void* stream_ptr) {
+  const auto stream = static_cast<cuda::CUstream>(stream_ptr);
+  auto buffer = [&](const char* name) -> CUdeviceptr {
+    const plan::BufferPlacement* b = plan.find(name);
+    if (b == nullptr) return 0;
+    return dptr(b->workspace == 1 ? workspace1 : workspace2) + static_cast<CUdeviceptr>(b->offset_bytes);
+  };
+  const int64_t E = d.num_experts, K = d.hidden_size, I = d.intermediate_size, N13 = d.gemm1_n();
+  const DType c = d.act_dtype;
+  const int64_t elem = dtype_bytes(c, 1);
+  const int64_t hidden_stride = in.hidden_row_stride > 0 ? in.hidden_row_stride : K;
+  const int64_t out_stride = out.row_stride > 0 ? out.row_stride : K;
+  cuda::GemmTile tile;
+  tile.block_m = static_cast<int>(shape.block_m);
+  const CUdeviceptr error_flags = buffer("error_flags");
+  cuda::check(cuda::driver().cuMemsetD8Async(error_flags, 0, 4, stream), "cuMemsetD8Async(error_flags)");
+
+  cuda::MoeGemmArgs g1;
+  g1.weights_desc = d.w13();
+  g1.weights = device_weights(w13);
+  g1.act_dtype = c;
+  g1.tile = tile;
+  g1.c = buffer("gate_up_output");
+  g1.c_row_stride = N13;
+  cuda::MoeGemmArgs g2 = g1;
+  g2.weights_desc = d.w2();
+  g2.weights = device_weights(w2);
+  g2.a = buffer("activation_output");
+  g2.a_row_stride = I;
+  g2.c = buffer("down_output");
+  g2.c_row_stride = K;
+
+  const auto run_chain = [&](int64_t rows) {
+    cuda::moe_gemm(g1, stream);
+    cuda::activation(d.activation, d.interleaved_gate_up, c, g1.c, rows, I, g2.a, stream);
+    cuda::moe_gemm(g2, stream);
+  };
+
+  if (shape.layout == Layout::masked) {
+    const int64_t T = in.max_tokens_per_expert, rows = E * T;
+    const CUdeviceptr table = buffer("block_table"), count = buffer("num_blocks");
+    cuda::build_segments(g1.weights_desc, c, tile, 0, dptr(in.expert_num_tokens), in.expert_num_tokens_dtype, T, E,
+                         table, count, stream);
+    for (cuda::MoeGemmArgs* g : {&g1, &g2}) {
+      g->gather = false;
+      g->block_table = table;
+      g->num_blocks = count;
+      g->max_blocks = cuda::segment_capacity(rows, E, shape.block_m);
+    }
+    g1.a = dptr(in.hidden);
+    g1.a_row_stride = hidden_stride;
+    // NOTE: GEMM2 writes the caller's [E, T, K] output directly: it is the result.
+    g2.c = dptr(out.out);
+    g2.c_row_stride = out_stride;
+    run_chain(rows);
+    return;
+  }
+
+  const int64_t M = in.num_tokens, slots = M * d.top_k;
+  cuda::RouteIds ids{dptr(in.topk_ids), in.topk_ids_dtype, M, d.top_k, d.global_experts(), dptr(in.expert_map), E,
+                     error_flags};
+  const CUdeviceptr local_ids = buffer("local_ids");
+  cuda::ReduceArgs reduce;
+  reduce.down = g2.c;
+  reduce.down_row_stride = K;
+  reduce.dtype = c;
+  reduce.local_ids = local_ids;
+  reduce.weights = dptr(in.topk_weights);
+  reduce.weights_dtype = in.topk_weights_dtype;
+  reduce.num_tokens = M;
+  reduce.top_k = d.top_k;
+  reduce.cols = K;
+  reduce.out = dptr(out.out);
+  reduce.out_row_stride = out_stride;
+
+  if (shape.layout == Layout::indexed) {
+    cuda::AlignOutputs align{local_ids, buffer("sorted_ids"), buffer("expert_ids"), buffer("num_tokens_padded")};
+    cuda::map_and_align(ids, shape.block_m, align, stream);
+    for (cuda::MoeGemmArgs* g : {&g1, &g2}) {
+      g->gather = true;
+      g->sorted_ids = align.sorted_ids;
+      g->expert_ids = align.expert_ids;
+      g->num_tokens_padded = align.num_tokens_padded;
+      g->num_slots = slots;
+      g->sorted_capacity = cuda::align_capacity(slots, E, shape.block_m);
+    }
+    g1.a = dptr(in.hidden);
+    g1.a_row_stride = hidden_stride;
+    g1.src_row_divisor = d.top_k;
+    g2.src_row_divisor = 1;
+    run_chain(slots);
+    cuda::topk_reduce(reduce, stream);
+    return;
+  }
+
+  // Contiguous: permute, then the GEMMs over each expert's segment of the permuted rows.
+  const cuda::PermuteOutputs perm{local_ids, buffer("expert_offsets"), buffer("inv_permuted_idx"), buffer("permuted_src")};
+  const CUdeviceptr permuted = buffer("permuted_hidden");
+  cuda::permute(ids, {dptr(in.hidden), hidden_stride * elem, K * elem, permuted, K * elem}, perm, stream);
+  const CUdeviceptr table = buffer("block_table"), count = buffer("num_blocks");
+  cuda::build_segments(g1.weights_desc, c, tile, perm.offsets, 0, DType::i32, 0, E, table, count, stream);
+  for (cuda::MoeGemmArgs* g : {&g1, &g2}) {
+    g->gather = false;
+    g->block_table = table;
+    g->num_blocks = count;
+    g->max_blocks = cuda::segment_capacity(slots, E, shape.block_m);
+  }
+  g1.a = permuted;
+  g1.a_row_stride = K;
+  run_chain(slots);
+  reduce.row_map = perm.inv_permuted_idx;
+  cuda::topk_reduce(reduce, stream);
+}
+
+}  // namespace moeq::api

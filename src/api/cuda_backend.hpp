@@ -1,0 +1,20 @@
+#pragma once
+// The experts step on the GPU: routing kernels, the MoE GEMM, activation and reduction in the
+// workspaces the planner lays out (the same plan as the CPU backend). Device pointers
+// everywhere; enqueues on `stream` only: no sync, no allocation (CUDA-graph safe once every
+// kernel of the layer has been loaded, e.g. by one warm-up call or `moeq compile`).
+#include "moeq/experts.hpp"
+#include "plan/workspace.hpp"
+
+namespace moeq::api {
+
+// Checks what the host can check without reading device memory: pointers, alignment, dtypes,
+// strides. Values (ids, counts) are checked on the device (routing error word).
+void validate_device_inputs(const ExpertsDesc& desc, Layout layout, const ExpertsInputs& inputs,
+                            const ExpertsOutput& output);
+
+void apply_cuda(const ExpertsDesc& desc, const plan::PlanShape& shape, const plan::WorkspacePlan& plan,
+                const WeightView& w13, const WeightView& w2, const ExpertsInputs& inputs, const ExpertsOutput& output,
+                void* workspace1, void* workspace2, void* stream);
+
+}  // namespace moeq::api

@@ -1,0 +1,76 @@
+// `moeq verify`: the GPU against the CPU reference over formats x layouts x activations x
+// shapes; a pass/fail table with the measured errors; non-zero exit on any failure.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda/driver.hpp"
+#include "io/presets.hpp"
+#include "io/verify.hpp"
+#include "moeq/error.hpp"
+#include "tools/moeq/commands.hpp"
+
+namespace moeq::cli {
+namespace {
+
+struct VerifyArgs {
+  std::string preset = "tiny";
+  std::vector<std::string> schemes;      // default: every weight format with 16-bit activations
+  std::vector<std::string> layouts{"indexed", "contiguous", "masked"};
+  std::vector<std::string> activations{"silu", "swiglu-oai", "gelu-no-mul"};
+  std::vector<int64_t> tokens{1, 7, 129};
+  uint64_t seed = 0;
+};
+
+int run_verify(const VerifyArgs& a) {
+  if (cuda::device_count() == 0) {
+    std::string why;
+    cuda::driver_available(&why);
+    throw Error("moeq verify needs a CUDA device: " + (why.empty() ? std::string("none found") : why));
+  }
+  std::vector<std::string> schemes = a.schemes;
+  if (schemes.empty()) schemes = {"mxfp4", "nvfp4", "mxfp8", "fp8-channel", "fp8-block", "int4-g128", "int4-g64-zp", "int8-ch"};
+  std::printf("%-6s %-56s %-11s %6s %10s %10s\n", "result", "layer", "layout", "M", "rel err", "max err %");
+  int failed = 0, total = 0;
+  for (const auto& scheme : schemes)
+    for (const auto& act : a.activations)
+      for (const auto& layout_name : a.layouts)
+        for (int64_t m : a.tokens) {
+          io::VerifyCase c;
+          c.desc = io::find_preset(a.preset).desc;
+          io::apply_scheme(scheme, c.desc);
+          const auto kind = parse_activation(act);
+          const auto layout = parse_layout(layout_name);
+          if (!kind || !layout) throw Error("unknown activation '" + act + "' or layout '" + layout_name + "'");
+          c.desc.activation.kind = *kind;
+          c.desc.interleaved_gate_up = *kind == Activation::swiglu_oai;
+          c.layout = *layout;
+          c.num_tokens = m;
+          c.seed = a.seed + static_cast<uint64_t>(m);
+          const io::VerifyResult r = io::verify_on_gpu(c);
+          ++total;
+          failed += !r.passed;
+          std::printf("%-6s %-56s %-11s %6lld %10.3e %9.3f%%\n", r.passed ? "pass" : "FAIL", c.desc.to_string().c_str(),
+                      layout_name.c_str(), static_cast<long long>(m), r.rel_err, 100.0 * r.max_err_fraction);
+          std::fflush(stdout);
+        }
+  std::printf("\nverify: %d passed, %d failed\n", total - failed, failed);
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+Action add_verify_command(CLI::App& app) {
+  auto a = std::make_shared<VerifyArgs>();
+  CLI::App* cmd = app.add_subcommand("verify", "GPU against the CPU reference over formats x layouts x activations x shapes");
+  cmd->add_option("--preset", a->preset, "Model preset")->capture_default_str();
+  cmd->add_option("--scheme", a->schemes, "Schemes (default: every weight format, 16-bit activations)");
+  cmd->add_option("--layout", a->layouts, "Layouts")->capture_default_str();
+  cmd->add_option("--activation", a->activations, "Activations")->capture_default_str();
+  cmd->add_option("--tokens,-M", a->tokens, "Token counts")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Seed")->capture_default_str();
+  return [a] { return run_verify(*a); };
+}
+
+}  // namespace moeq::cli
