@@ -7,6 +7,7 @@
 
 #include "cuda/driver.hpp"
 #include "cuda/elementwise.hpp"
+#include "cuda/moe_gemm.hpp"
 #include "cuda/routing.hpp"
 #include "io/presets.hpp"
 #include "jit/compiler.hpp"
@@ -32,9 +33,18 @@ jit::Arch parse_arch(const std::string& text) {
   throw Error("--arch = '" + text + "' is not one of sm_80, sm_89, sm_90, sm_90a");
 }
 
-// Every kernel the layer's experts step can launch today (GEMMs join with their issue).
+// Every kernel the layer's experts step can launch: routing, both GEMMs at every block size the
+// planner picks (and their segment-table entry), activation, quantization.
 std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d) {
   std::vector<jit::KernelSpec> specs = cuda::routing_kernel_specs();
+  for (int block_m : {16, 32, 64}) {
+    cuda::GemmTile tile;
+    tile.block_m = block_m;
+    jit::KernelSpec gemm = cuda::moe_gemm_kernel_spec(d.w13(), d.act_dtype, tile, true);
+    specs.push_back(gemm);
+    gemm.entry = "moeq_moe_gemm_segments";
+    specs.push_back(gemm);
+  }
   specs.push_back(cuda::activation_kernel_spec(d.activation.kind, d.interleaved_gate_up, d.act_dtype));
   if (d.act_format != ActFormat::none) specs.push_back(cuda::quantize_kernel_spec(d.act_format, d.act_dtype));
   return specs;

@@ -7,6 +7,7 @@
 #include "moeq_dev/format/fp4.cuh"
 #include "moeq_dev/format/fp8.cuh"
 #include "moeq_dev/format/ue8m0.cuh"
+#include "moeq_dev/format/weights_fast.cuh"
 #include "moeq_dev/ptx/cvt.cuh"
 
 namespace moeq_dev {
@@ -89,6 +90,56 @@ __device__ __forceinline__ float dequant_code(unsigned code, int i, const ChunkS
   if constexpr (F == WeightFormatId::kMxfp8 || F == WeightFormatId::kFp8Channel || F == WeightFormatId::kFp8Block)
     return e4m3_to_f32(code) * s.scale0;
   return (static_cast<float>(code) - s.zero_point) * s.scale0;  // INT4 / INT8
+}
+
+// Formats with a fast bf16 path (format/weights_fast.cuh). INT8 keeps the fp32 path (bf16 cannot
+// hold 128 + code exactly); INT4 takes it only with bf16 scales (checked at run time).
+template <class Cfg>
+struct FastBf16Dequant {
+  static constexpr bool value = Cfg::kActBf16 && Cfg::kFormat != WeightFormatId::kInt8;
+};
+// FP8 per-channel scales are applied to the fp32 accumulators in the epilogue: exact per
+// channel, and one multiply per output instead of one per weight.
+template <class Cfg>
+struct ScaleOnAccumulator {
+  static constexpr bool value = FastBf16Dequant<Cfg>::value && Cfg::kFormat == WeightFormatId::kFp8Channel;
+};
+
+// One 16-byte chunk of codes -> bf16 in element order at dst (16 or 32 elements).
+template <class Cfg>
+__device__ __forceinline__ void dequant_chunk_bf16_fast(const unsigned (&words)[4], const ChunkScales& s, bool valid,
+                                                        unsigned short* dst) {
+  constexpr WeightFormatId F = Cfg::kFormat;
+  constexpr int kStores = WeightFormatTraits<F>::kElemsPerChunk / 8;
+  if (!valid) {
+#pragma unroll
+    for (int q = 0; q < kStores; ++q) *reinterpret_cast<uint4*>(dst + q * 8) = make_uint4(0, 0, 0, 0);
+    return;
+  }
+  if constexpr (WeightFormatTraits<F>::kFourBit) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      unsigned o[4];
+      if constexpr (F == WeightFormatId::kInt4) {
+        int4_word_to_bf16(words[q], bf16x2_splat(f32_to_bf16_rn(-(s.zero_point + 128.0f))),
+                          bf16x2_splat(f32_to_bf16_rn(s.scale0)), o);
+      } else if constexpr (F == WeightFormatId::kMxfp4) {
+        e2m1_word_to_bf16(words[q], bf16x2_splat(f32_to_bf16_rn(s.scale0)), o);
+      } else {  // NVFP4: words 0-1 hold the first 16-code group, words 2-3 the second
+        e2m1_word_to_bf16(words[q], bf16x2_splat(f32_to_bf16_rn((q < 2 ? s.scale0 : s.scale1) * s.zero_point)), o);
+      }
+      *reinterpret_cast<uint4*>(dst + q * 8) = make_uint4(o[0], o[1], o[2], o[3]);
+    }
+  } else {
+    const unsigned scale2 = ScaleOnAccumulator<Cfg>::value ? kBf16x2One : bf16x2_splat(f32_to_bf16_rn(s.scale0));
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      unsigned lo[2], hi[2];
+      e4m3_word_to_bf16(words[2 * q], scale2, lo);
+      e4m3_word_to_bf16(words[2 * q + 1], scale2, hi);
+      *reinterpret_cast<uint4*>(dst + q * 8) = make_uint4(lo[0], lo[1], hi[0], hi[1]);
+    }
+  }
 }
 
 }  // namespace moeq_dev

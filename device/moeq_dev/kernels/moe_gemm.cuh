@@ -167,6 +167,12 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
       const bool valid = n0 + r < N && k0 + kc * kElems < K;
       const unsigned words[4] = {w_regs[j].x, w_regs[j].y, w_regs[j].z, w_regs[j].w};
       unsigned short* dst = &smem_w[r * kStride + kc * kElems];
+      if constexpr (FastBf16Dequant<Cfg>::value) {
+        if (Cfg::kFormat != WeightFormatId::kInt4 || p.scaling.scale_dtype == ScaleDtypeId::kBf16) {
+          dequant_chunk_bf16_fast<Cfg>(words, w_scales[j], valid, dst);
+          continue;
+        }
+      }
 #pragma unroll
       for (int q = 0; q < kElems / 8; ++q) {
         unsigned packed[4];
@@ -243,6 +249,12 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     for (int nt = 0; nt < kTilesN; ++nt) {
       const int n = n0 + warp * WN + nt * 8 + (lane % 4) * 2;
       if (n >= N) continue;
+      float scale0 = 1.0f, scale1 = 1.0f;
+      if constexpr (ScaleOnAccumulator<Cfg>::value) {
+        const float* channel_scales = static_cast<const float*>(p.scaling.scales) + static_cast<long long>(e) * N;
+        scale0 = channel_scales[n];
+        scale1 = channel_scales[n + 1];
+      }
       float bias0 = 0.0f, bias1 = 0.0f;
       if (p.bias_dtype != 0) {
         bias0 = load_bias_value(p.bias, static_cast<long long>(e) * N + n, p.bias_dtype);
@@ -253,7 +265,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
         const int dst = row_dst[mt * 16 + lane / 4 + half * 8];
         if (dst < 0) continue;
         const unsigned packed =
-            pack_half2<Cfg::kActBf16>(acc[mt][nt][2 * half] + bias0, acc[mt][nt][2 * half + 1] + bias1);
+            pack_half2<Cfg::kActBf16>(acc[mt][nt][2 * half] * scale0 + bias0, acc[mt][nt][2 * half + 1] * scale1 + bias1);
         *reinterpret_cast<unsigned*>(p.c + dst * p.c_row_stride + n) = packed;
       }
     }
