@@ -18,6 +18,7 @@ constexpr int kThreads = 256;
 constexpr int kMxBlock = 32;
 constexpr int kVecElems = 8;      // one 16-byte access of 16-bit elements
 constexpr int kFp8TokenSlots = 8; // moeq_dev::kFp8TokenSlots: vectors a lane keeps per pass
+constexpr int kMxItems = 4;        // moeq_dev::kMxItems: 16-byte vectors a lane loads per MX step
 
 std::string str(int64_t v) { return std::to_string(v); }
 
@@ -194,8 +195,8 @@ void quantize_activation(ActFormat format, DType dtype, CUdeviceptr in, int64_t 
     const int64_t rows_per_block = kThreads / 32 / warps_per_row;
     work_blocks = (rows + rows_per_block - 1) / rows_per_block;
   } else {
-    // moeq_dev::kMxItems = 2 vectors per thread on the 16-byte path.
-    const int64_t items = vectorized ? rows * cols / kVecElems / 2 : rows * cols / kMxBlock;
+    // moeq_dev::kMxItems = 4 vectors per thread on the 16-byte path.
+    const int64_t items = vectorized ? rows * cols / kVecElems / kMxItems : rows * cols / kMxBlock;
     work_blocks = (items + kThreads - 1) / kThreads;
   }
 

@@ -28,6 +28,21 @@ __device__ __forceinline__ unsigned ue8m0_scale_for(float amax, float max_elem) 
   return code > kUe8m0MaxCode ? kUe8m0MaxCode : code;
 }
 
+// ue8m0_scale_for(amax, max_elem) without the division, for max_elem = 1.5 * 2^2 (e2m1, 6) or
+// 1.75 * 2^8 (e4m3, 448), given amax's fp32 bits `a` (a 16-bit float widened: at most 11
+// significant bits) in [0x05000000, 0x7F800000) (normal, finite: ratio normal, code in [1, 253]).
+// amax / max_elem = (1.f / 1.5) * 2^(e - 2) (or / 1.75, 2^(e - 8)): ceil(log2) is e - 2 (e - 8)
+// when 1.f <= 1.5 (1.75), else one more: adding 2^23 - 1 - 0x400000 (0x600000) carries into the
+// exponent exactly when the mantissa field exceeds 0x400000 (0x600000). The IEEE ratio rounds to a
+// power of two only when it is one: 1.f / 1.5 within 2^-24 of 1 needs more than 11 bits.
+// PERF: 3 integer instructions instead of the fp32 division subroutine (MX quantizers).
+template <bool kE2m1>
+__device__ __forceinline__ unsigned ue8m0_scale_for_narrow(unsigned a) {
+  return kE2m1 ? ((a + 0x3FFFFFu) >> 23) - 2u : ((a + 0x1FFFFFu) >> 23) - 8u;
+}
+constexpr unsigned kUe8m0NarrowMinBits = 0x05000000u;
+constexpr unsigned kUe8m0NarrowEndBits = 0x7F800000u;
+
 // 2^(code - 127); code 255 -> NaN. Code 0 is the fp32 subnormal 2^-127.
 __device__ __forceinline__ float ue8m0_to_f32(unsigned code) {
   if (code == kUe8m0NanCode) return __uint_as_float(0x7FC00000u);
