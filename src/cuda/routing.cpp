@@ -19,7 +19,7 @@ constexpr int32_t kLayoutIndexed = 0, kLayoutContiguous = 1, kLayoutBatched = 2;
 // NOTE: the default dynamic shared-memory limit, never raised here (no cuFuncSetAttribute).
 constexpr int64_t kMaxSmemBytes = 48 * 1024;
 
-enum class Kernel : uint8_t { kRouteCount, kRouteScatter, kPermuteRows, kTopkReduce };
+enum class Kernel : uint8_t { kRouteCount, kRouteScatter, kPermuteRows, kTopkReduce, kRouteFused };
 
 // Fields a kernel does not use keep their defaults, so each distinct module is compiled once.
 struct Config {
@@ -33,10 +33,19 @@ struct Config {
   }
 };
 
-// PERF: route_count is one CTA; 1024 threads map and count 1024 slots per step (M*top_k <= 2048
-// at decode sizes: two steps). Scatter: 256 threads rank 1024 slots per __syncthreads, and 2+
-// CTAs share an SM. Rows and reduce: 256 threads, several CTAs per SM for latency hiding.
-int threads_of(Kernel kernel) { return kernel == Kernel::kRouteCount ? 1024 : 256; }
+// PERF: route_count and route_fused are one CTA; 1024 threads map and count 1024 slots per step
+// (M*top_k <= 2048 at decode sizes: two steps). Scatter: 256 threads rank 1024 slots per
+// __syncthreads, and 2+ CTAs share an SM. Rows and reduce: 256 threads, several CTAs per SM.
+int threads_of(Kernel kernel) {
+  return kernel == Kernel::kRouteCount || kernel == Kernel::kRouteFused ? 1024 : 256;
+}
+
+// Dynamic shared memory of route_fused: counts (E), 32 warp sums, offsets (E + 1), and one row
+// of E + 1 bucket counts per warp.
+int64_t fused_smem_bytes(int64_t num_experts) {
+  return (2 * num_experts + 33 + threads_of(Kernel::kRouteFused) / 32 * (num_experts + 1)) *
+         static_cast<int64_t>(sizeof(int32_t));
+}
 
 const char* entry_of(Kernel kernel) {
   switch (kernel) {
@@ -44,6 +53,7 @@ const char* entry_of(Kernel kernel) {
     case Kernel::kRouteScatter: return "moeq_route_scatter";
     case Kernel::kPermuteRows: return "moeq_permute_rows";
     case Kernel::kTopkReduce: return "moeq_topk_reduce";
+    case Kernel::kRouteFused: return "moeq_route_fused";
   }
   return "?";
 }
@@ -54,6 +64,7 @@ const char* device_kernel_name(Kernel kernel) {
     case Kernel::kRouteScatter: return "kRouteScatter";
     case Kernel::kPermuteRows: return "kPermuteRows";
     case Kernel::kTopkReduce: return "kTopkReduce";
+    case Kernel::kRouteFused: return "kRouteFused";
   }
   return "?";
 }
@@ -143,6 +154,34 @@ void launch_count(const RouteIds& ids, int32_t layout, int32_t block_m, int32_t 
          offsets, counts);
 }
 
+// route_fused for the indexed (block_m, capacity) or contiguous (block_m 1) layout.
+void launch_fused(const RouteIds& ids, int32_t layout, int32_t block_m, int32_t capacity, CUdeviceptr local_ids,
+                  CUdeviceptr sorted_ids, CUdeviceptr expert_ids, CUdeviceptr num_tokens_padded,
+                  CUdeviceptr offsets, CUdeviceptr inv_permuted_idx, CUdeviceptr permuted_src, CUstream stream) {
+  Config config;
+  config.kernel = Kernel::kRouteFused;
+  config.ids_int64 = ids.ids_dtype == DType::i64;
+  LaunchShape shape;
+  shape.block_x = static_cast<unsigned>(threads_of(config.kernel));
+  shape.smem_bytes = static_cast<unsigned>(fused_smem_bytes(ids.num_experts));
+  const auto num_slots = static_cast<int32_t>(ids.num_slots());
+  const auto num_global = static_cast<int32_t>(ids.num_global_experts);
+  const auto num_experts = static_cast<int32_t>(ids.num_experts);
+  launch(function_of(config), shape, stream, ids.topk_ids, ids.expert_map, num_slots, num_global, num_experts,
+         layout, block_m, capacity, local_ids, ids.error_flags, sorted_ids, expert_ids, num_tokens_padded, offsets,
+         inv_permuted_idx, permuted_src);
+}
+
+bool use_fused(const RouteIds& ids, RoutingPath path) {
+  if (path == RoutingPath::kTwoKernel) return false;
+  const bool fits = fused_path_fits(ids.num_experts);
+  if (path == RoutingPath::kFused) {
+    require(fits, "num_experts = " + std::to_string(ids.num_experts) + " is too large for the fused routing kernel");
+    return true;
+  }
+  return fits && ids.num_slots() <= kFusedMaxSlots;
+}
+
 struct ScatterArgs {
   int32_t layout = 0, block_m = 1, capacity = 0, max_tokens = 0;
   CUdeviceptr expert_ids = 0, num_tokens_padded = 0, sorted_ids = 0;
@@ -176,11 +215,17 @@ std::string describe_routing_errors(int flags) {
   return text;
 }
 
+// One thread per bucket (E experts + the non-local slots), and the default shared-memory limit.
+bool fused_path_fits(int64_t num_experts) {
+  return num_experts + 1 <= threads_of(Kernel::kRouteFused) && fused_smem_bytes(num_experts) <= kMaxSmemBytes;
+}
+
 int64_t align_capacity(int64_t num_slots, int64_t num_experts, int64_t block_m) {
   return (num_slots + num_experts * (block_m - 1) + block_m - 1) / block_m * block_m;
 }
 
-void map_and_align(const RouteIds& ids, int64_t block_m, const AlignOutputs& out, CUstream stream) {
+void map_and_align(const RouteIds& ids, int64_t block_m, const AlignOutputs& out, CUstream stream,
+                   RoutingPath path) {
   check_ids(ids);
   require(block_m >= 1 && block_m <= 1024, "block_m = " + std::to_string(block_m) + " is outside [1, 1024]");
   const int64_t capacity = align_capacity(ids.num_slots(), ids.num_experts, block_m);
@@ -189,6 +234,11 @@ void map_and_align(const RouteIds& ids, int64_t block_m, const AlignOutputs& out
   for (const auto& [ptr, name] : {std::pair{out.sorted_ids, "sorted_ids"}, {out.expert_ids, "expert_ids"},
                                   {out.num_tokens_padded, "num_tokens_padded"}})
     require_ptr(ptr, name);
+  if (use_fused(ids, path)) {
+    launch_fused(ids, kLayoutIndexed, static_cast<int32_t>(block_m), static_cast<int32_t>(capacity), out.local_ids,
+                 out.sorted_ids, out.expert_ids, out.num_tokens_padded, 0, 0, 0, stream);
+    return;
+  }
   launch_count(ids, kLayoutIndexed, static_cast<int32_t>(block_m), static_cast<int32_t>(capacity / block_m), 0,
                out.local_ids, out.expert_ids, out.num_tokens_padded, 0, 0, stream);
   ScatterArgs scatter;
@@ -201,13 +251,18 @@ void map_and_align(const RouteIds& ids, int64_t block_m, const AlignOutputs& out
   launch_scatter(ids, out.local_ids, scatter, stream);
 }
 
-void permute_indices(const RouteIds& ids, const PermuteOutputs& out, CUstream stream) {
+void permute_indices(const RouteIds& ids, const PermuteOutputs& out, CUstream stream, RoutingPath path) {
   check_ids(ids);
   require_ptr(out.offsets, "offsets");
   if (ids.num_slots() > 0)
     for (const auto& [ptr, name] : {std::pair{out.local_ids, "local_ids"}, {out.inv_permuted_idx, "inv_permuted_idx"},
                                     {out.permuted_src, "permuted_src"}})
       require_ptr(ptr, name);
+  if (use_fused(ids, path)) {
+    launch_fused(ids, kLayoutContiguous, 1, 0, out.local_ids, 0, 0, 0, out.offsets, out.inv_permuted_idx,
+                 out.permuted_src, stream);
+    return;
+  }
   launch_count(ids, kLayoutContiguous, 1, 0, 0, out.local_ids, 0, 0, out.offsets, 0, stream);
   ScatterArgs scatter;
   scatter.layout = kLayoutContiguous;
@@ -337,12 +392,13 @@ void combine_batched(CUdeviceptr down, DType dtype, int64_t max_tokens_per_exper
 
 std::vector<jit::KernelSpec> routing_kernel_specs() {
   std::vector<jit::KernelSpec> specs;
-  for (const bool ids_int64 : {false, true}) {
-    Config config;
-    config.kernel = Kernel::kRouteCount;
-    config.ids_int64 = ids_int64;
-    specs.push_back(spec_of(config));
-  }
+  for (const Kernel kernel : {Kernel::kRouteCount, Kernel::kRouteFused})
+    for (const bool ids_int64 : {false, true}) {
+      Config config;
+      config.kernel = kernel;
+      config.ids_int64 = ids_int64;
+      specs.push_back(spec_of(config));
+    }
   for (const Kernel kernel : {Kernel::kRouteScatter, Kernel::kPermuteRows}) {
     Config config;
     config.kernel = kernel;

@@ -36,6 +36,17 @@ struct RouteIds {
   int64_t num_slots() const { return num_tokens * top_k; }
 };
 
+// Which kernels map_and_align and permute_indices launch. kAuto: one fused CTA while num_slots
+// <= kFusedMaxSlots and E fits its shared memory (fused_path_fits), else count + scatter (E + 1
+// CTAs). kFused and kTwoKernel force a path (tests, timings); kFused throws where E does not fit.
+// The choice depends on host shapes only, so a captured graph replays the same path.
+enum class RoutingPath { kAuto, kFused, kTwoKernel };
+// PERF: H200 (docs/perf-notes.md, "Routing: align"): fused align at 8 slots (M = 1, top_k 8)
+// measured 6.3-6.5 us streamed vs 8.3-8.6 us for count + scatter (graph replay: 5.4-5.7 vs
+// 4.7-5.5); a tie at 128 slots streamed and slower from 512 slots on, so only the smallest M.
+constexpr int64_t kFusedMaxSlots = 8;
+bool fused_path_fits(int64_t num_experts);
+
 // ---- Indexed ----
 // align_capacity(M*top_k, E, BM) entries of sorted_ids; expert_ids has capacity / BM.
 int64_t align_capacity(int64_t num_slots, int64_t num_experts, int64_t block_m);
@@ -45,8 +56,9 @@ struct AlignOutputs {
   CUdeviceptr expert_ids = 0;         // int32 [capacity / BM]
   CUdeviceptr num_tokens_padded = 0;  // int32 [1]
 };
-// Two kernels: count (one CTA) and scatter (E + 1 CTAs).
-void map_and_align(const RouteIds& ids, int64_t block_m, const AlignOutputs& out, CUstream stream);
+// One fused kernel (small M) or two: count (one CTA) and scatter (E + 1 CTAs).
+void map_and_align(const RouteIds& ids, int64_t block_m, const AlignOutputs& out, CUstream stream,
+                   RoutingPath path = RoutingPath::kAuto);
 
 // ---- Grouped contiguous ----
 struct PermuteOutputs {
@@ -63,7 +75,8 @@ struct PermuteRows {
   int64_t permuted_row_stride_bytes = 0;
 };
 // Index kernels only (ref::permute_indices).
-void permute_indices(const RouteIds& ids, const PermuteOutputs& out, CUstream stream);
+void permute_indices(const RouteIds& ids, const PermuteOutputs& out, CUstream stream,
+                     RoutingPath path = RoutingPath::kAuto);
 // Row copies only, from the indices of permute_indices (ref::permute_rows).
 void permute_rows(const PermuteRows& rows, CUdeviceptr permuted_src, CUdeviceptr offsets, int64_t num_experts,
                   int64_t num_slots, int64_t top_k, CUstream stream);

@@ -14,6 +14,7 @@
 #include "cuda/driver.hpp"
 #include "cuda/routing.hpp"
 #include "jit/nvrtc.hpp"
+#include "moeq/error.hpp"
 #include "reference/formats.hpp"
 #include "reference/routing.hpp"
 
@@ -143,13 +144,33 @@ std::vector<Routing> sweep() {
   return cases;
 }
 
-void check_align(const Routing& r, int64_t block_m, cu::CUstream stream) {
-  SCOPED_TRACE(r.label + " BM=" + std::to_string(block_m));
+const char* name_of(cu::RoutingPath path) {
+  return path == cu::RoutingPath::kAuto ? "auto" : path == cu::RoutingPath::kFused ? "fused" : "two-kernel";
+}
+constexpr cu::RoutingPath kPaths[] = {cu::RoutingPath::kAuto, cu::RoutingPath::kFused, cu::RoutingPath::kTwoKernel};
+
+// The sweep plus the auto path's threshold: num_slots = kFusedMaxSlots (fused) and one token more
+// (count + scatter), at top_k 1 and 8.
+std::vector<Routing> sweep_and_threshold() {
+  std::vector<Routing> cases = sweep();
+  uint32_t seed = 500;
+  for (const int64_t top_k : {1, 8})
+    for (const int64_t extra : {0, 1})
+      for (const int64_t e : {7, 256}) {
+        cases.push_back(make_routing(cu::kFusedMaxSlots / top_k + extra, top_k, e, seed % 2 == 0, seed % 3 == 0, seed));
+        ++seed;
+      }
+  return cases;
+}
+
+void check_align(const Routing& r, int64_t block_m, cu::CUstream stream,
+                 cu::RoutingPath path = cu::RoutingPath::kAuto) {
+  SCOPED_TRACE(r.label + " BM=" + std::to_string(block_m) + " path=" + name_of(path));
   DeviceRouting dev(r);
   const int64_t capacity = ref::align_capacity(r.num_slots(), r.num_experts, block_m);
   cu::DeviceBuffer local = poisoned(r.num_slots() * 4), sorted = poisoned(capacity * 4),
                    expert_ids = poisoned(capacity / block_m * 4), padded = poisoned(4);
-  cu::map_and_align(dev.route, block_m, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()}, stream);
+  cu::map_and_align(dev.route, block_m, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()}, stream, path);
   cu::check(cu::driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
 
   const std::vector<int32_t> want_local = r.local_ids();
@@ -166,12 +187,30 @@ void check_align(const Routing& r, int64_t block_m, cu::CUstream stream) {
 TEST(RoutingGpu, AlignMatchesReference) {
   SKIP_WITHOUT_GPU();
   cu::Stream stream;
-  for (const Routing& r : sweep())
-    for (const int64_t block_m : {16, 64, 128}) check_align(r, block_m, stream.get());
+  for (const Routing& r : sweep_and_threshold())
+    for (const int64_t block_m : {16, 64, 128})
+      for (const cu::RoutingPath path : kPaths) check_align(r, block_m, stream.get(), path);
 }
 
-void check_permute(const Routing& r, int64_t cols, cu::CUstream stream) {
-  SCOPED_TRACE(r.label + " K=" + std::to_string(cols));
+// E too large for the fused kernel's shared memory: auto takes count + scatter, kFused throws.
+TEST(RoutingGpu, AlignWithManyExpertsTakesTheTwoKernelPath) {
+  SKIP_WITHOUT_GPU();
+  cu::Stream stream;
+  EXPECT_FALSE(cu::fused_path_fits(4096));
+  EXPECT_TRUE(cu::fused_path_fits(256));
+  const Routing r = make_routing(7, 8, 4096, true, false, 31);
+  check_align(r, 16, stream.get());
+  check_align(r, 16, stream.get(), cu::RoutingPath::kTwoKernel);
+  DeviceRouting dev(r);
+  cu::DeviceBuffer scratch = poisoned(1 << 20);
+  EXPECT_THROW(cu::map_and_align(dev.route, 16, {scratch.ptr(), scratch.ptr(), scratch.ptr(), scratch.ptr()},
+                                 stream.get(), cu::RoutingPath::kFused),
+               moeq::Error);
+}
+
+void check_permute(const Routing& r, int64_t cols, cu::CUstream stream,
+                   cu::RoutingPath path = cu::RoutingPath::kAuto) {
+  SCOPED_TRACE(r.label + " K=" + std::to_string(cols) + " path=" + name_of(path));
   DeviceRouting dev(r);
   const int64_t n = r.num_slots(), row_bytes = cols * 2, e = r.num_experts;
   std::vector<uint8_t> hidden(r.num_tokens * row_bytes);
@@ -179,8 +218,13 @@ void check_permute(const Routing& r, int64_t cols, cu::CUstream stream) {
   for (uint8_t& byte : hidden) byte = static_cast<uint8_t>(rng());
   cu::DeviceBuffer d_hidden = upload(hidden), local = poisoned(n * 4), offsets = poisoned((e + 1) * 8),
                    inv = poisoned(n * 4), src = poisoned(n * 4), permuted = poisoned(n * row_bytes);
-  cu::permute(dev.route, {d_hidden.ptr(), row_bytes, row_bytes, permuted.ptr(), row_bytes},
-              {local.ptr(), offsets.ptr(), inv.ptr(), src.ptr()}, stream);
+  const cu::PermuteRows rows{d_hidden.ptr(), row_bytes, row_bytes, permuted.ptr(), row_bytes};
+  if (path == cu::RoutingPath::kAuto) {
+    cu::permute(dev.route, rows, {local.ptr(), offsets.ptr(), inv.ptr(), src.ptr()}, stream);
+  } else {
+    cu::permute_indices(dev.route, {local.ptr(), offsets.ptr(), inv.ptr(), src.ptr()}, stream, path);
+    cu::permute_rows(rows, src.ptr(), offsets.ptr(), e, n, r.top_k, stream);
+  }
   cu::check(cu::driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
 
   const std::vector<int32_t> want_local = r.local_ids();
@@ -203,7 +247,10 @@ TEST(RoutingGpu, PermuteMatchesReference) {
   // K = 7: 14-byte rows, byte copies only; 68: 8 vectors + 8 tail bytes; 136: 17 vectors.
   const int64_t cols[] = {7, 68, 136, 264};
   int i = 0;
-  for (const Routing& r : sweep()) check_permute(r, cols[i++ % 4], stream.get());
+  for (const Routing& r : sweep_and_threshold()) {
+    for (const cu::RoutingPath path : kPaths) check_permute(r, cols[i % 4], stream.get(), path);
+    ++i;
+  }
   check_permute(make_routing(129, 8, 128, true, false, 77), 2048, stream.get());
   check_permute(make_routing(7, 8, 256, false, true, 78), 7168, stream.get());
 }
@@ -383,8 +430,8 @@ TEST(RoutingGpu, BadIdsAndMapValuesSetTheErrorWord) {
 }
 
 // map_and_align + topk_reduce captured once, replayed with new topk_ids uploaded in between.
-TEST(RoutingGpu, GraphReplayFollowsNewIds) {
-  SKIP_WITHOUT_GPU();
+void check_graph_replay(cu::RoutingPath path) {
+  SCOPED_TRACE(name_of(path));
   const cu::Driver& d = cu::driver();
   cu::Stream stream;
   const int64_t m = 129, top_k = 8, e = 128, cols = 264, block_m = 64, n = m * top_k;
@@ -406,7 +453,8 @@ TEST(RoutingGpu, GraphReplayFollowsNewIds) {
   args.local_ids = local.ptr(), args.weights = d_weights.ptr(), args.weights_dtype = DType::f32;
   args.num_tokens = m, args.top_k = top_k, args.cols = cols, args.out = out.ptr(), args.out_row_stride = cols;
   const auto enqueue = [&] {
-    cu::map_and_align(dev.route, block_m, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()}, stream.get());
+    cu::map_and_align(dev.route, block_m, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()}, stream.get(),
+                      path);
     cu::topk_reduce(args, stream.get());
   };
   enqueue();  // compiles and loads every kernel before the capture
@@ -440,6 +488,12 @@ TEST(RoutingGpu, GraphReplayFollowsNewIds) {
   cu::check(d.cuGraphDestroy(graph), "cuGraphDestroy");
 }
 
+TEST(RoutingGpu, GraphReplayFollowsNewIds) {
+  SKIP_WITHOUT_GPU();
+  check_graph_replay(cu::RoutingPath::kFused);
+  check_graph_replay(cu::RoutingPath::kTwoKernel);
+}
+
 // Not a pass/fail test: prints the timings the design targets (align < 10 us at M <= 256;
 // reduce >= 60% of copy bandwidth at M = 4096).
 TEST(RoutingGpu, PrintsTimings) {
@@ -455,17 +509,51 @@ TEST(RoutingGpu, PrintsTimings) {
     stream.synchronize();
     return cu::Event::elapsed_ms(start, stop) * 1000.0f / 20.0f;
   };
-  for (const int64_t e : {128, 256}) {
-    const Routing r = make_routing(256, 8, e, false, false, 21);
-    DeviceRouting dev(r);
-    const int64_t capacity = ref::align_capacity(r.num_slots(), e, 64);
-    cu::DeviceBuffer local = poisoned(r.num_slots() * 4), sorted = poisoned(capacity * 4),
-                     expert_ids = poisoned(capacity / 64 * 4), padded = poisoned(4);
-    const float us = time_us([&] {
-      cu::map_and_align(dev.route, 64, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()}, stream.get());
-    });
-    std::printf("map_and_align M=256 top_k=8 E=%lld BM=64: %.1f us\n", static_cast<long long>(e), us);
-  }
+  // Median over 7 trials of the mean of 20 back-to-back calls (streamed), and of 20 calls
+  // captured in one graph (replayed): both paths of align and permute_indices, by M.
+  const cu::Driver& d = cu::driver();
+  const auto median_us = [&](const auto& body) {
+    std::vector<float> samples;
+    for (int t = 0; t < 7; ++t) samples.push_back(time_us(body));
+    std::sort(samples.begin(), samples.end());
+    return samples[3];
+  };
+  const auto graph_us = [&](const auto& body) {
+    cu::check(d.cuStreamBeginCapture_v2(stream.get(), cu::kStreamCaptureModeThreadLocal), "cuStreamBeginCapture");
+    for (int i = 0; i < 20; ++i) body();
+    cu::CUgraph graph = nullptr;
+    cu::check(d.cuStreamEndCapture(stream.get(), &graph), "cuStreamEndCapture");
+    cu::CUgraphExec exec = nullptr;
+    cu::check(d.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiateWithFlags");
+    const float us = median_us([&] { cu::check(d.cuGraphLaunch(exec, stream.get()), "cuGraphLaunch"); }) / 20.0f;
+    cu::check(d.cuGraphExecDestroy(exec), "cuGraphExecDestroy");
+    cu::check(d.cuGraphDestroy(graph), "cuGraphDestroy");
+    return us;
+  };
+  std::printf("%-8s %-10s %4s %5s %3s %10s %10s\n", "kernel", "path", "E", "M", "BM", "stream_us", "graph_us");
+  for (const int64_t e : {128, 256})
+    for (const int64_t m : {1, 16, 64, 256, 512, 1024, 2048, 4096}) {
+      const Routing r = make_routing(m, 8, e, false, false, 21);
+      DeviceRouting dev(r);
+      const int64_t n = r.num_slots(), block_m = m <= 64 ? 16 : 64;
+      const int64_t capacity = ref::align_capacity(n, e, block_m);
+      cu::DeviceBuffer local = poisoned(n * 4), sorted = poisoned(capacity * 4),
+                       expert_ids = poisoned(capacity / block_m * 4), padded = poisoned(4),
+                       offsets = poisoned((e + 1) * 8), inv = poisoned(n * 4), src = poisoned(n * 4);
+      for (const cu::RoutingPath path : {cu::RoutingPath::kFused, cu::RoutingPath::kTwoKernel}) {
+        const auto align = [&] {
+          cu::map_and_align(dev.route, block_m, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()},
+                            stream.get(), path);
+        };
+        const auto indices = [&] {
+          cu::permute_indices(dev.route, {local.ptr(), offsets.ptr(), inv.ptr(), src.ptr()}, stream.get(), path);
+        };
+        std::printf("%-8s %-10s %4lld %5lld %3lld %10.2f %10.2f\n", "align", name_of(path), static_cast<long long>(e),
+                    static_cast<long long>(m), static_cast<long long>(block_m), median_us(align), graph_us(align));
+        std::printf("%-8s %-10s %4lld %5lld %3d %10.2f %10.2f\n", "indices", name_of(path), static_cast<long long>(e),
+                    static_cast<long long>(m), 1, median_us(indices), graph_us(indices));
+      }
+    }
   for (const int64_t cols : {2048, 7168}) {
     const int64_t m = 4096, top_k = 8, n = m * top_k;
     cu::DeviceBuffer local = upload(std::vector<int32_t>(n, 0)), down = poisoned(n * cols * 2),

@@ -19,8 +19,8 @@ using moeq::jit::KernelSpec;
 
 TEST(RoutingKernels, SpecsAreDistinctAndNamed) {
   const std::vector<KernelSpec> specs = moeq::cuda::routing_kernel_specs();
-  // count x {i32, i64}, scatter, permute rows, reduce x {bf16, f16} x {f32, bf16, f16}
-  EXPECT_EQ(specs.size(), 10u);
+  // {count, fused} x {i32, i64}, scatter, permute rows, reduce x {bf16, f16} x {f32, bf16, f16}
+  EXPECT_EQ(specs.size(), 12u);
   std::set<std::string> sources;
   for (const KernelSpec& spec : specs) {
     EXPECT_TRUE(sources.insert(spec.source).second) << "duplicate source for " << spec.entry;

@@ -13,8 +13,9 @@
 // its own source; the empty entries cost nothing and are never launched.
 //
 // Launch sequence (all on one stream, no host sync):
-//   indexed:    route_count(layout 0, BM) -> route_scatter(E + 1 CTAs)
-//   contiguous: route_count(layout 1, 1)  -> route_scatter(E + 1 CTAs) -> permute_rows
+//   indexed:    route_count(layout 0, BM) -> route_scatter(E + 1 CTAs), or route_fused (small M)
+//   contiguous: route_count(layout 1, 1)  -> route_scatter(E + 1 CTAs), or route_fused (small
+//               M); then permute_rows
 //   batched:    route_count(layout 2, 1)  -> route_scatter(E + 1 CTAs)
 //   then topk_reduce with row_map = none (indexed), inv_permuted_idx, or batched_rows.
 #include "moeq_dev/moe/routing.cuh"
@@ -131,6 +132,131 @@ moeq_route_scatter(const int* local_ids, int num_slots, int num_experts, int lay
         for (int i = min(count, max_tokens_per_expert) + threadIdx.x; i < max_tokens_per_expert; i += kThreads)
           slot_of_row[slab + i] = -1;
     }
+  }
+}
+
+// One CTA: route_count then route_scatter in one launch, for the indexed and contiguous layouts
+// (src/cuda/routing.cpp picks it for small num_slots), with the same outputs bit for bit.
+// Thread b <= E owns bucket b (expert b; bucket E: the non-local slots, contiguous only).
+// Maps and counts as route_count, scans the padded counts across the CTA (one bucket a thread),
+// then places the slots chunk by chunk in increasing f (place_chunk_slots):
+//   indexed:    sorted_ids[offsets(e) + rank] = f; then expert_ids, num_tokens_padded, padding
+//   contiguous: row = offsets[e] + rank, inv_permuted_idx[f] = row, permuted_src[row] = f; the
+//               non-local slots from offsets[E] (src num_slots)
+// Needs E + 1 <= kThreads. Dynamic shared memory: (2 * E + 33 + kWarps * (E + 1)) ints.
+// PERF: one launch instead of two. H200, align M = 1 top_k 8: 6.3-6.5 us streamed against
+// 8.3-8.6 us for count + scatter (host launch cost dominates), but 5.4-5.7 us against 4.7-5.5 us
+// in graph replay, and slower than count + scatter from M = 64 on either way: src/cuda/routing.hpp
+// (kFusedMaxSlots) takes it for the smallest M only (docs/perf-notes.md, "Routing: align").
+extern "C" __global__ void __launch_bounds__(RoutingCfg::kThreads)
+moeq_route_fused(const void* topk_ids, const int* expert_map, int num_slots, int num_global_experts,
+                 int num_experts, int layout, int block_m, int capacity, int* local_ids, int* error_flags,
+                 int* sorted_ids, int* expert_ids, int* num_tokens_padded, long long* offsets,
+                 int* inv_permuted_idx, int* permuted_src) {
+  if constexpr (RoutingCfg::kKernel == moeq_dev::RoutingKernel::kRouteFused) {
+    constexpr int kThreads = RoutingCfg::kThreads;
+    constexpr int kWarps = kThreads / 32;
+    constexpr int kHeld = 8;  // chunks whose local ids stay in registers
+    const int warp = threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    const int bucket_of_thread = threadIdx.x;
+    const bool contiguous = layout == moeq_dev::kLayoutContiguous;
+    const int num_buckets = num_experts + 1;
+    extern __shared__ int smem[];
+    int* smem_counts = smem;                           // (E)
+    int* smem_warp_sums = smem_counts + num_experts;   // (32)
+    int* smem_offsets = smem_warp_sums + 32;           // (E + 1), padded to block_m (1: contiguous)
+    int* smem_table = smem_offsets + num_buckets;      // (kWarps, E + 1)
+
+    // PERF: all held ids are loaded, then all map entries, before the first barrier: two
+    // round trips in flight instead of one per chunk.
+    long long ids[kHeld];
+    int mapped[kHeld];
+#pragma unroll
+    for (int j = 0; j < kHeld; ++j) {
+      const int f = j * kThreads + static_cast<int>(threadIdx.x);
+      ids[j] = f < num_slots ? moeq_dev::load_topk_id<RoutingCfg::kIdsInt64>(topk_ids, f) : -1;
+    }
+#pragma unroll
+    for (int j = 0; j < kHeld; ++j) mapped[j] = moeq_dev::lookup_local(ids[j], expert_map, num_global_experts);
+    for (int i = threadIdx.x; i < num_experts; i += kThreads) smem_counts[i] = 0;
+    for (int i = threadIdx.x; i < kWarps * num_buckets; i += kThreads) smem_table[i] = 0;
+    __syncthreads();
+    // NOTE: shared atomics in any order: only the counts are kept, so the result is deterministic.
+    int held[kHeld];
+#pragma unroll
+    for (int j = 0; j < kHeld; ++j) {
+      const int f = j * kThreads + static_cast<int>(threadIdx.x);
+      held[j] = moeq_dev::checked_local(ids[j], mapped[j], num_global_experts, num_experts, error_flags);
+      if (f < num_slots) {
+        local_ids[f] = held[j];
+        if (held[j] >= 0) atomicAdd(&smem_counts[held[j]], 1);
+      }
+    }
+    for (int f = kHeld * kThreads + threadIdx.x; f < num_slots; f += kThreads) {
+      const int local = moeq_dev::map_to_local<RoutingCfg::kIdsInt64>(topk_ids, f, expert_map, num_global_experts,
+                                                                      num_experts, error_flags);
+      local_ids[f] = local;
+      if (local >= 0) atomicAdd(&smem_counts[local], 1);
+    }
+    __syncthreads();
+
+    // Exclusive scan of the padded counts, one bucket per thread (bucket E counts 0, so its
+    // offset is the padded total).
+    const int pad_to = contiguous ? 1 : block_m;
+    const int count = bucket_of_thread < num_experts ? smem_counts[bucket_of_thread] : 0;
+    const int padded = (count + pad_to - 1) / pad_to * pad_to;
+    const int inclusive = moeq_dev::warp_inclusive_sum(padded);
+    if (lane == 31) smem_warp_sums[warp] = inclusive;
+    __syncthreads();
+    const int warp_sum = lane < kWarps ? smem_warp_sums[lane] : 0;
+    const int warp_before = __shfl_sync(0xffffffffu, moeq_dev::warp_inclusive_sum(warp_sum) - warp_sum, warp);
+    const int offset = warp_before + inclusive - padded;
+    if (bucket_of_thread < num_buckets) {
+      smem_offsets[bucket_of_thread] = offset;
+      if (contiguous) offsets[bucket_of_thread] = offset;
+    }
+    if (!contiguous && bucket_of_thread == num_experts) *num_tokens_padded = offset;
+
+    int next = offset;  // this thread's bucket: next free position
+    for (int base = 0; base < num_slots; base += kThreads) {
+      const int f = base + static_cast<int>(threadIdx.x);
+      int local = base < kHeld * kThreads ? held[0] : -1;
+#pragma unroll
+      for (int j = 1; j < kHeld; ++j)
+        if (base == j * kThreads) local = held[j];
+      // NOTE: past the held chunks, each thread re-reads the local ids it wrote itself above.
+      if (base >= kHeld * kThreads && f < num_slots) local = local_ids[f];
+      const int bucket = f >= num_slots ? -1 : local >= 0 ? local : contiguous ? num_experts : -1;
+      const int position = moeq_dev::place_chunk_slots<kThreads>(bucket, num_buckets, smem_table, num_buckets, next);
+      if (bucket < 0) continue;
+      if (contiguous) {
+        inv_permuted_idx[f] = position;
+        permuted_src[position] = local >= 0 ? f : num_slots;
+      } else {
+        sorted_ids[position] = f;
+      }
+    }
+    if (contiguous) return;
+    if (num_slots == 0) __syncthreads();  // smem_offsets, else published by the chunks' barriers
+
+    // Indexed: block b starts at entry b*BM; the expert whose padded segment holds it owns it.
+    const int padded_total = smem_offsets[num_experts];
+    for (int b = threadIdx.x; b < capacity / block_m; b += kThreads) {
+      const int entry = b * block_m;
+      expert_ids[b] = entry < padded_total ? moeq_dev::last_at_most(smem_offsets, num_experts, entry) : -1;
+    }
+    // Each expert's padding [offset + count, offset + padded), written by the warp of its owner
+    // (coalesced), then everything past the last segment.
+    unsigned pending = __ballot_sync(0xffffffffu, padded > count);
+    while (pending != 0) {
+      const int owner = __ffs(pending) - 1;
+      pending &= pending - 1;
+      const int first = __shfl_sync(0xffffffffu, offset + count, owner);
+      const int end = __shfl_sync(0xffffffffu, offset + padded, owner);
+      for (int i = first + lane; i < end; i += 32) sorted_ids[i] = num_slots;
+    }
+    for (int i = padded_total + threadIdx.x; i < capacity; i += kThreads) sorted_ids[i] = num_slots;
   }
 }
 

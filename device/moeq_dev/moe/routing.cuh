@@ -9,7 +9,7 @@
 namespace moeq_dev {
 
 // Which entry point a generated routing module holds (RoutingCfg::kKernel).
-enum class RoutingKernel : int { kRouteCount, kRouteScatter, kPermuteRows, kTopkReduce };
+enum class RoutingKernel : int { kRouteCount, kRouteScatter, kPermuteRows, kTopkReduce, kRouteFused };
 // Runtime layout argument of the count and scatter kernels (values mirrored by src/cuda/routing.cpp).
 enum RouteLayout : int { kLayoutIndexed = 0, kLayoutContiguous = 1, kLayoutBatched = 2 };
 enum class FloatType : int { kF32, kBf16, kF16 };
@@ -20,24 +20,43 @@ constexpr int kErrorBadExpertMap = 2;    // expert_map[id] outside [-1, E)
 constexpr int kErrorBatchedOverflow = 4; // an expert received more than T rows (batched)
 
 // ---- id mapping ----
-// Local expert of slot f, or -1 (id -1, or not on this rank). Out-of-range values become -1 and
-// flag the error word. Without expert_map, num_global_experts == num_experts.
+// Global id of slot f.
 template <bool kIdsInt64>
-__device__ __forceinline__ int map_to_local(const void* topk_ids, int f, const int* expert_map,
-                                            int num_global_experts, int num_experts, int* error_flags) {
-  const long long id = kIdsInt64 ? static_cast<const long long*>(topk_ids)[f]
-                                 : static_cast<long long>(static_cast<const int*>(topk_ids)[f]);
+__device__ __forceinline__ long long load_topk_id(const void* topk_ids, int f) {
+  return kIdsInt64 ? static_cast<const long long*>(topk_ids)[f]
+                   : static_cast<long long>(static_cast<const int*>(topk_ids)[f]);
+}
+
+// expert_map[id] (or id without a map) for an id in [0, E_g); -1 for any other id, not read.
+__device__ __forceinline__ int lookup_local(long long id, const int* expert_map, int num_global_experts) {
+  if (id < 0 || id >= num_global_experts) return -1;
+  return expert_map != nullptr ? expert_map[id] : static_cast<int>(id);
+}
+
+// The local expert of a global id given its lookup_local value: out-of-range values become -1
+// and flag the error word.
+__device__ __forceinline__ int checked_local(long long id, int local, int num_global_experts, int num_experts,
+                                             int* error_flags) {
   if (id < -1 || id >= num_global_experts) {
     if (error_flags != nullptr) atomicOr(error_flags, kErrorBadTopkId);
     return -1;
   }
   if (id == -1) return -1;
-  const int local = expert_map != nullptr ? expert_map[id] : static_cast<int>(id);
   if (local < -1 || local >= num_experts) {
     if (error_flags != nullptr) atomicOr(error_flags, kErrorBadExpertMap);
     return -1;
   }
   return local;
+}
+
+// Local expert of slot f, or -1 (id -1, or not on this rank). Out-of-range values become -1 and
+// flag the error word. Without expert_map, num_global_experts == num_experts.
+template <bool kIdsInt64>
+__device__ __forceinline__ int map_to_local(const void* topk_ids, int f, const int* expert_map,
+                                            int num_global_experts, int num_experts, int* error_flags) {
+  const long long id = load_topk_id<kIdsInt64>(topk_ids, f);
+  return checked_local(id, lookup_local(id, expert_map, num_global_experts), num_global_experts, num_experts,
+                       error_flags);
 }
 
 // ---- scans ----
@@ -124,6 +143,55 @@ __device__ __forceinline__ int rank_expert_slots(const int* local_ids, int num_s
     buffer ^= 1;
   }
   return running;
+}
+
+// ---- ordered ranking of one chunk of slots in one CTA (the fused small-M path) ----
+// One slot per thread: slot f = base + threadIdx.x, in bucket `bucket` (>= 0; -1 = not placed).
+// Returns the slot's position: next[bucket] + its rank among this chunk's slots of the bucket in
+// increasing f. Thread b < num_buckets owns bucket b: `next` is its next free position (advanced
+// here past this chunk's slots). The whole CTA calls it, chunks in increasing base; 2 barriers.
+// table: kWarps rows of `stride` ints (row w: warp w's slots per bucket), zero on entry and on
+// return. Within a warp, __match_any_sync groups the lanes of one bucket; the group's leader
+// writes its size, the owner of each bucket turns its column into first positions.
+// PERF: the owner reads its column with kWarps independent loads (consecutive buckets across
+// lanes: no bank conflicts), no shuffle chains. Still measured ~2.6 us per full chunk on an H200
+// (graph replay, M = 4096 top_k 8: 32 chunks, 86 us); __match_any_sync over 32 warps of distinct
+// experts is the suspect (docs/perf-notes.md, "Routing: align").
+template <int kThreads>
+__device__ __forceinline__ int place_chunk_slots(int bucket, int num_buckets, int* table, int stride, int& next) {
+  constexpr int kWarps = kThreads / 32;
+  static_assert(kThreads % 32 == 0 && kWarps <= 32, "kThreads must be a multiple of 32, at most 1024");
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const unsigned peers = __match_any_sync(0xffffffffu, bucket);
+  const int rank_in_warp = __popc(peers & ((1u << lane) - 1u));
+  const bool leader = bucket >= 0 && rank_in_warp == 0;
+  int* row = table + warp * stride;
+  if (leader) row[bucket] = __popc(peers);
+  __syncthreads();
+  if (static_cast<int>(threadIdx.x) < num_buckets) {
+    // NOTE: two halves of kWarps / 2 loads in flight: the whole column would spill at 1024 threads.
+    constexpr int kHalf = kWarps % 2 == 0 ? kWarps / 2 : kWarps;
+#pragma unroll
+    for (int w0 = 0; w0 < kWarps; w0 += kHalf) {
+      int count[kHalf];
+#pragma unroll
+      for (int w = 0; w < kHalf; ++w) count[w] = table[(w0 + w) * stride + threadIdx.x];
+      // NOTE: only the cells of present groups are rewritten; their leaders zero them below.
+#pragma unroll
+      for (int w = 0; w < kHalf; ++w)
+        if (count[w] != 0) {
+          table[(w0 + w) * stride + threadIdx.x] = next;
+          next += count[w];
+        }
+    }
+  }
+  __syncthreads();
+  const int position = bucket >= 0 ? row[bucket] + rank_in_warp : -1;
+  __syncwarp();
+  if (leader) row[bucket] = 0;
+  __syncwarp();
+  return position;
 }
 
 // ---- 16-bit and fp32 values ----
