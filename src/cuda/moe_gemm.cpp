@@ -87,6 +87,13 @@ std::string GemmTile::to_string() const {
   return s.str();
 }
 
+GemmTile gemm_tile_for(int block_m) {
+  GemmTile tile;
+  tile.block_m = block_m;
+  tile.block_k = block_m <= 32 ? 128 : 64;
+  return tile;
+}
+
 std::vector<std::string> moe_gemm_reasons(const WeightDesc& w, DType act_dtype) {
   std::vector<std::string> r;
   if (w.k % 32 != 0) r.push_back("K = " + std::to_string(w.k) + " is not a multiple of 32 (the GPU GEMM reads 16-byte chunks)");
@@ -118,11 +125,7 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
     WeightDesc w;
     w.format = f;
     for (DType act : {DType::bf16, DType::f16})
-      for (int bm : {16, 32, 64}) {
-        GemmTile tile;
-        tile.block_m = bm;
-        specs.push_back(moe_gemm_kernel_spec(w, act, tile, true));
-      }
+      for (int bm : {16, 32, 64}) specs.push_back(moe_gemm_kernel_spec(w, act, gemm_tile_for(bm), true));
   }
   return specs;
 }

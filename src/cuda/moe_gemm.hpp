@@ -22,6 +22,11 @@ struct GemmTile {
   std::string to_string() const;
 };
 
+// The tile of a block size. PERF: with block_m <= 32 the K tile is 128: twice the bytes in
+// flight per load phase and half the serial load-dequant-compute steps per CTA (block_m 64
+// keeps 64: its tiles would pass the 48 KB of static shared memory).
+GemmTile gemm_tile_for(int block_m);
+
 // One GEMM's weights in device memory, canonical layout (WeightDesc documents each tensor).
 struct GemmWeights {
   CUdeviceptr codes = 0, scales = 0, global_scales = 0, zero_points = 0, bias = 0;

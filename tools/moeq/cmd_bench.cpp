@@ -33,6 +33,7 @@ struct BenchArgs {
   std::vector<std::string> presets{"qwen3-30b-a3b", "deepseek-v3"};
   std::vector<int64_t> tokens{16, 256, 4096};
   int iterations = 20;
+  int block_k = 0;  // gemm: 0 = the planner's tile
   int trials = 7;
 };
 
@@ -265,8 +266,9 @@ void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string&
   const double flops = 2.0 * static_cast<double>(slots) * static_cast<double>(w.n * w.k);
 
   DeviceBuffer ids = DeviceBuffer::from_host(ids_host);
-  cuda::GemmTile tile;
-  tile.block_m = static_cast<int>(plan::choose_block_m(d, M) == 48 ? 64 : plan::choose_block_m(d, M));
+  const int64_t bm = plan::choose_block_m(d, M);
+  cuda::GemmTile tile = cuda::gemm_tile_for(static_cast<int>(bm == 48 ? 64 : bm));
+  if (a.block_k > 0) tile.block_k = a.block_k;
   const int64_t cap = cuda::align_capacity(slots, E, tile.block_m);
   DeviceBuffer local_ids(slots * 4), sorted(cap * 4), expert_ids(cap / tile.block_m * 4), padded(4);
   cuda::RouteIds route{ids.ptr(), DType::i32, M, top_k, E, 0, E, 0};
@@ -362,6 +364,7 @@ Action add_bench_command(CLI::App& app) {
   cmd->add_option("--preset", a->presets, "Model presets")->capture_default_str();
   cmd->add_option("--tokens,-M", a->tokens, "Token counts")->capture_default_str();
   cmd->add_option("--scheme", a->schemes, "Weight schemes of gemm1 / gemm2")->capture_default_str();
+  cmd->add_option("--block-k", a->block_k, "gemm1 / gemm2: K tile override (64 or 128; 0 = planner's)");
   cmd->add_option("--iterations", a->iterations, "Launches per timed trial")->capture_default_str();
   cmd->add_option("--trials", a->trials, "Timed trials (the median is reported)")->capture_default_str();
   return [a] { return run_bench(*a); };

@@ -38,8 +38,7 @@ jit::Arch parse_arch(const std::string& text) {
 std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d) {
   std::vector<jit::KernelSpec> specs = cuda::routing_kernel_specs();
   for (int block_m : {16, 32, 64}) {
-    cuda::GemmTile tile;
-    tile.block_m = block_m;
+    const cuda::GemmTile tile = cuda::gemm_tile_for(block_m);
     jit::KernelSpec gemm = cuda::moe_gemm_kernel_spec(d.w13(), d.act_dtype, tile, true);
     specs.push_back(gemm);
     gemm.entry = "moeq_moe_gemm_segments";
