@@ -90,7 +90,7 @@ std::string GemmTile::to_string() const {
 GemmTile gemm_tile_for(int block_m) {
   GemmTile tile;
   tile.block_m = block_m;
-  tile.block_k = block_m <= 32 ? 128 : 64;
+  tile.block_k = 64;
   return tile;
 }
 

@@ -22,9 +22,10 @@ struct GemmTile {
   std::string to_string() const;
 };
 
-// The tile of a block size. PERF: with block_m <= 32 the K tile is 128: twice the bytes in
-// flight per load phase and half the serial load-dequant-compute steps per CTA (block_m 64
-// keeps 64: its tiles would pass the 48 KB of static shared memory).
+// The tile of a block size: K tile 64.
+// PERF: a K tile of 128 (block_m <= 32) was 10-40% slower on the H200 at M = 16-256 (run 4,
+// bench/results/2026-11-30-h200-run4.md): 160-232 registers per thread cut the resident CTAs
+// more than the larger load batches helped. Only M = 1 gained (57 vs 60 us, GEMM1 INT4).
 GemmTile gemm_tile_for(int block_m);
 
 // One GEMM's weights in device memory, canonical layout (WeightDesc documents each tensor).
