@@ -17,6 +17,47 @@ void* as_ptr(const cuda::DeviceBuffer& b) { return reinterpret_cast<void*>(stati
 
 }  // namespace
 
+bool OracleComparison::within_contract(ActFormat act) const {
+  const double bound = act == ActFormat::none ? 1e-2 : 2e-2;
+  return finite && rel_err <= bound && max_err_fraction <= 0.05;
+}
+
+OracleComparison compare(DType dtype, const std::vector<uint8_t>& got, const std::vector<double>& want, int64_t cols,
+                         const std::function<bool(int64_t)>& row_valid) {
+  OracleComparison c;
+  double err2 = 0, ref2 = 0, max_ref = 0;
+  int64_t exact = 0, total = 0;
+  const int64_t rows = cols > 0 ? static_cast<int64_t>(want.size()) / cols : 0;
+  for (int64_t row = 0; row < rows; ++row) {
+    if (!row_valid(row)) continue;
+    for (int64_t col = 0; col < cols; ++col) {
+      const double g = ref::load_float(dtype, got.data(), row * cols + col), w = want[row * cols + col];
+      if (!std::isfinite(g) && std::isfinite(w)) c.finite = false;
+      exact += g == ref::round_to(dtype, static_cast<float>(w));
+      ++total;
+      err2 += (g - w) * (g - w);
+      ref2 += w * w;
+      c.max_err = std::max(c.max_err, std::fabs(g - w));
+      max_ref = std::max(max_ref, std::fabs(w));
+    }
+  }
+  c.rel_err = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  c.max_err_fraction = max_ref > 0 ? c.max_err / max_ref : c.max_err;
+  c.exact_fraction = total > 0 ? static_cast<double>(exact) / static_cast<double>(total) : 1.0;
+  return c;
+}
+
+OracleComparison compare_with_oracle(const HostProblem& p, const std::vector<uint8_t>& got) {
+  const ExpertsDesc& d = p.desc;
+  if (p.is_batched()) {
+    const int64_t T = p.max_tokens_per_expert;
+    return compare(d.act_dtype, got, ref::oracle_experts_batched(d, p.w13->view(), p.w2->view(), p.inputs()),
+                   d.hidden_size, [&](int64_t row) { return row % T < p.expert_num_tokens[row / T]; });
+  }
+  return compare(d.act_dtype, got, ref::oracle_experts(d, p.w13->view(), p.w2->view(), p.inputs()), d.hidden_size,
+                 [](int64_t) { return true; });
+}
+
 std::string VerifyCase::label() const {
   return desc.to_string() + " " + std::string(to_string(layout)) + " M=" + std::to_string(num_tokens) +
          (ep_size > 1 ? " ep=" + std::to_string(ep_size) : "");
@@ -51,25 +92,8 @@ VerifyResult verify_on_gpu(const VerifyCase& c, const Options& base_options) {
   VerifyResult r;
   r.output.resize(static_cast<size_t>(out_bytes));
   if (out_bytes > 0) out.download(r.output.data(), r.output.size());
-  const auto want = batched ? ref::oracle_experts_batched(d, p.w13->view(), p.w2->view(), p.inputs())
-                            : ref::oracle_experts(d, p.w13->view(), p.w2->view(), p.inputs());
-  const int64_t K = d.hidden_size;
-  double err2 = 0, ref2 = 0, max_err = 0, max_ref = 0;
-  for (int64_t row = 0; row < p.output_rows(); ++row) {
-    if (batched && row % p.max_tokens_per_expert >= p.expert_num_tokens[row / p.max_tokens_per_expert]) continue;
-    for (int64_t col = 0; col < K; ++col) {
-      const double got = ref::load_float(d.act_dtype, r.output.data(), row * K + col), w = want[row * K + col];
-      if (!std::isfinite(got) && std::isfinite(w)) r.finite = false;
-      err2 += (got - w) * (got - w);
-      ref2 += w * w;
-      max_err = std::max(max_err, std::fabs(got - w));
-      max_ref = std::max(max_ref, std::fabs(w));
-    }
-  }
-  r.rel_err = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
-  r.max_err_fraction = max_ref > 0 ? max_err / max_ref : max_err;
-  const double bound = d.act_format == ActFormat::none ? 1e-2 : 2e-2;
-  r.passed = r.finite && r.rel_err <= bound && r.max_err_fraction <= 0.05;
+  r.error = compare_with_oracle(p, r.output);
+  r.passed = r.error.within_contract(d.act_format);
   return r;
 }
 

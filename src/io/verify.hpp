@@ -3,12 +3,32 @@
 // a synthetic problem, the CUDA backend with NaN-poisoned workspaces and output, the float64
 // oracle, and the CONTRACT §8 verdict.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "io/problem.hpp"
 #include "moeq/experts.hpp"
 
 namespace moeq::io {
+
+// A result against the float64 oracle (CONTRACT §8).
+struct OracleComparison {
+  double rel_err = 0.0;           // ||got - ref|| / ||ref||
+  double max_err = 0.0;           // largest element error
+  double max_err_fraction = 0.0;  // max_err / max|ref|
+  double exact_fraction = 1.0;    // elements equal to the oracle rounded once to the dtype
+  bool finite = true;             // no NaN/Inf where the oracle has none
+  // rel <= 1e-2 (16-bit activations) or 2e-2 (quantized), max element error <= 5% of max|ref|.
+  bool within_contract(ActFormat act) const;
+};
+
+// got: `dtype` values [rows, cols]; want: float64 [rows, cols]; rows where row_valid is false
+// are skipped.
+OracleComparison compare(DType dtype, const std::vector<uint8_t>& got, const std::vector<double>& want,
+                         int64_t cols, const std::function<bool(int64_t)>& row_valid);
+// The oracle of `p` (standard: [M, K]; batched: [E, T, K] over rows below each count) vs got.
+OracleComparison compare_with_oracle(const HostProblem& p, const std::vector<uint8_t>& got);
 
 struct VerifyCase {
   ExpertsDesc desc;           // global layer (num_experts = E_g); ep_size splits it
@@ -20,9 +40,7 @@ struct VerifyCase {
 };
 
 struct VerifyResult {
-  double rel_err = 0.0;
-  double max_err_fraction = 0.0;  // largest element error / max|ref|
-  bool finite = true;             // no NaN/Inf where the oracle has none
+  OracleComparison error;
   bool passed = false;
   std::vector<uint8_t> output;    // the GPU result ([M, K], or [E, T, K] for masked)
 };

@@ -33,8 +33,8 @@ TEST(ExpertsGpu, EveryFormatEveryLayoutMatchesOracle) {
         for (int64_t m : {1, 7, 129}) {
           io::VerifyCase c{layer(scheme, act), layout, m, 1, static_cast<uint64_t>(m)};
           const io::VerifyResult r = io::verify_on_gpu(c);
-          EXPECT_TRUE(r.passed) << c.label() << ": rel " << r.rel_err << ", max " << r.max_err_fraction
-                                << (r.finite ? "" : ", non-finite");
+          EXPECT_TRUE(r.passed) << c.label() << ": rel " << r.error.rel_err << ", max " << r.error.max_err_fraction
+                                << (r.error.finite ? "" : ", non-finite");
         }
 }
 
@@ -46,13 +46,13 @@ TEST(ExpertsGpu, OddShapesExpertMapAndBias) {
     for (int64_t m : {1, 33}) {
       io::VerifyCase c{oss, layout, m, 2, 5};  // two ranks: expert_map with -1
       const io::VerifyResult r = io::verify_on_gpu(c);
-      EXPECT_TRUE(r.passed) << c.label() << ": rel " << r.rel_err << ", max " << r.max_err_fraction;
+      EXPECT_TRUE(r.passed) << c.label() << ": rel " << r.error.rel_err << ", max " << r.error.max_err_fraction;
     }
   for (const char* scheme : {"int4-g128", "fp8-block"})
     for (Layout layout : {Layout::indexed, Layout::contiguous}) {
       io::VerifyCase big{layer(scheme, Activation::gelu), layout, 4096, 1, 9};
       const io::VerifyResult r = io::verify_on_gpu(big);
-      EXPECT_TRUE(r.passed) << big.label() << ": rel " << r.rel_err;
+      EXPECT_TRUE(r.passed) << big.label() << ": rel " << r.error.rel_err;
     }
   io::VerifyCase zero{layer("mxfp4", Activation::silu), Layout::indexed, 0, 1, 1};
   EXPECT_TRUE(io::verify_on_gpu(zero).passed);

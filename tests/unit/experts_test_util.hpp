@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "io/problem.hpp"
+#include "io/verify.hpp"
 #include "moeq/experts.hpp"
 #include "reference/oracle.hpp"
 #include "reference/routing.hpp"
@@ -31,12 +32,7 @@ inline ExpertsDesc small_desc(WeightFormat w, ActFormat a, Activation act) {
   return d;
 }
 
-struct Measured {
-  double rel_err = 0;
-  double max_err_fraction = 0;  // largest element error / max|ref|
-  double exact_fraction = 0;    // elements equal to the oracle rounded once to the dtype
-  bool finite = true;
-};
+using Measured = io::OracleComparison;
 
 // Output of the CPU backend, with output and both workspaces poisoned (all bytes 0xFF: NaN
 // for every float type, -1 for indices) before the run.
@@ -62,27 +58,7 @@ inline std::vector<uint8_t> combine(const io::HostProblem& p, const std::vector<
 template <typename RowValid>
 Measured measure(DType dtype, const std::vector<uint8_t>& got, const std::vector<double>& want, int64_t cols,
                  RowValid row_valid) {
-  Measured m;
-  double err2 = 0, ref2 = 0, max_err = 0, max_ref = 0;
-  int64_t exact = 0, total = 0;
-  const int64_t rows = static_cast<int64_t>(want.size()) / std::max<int64_t>(cols, 1);
-  for (int64_t r = 0; r < rows; ++r) {
-    if (!row_valid(r)) continue;
-    for (int64_t c = 0; c < cols; ++c) {
-      const double g = ref::load_float(dtype, got.data(), r * cols + c), w = want[r * cols + c];
-      if (!std::isfinite(g) && std::isfinite(w)) m.finite = false;
-      exact += g == ref::round_to(dtype, static_cast<float>(w));
-      ++total;
-      err2 += (g - w) * (g - w);
-      ref2 += w * w;
-      max_err = std::max(max_err, std::fabs(g - w));
-      max_ref = std::max(max_ref, std::fabs(w));
-    }
-  }
-  m.rel_err = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
-  m.max_err_fraction = max_ref > 0 ? max_err / max_ref : max_err;
-  m.exact_fraction = total > 0 ? static_cast<double>(exact) / static_cast<double>(total) : 1.0;
-  return m;
+  return io::compare(dtype, got, want, cols, row_valid);
 }
 
 // CONTRACT §8: no NaN/Inf where the reference has none, relative error <= 1e-2 (16-bit

@@ -13,6 +13,7 @@
 #include "cuda/driver.hpp"
 #include "io/device_problem.hpp"
 #include "io/safetensors.hpp"
+#include "io/verify.hpp"
 #include "plan/legality.hpp"
 #include "moeq/error.hpp"
 #include "moeq/experts.hpp"
@@ -98,27 +99,9 @@ void print_checksum(const char* label, DType dtype, const std::vector<uint8_t>& 
 
 // Relative Frobenius error and largest element error of `out` against the float64 oracle.
 void print_check(const io::HostProblem& p, const std::vector<uint8_t>& out) {
-  const auto in = p.inputs();
-  const auto want = p.is_batched() ? ref::oracle_experts_batched(p.desc, p.w13->view(), p.w2->view(), in)
-                                   : ref::oracle_experts(p.desc, p.w13->view(), p.w2->view(), in);
-  const int64_t K = p.desc.hidden_size;
-  double err2 = 0.0, ref2 = 0.0, max_err = 0.0, max_ref = 0.0;
-  for (int64_t r = 0; r < p.output_rows(); ++r) {
-    if (p.is_batched()) {
-      const int64_t e = r / p.max_tokens_per_expert, i = r % p.max_tokens_per_expert;
-      if (i >= p.expert_num_tokens[e]) continue;
-    }
-    for (int64_t c = 0; c < K; ++c) {
-      const double w = want[r * K + c], g = ref::load_float(p.desc.act_dtype, out.data(), r * K + c);
-      err2 += (g - w) * (g - w);
-      ref2 += w * w;
-      max_err = std::max(max_err, std::fabs(g - w));
-      max_ref = std::max(max_ref, std::fabs(w));
-    }
-  }
-  const double rel = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
-  std::printf("check      vs float64 oracle: rel err %.3e, max err %.3e (%.3f%% of max|ref|)\n", rel, max_err,
-              max_ref > 0 ? 100.0 * max_err / max_ref : 0.0);
+  const io::OracleComparison c = io::compare_with_oracle(p, out);
+  std::printf("check      vs float64 oracle: rel err %.3e, max err %.3e (%.3f%% of max|ref|)%s\n", c.rel_err, c.max_err,
+              100.0 * c.max_err_fraction, c.within_contract(p.desc.act_format) ? "" : "  OUTSIDE CONTRACT §8");
 }
 
 // Uploads the problem, runs once to load every kernel (compiling on a cold cache), then times

@@ -52,7 +52,7 @@ int run_verify(const VerifyArgs& a) {
           ++total;
           failed += !r.passed;
           std::printf("%-6s %-56s %-11s %6lld %10.3e %9.3f%%\n", r.passed ? "pass" : "FAIL", c.desc.to_string().c_str(),
-                      layout_name.c_str(), static_cast<long long>(m), r.rel_err, 100.0 * r.max_err_fraction);
+                      layout_name.c_str(), static_cast<long long>(m), r.error.rel_err, 100.0 * r.error.max_err_fraction);
           std::fflush(stdout);
         }
   std::printf("\nverify: %d passed, %d failed\n", total - failed, failed);
