@@ -28,6 +28,22 @@ cuda::GemmWeights device_weights(const WeightView& v) {
 
 }  // namespace
 
+void validate_device_weights(const WeightDesc& w, const WeightView& v, const char* name) {
+  const std::string gemm(name);
+  const auto elem = [](DType t) { return std::max<int64_t>(1, dtype_bits(t) / 8); };
+  require(v.codes, (gemm + ".codes").c_str(), 16);
+  require(v.scales, (gemm + ".scales").c_str(), elem(w.scale_dtype));
+  if (w.global_scale_elems() > 0) require(v.global_scales, (gemm + ".global_scales").c_str(), 4);
+  if (w.has_zero_point) require(v.zero_points, (gemm + ".zero_points").c_str(), 1);
+  if (w.bias_dtype != DType::none) require(v.bias, (gemm + ".bias").c_str(), elem(w.bias_dtype));
+}
+
+void validate_device_workspaces(const void* workspace1, const void* workspace2) {
+  for (const void* ws : {workspace1, workspace2})
+    if (ws != nullptr && reinterpret_cast<uintptr_t>(ws) % 16 != 0)
+      throw Error(std::string(ws == workspace1 ? "workspace1" : "workspace2") + " is not aligned to 16 bytes");
+}
+
 void validate_device_inputs(const ExpertsDesc& d, Layout layout, const ExpertsInputs& in, const ExpertsOutput& out) {
   const bool batched = in.is_batched();
   if (batched != (layout == Layout::masked))
@@ -41,6 +57,9 @@ void validate_device_inputs(const ExpertsDesc& d, Layout layout, const ExpertsIn
     throw Error("output row_stride = " + std::to_string(out_stride) + " must be >= K and even on the GPU");
   const int64_t rows = batched ? d.num_experts * in.max_tokens_per_expert : in.num_tokens;
   if (rows < 0) throw Error("num_tokens = " + std::to_string(in.num_tokens) + " is negative");
+  // NOTE: row indices are int32 on the device.
+  if (rows * (batched ? 1 : d.top_k) >= (int64_t{1} << 31))
+    throw Error("the step has " + std::to_string(rows * (batched ? 1 : d.top_k)) + " routed rows; the GPU path takes fewer than 2^31");
   if (rows == 0) return;
   require(in.hidden, "hidden", 16);
   require(out.out, "out", 4);

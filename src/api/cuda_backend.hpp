@@ -12,6 +12,10 @@ namespace moeq::api {
 // strides. Values (ids, counts) are checked on the device (routing error word).
 void validate_device_inputs(const ExpertsDesc& desc, Layout layout, const ExpertsInputs& inputs,
                             const ExpertsOutput& output);
+// Every pointer the weights need is present and aligned (values are not read: device memory).
+void validate_device_weights(const WeightDesc& desc, const WeightView& view, const char* name);
+// Both workspaces 16-byte aligned when the plan uses them.
+void validate_device_workspaces(const void* workspace1, const void* workspace2);
 
 void apply_cuda(const ExpertsDesc& desc, const plan::PlanShape& shape, const plan::WorkspacePlan& plan,
                 const WeightView& w13, const WeightView& w2, const ExpertsInputs& inputs, const ExpertsOutput& output,

@@ -106,6 +106,9 @@ void Experts::apply(const WeightView& w13, const WeightView& w2, const ExpertsIn
   const bool on_gpu = impl_->backend == Backend::cuda;
   if (on_gpu) {
     api::validate_device_inputs(d, shape.layout, inputs, output);
+    api::validate_device_weights(d.w13(), w13, "w13");
+    api::validate_device_weights(d.w2(), w2, "w2");
+    api::validate_device_workspaces(workspace1, workspace2);
   } else {
     api::validate_inputs(d, shape.layout, inputs, output);
     validate_weights(d.w13(), w13, "w13");

@@ -158,6 +158,10 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   const WeightDesc& w = a.weights_desc;
   const auto reasons = moe_gemm_reasons(w, a.act_dtype);
   if (!reasons.empty()) throw Error("moe_gemm: " + reasons.front());
+  if (a.a == 0 || a.c == 0 || a.weights.codes == 0 || a.weights.scales == 0 ||
+      (w.num_global_scales > 0 && a.weights.global_scales == 0) || (w.has_zero_point && a.weights.zero_points == 0) ||
+      (w.bias_dtype != DType::none && a.weights.bias == 0))
+    throw Error("moe_gemm: a pointer the weights or operands need is null");
   require_aligned(a.a, 16, "A");
   require_aligned(a.weights.codes, 16, "codes");
   require_aligned(a.c, 4, "C");

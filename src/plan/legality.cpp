@@ -19,6 +19,7 @@ std::string cat(const Parts&... parts) {
 
 constexpr int64_t kMaxExperts = 1 << 16;
 constexpr int64_t kMaxDim = 1 << 20;
+constexpr int64_t kMaxGpuExperts = 4096;  // shared-memory tables of the routing and segment kernels
 
 bool is_16bit_float(DType t) { return t == DType::bf16 || t == DType::f16; }
 
@@ -124,6 +125,9 @@ std::vector<std::string> cuda_reasons(const ExpertsDesc& d, const Options& o) {
     cuda::driver_available(&why);
     r.push_back("no CUDA device" + (why.empty() ? std::string() : " (" + why + ")"));
   }
+  if (d.num_experts > kMaxGpuExperts || d.global_experts() > kMaxGpuExperts)
+    r.push_back(cat("num_experts = ", d.num_experts, " / num_global_experts = ", d.global_experts(), " exceed ",
+                    kMaxGpuExperts, ", the GPU routing and segment tables' limit"));
   if (d.act_format != ActFormat::none)
     r.push_back(cat("act_format = ", to_string(d.act_format),
                     ": quantized activations are not on the CUDA backend yet (16-bit activations only)"));

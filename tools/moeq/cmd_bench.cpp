@@ -243,6 +243,16 @@ cuda::GemmWeights random_weights(const WeightDesc& w, std::mt19937& rng, std::ve
   g.codes = upload(codes);
   g.scales = upload(scales);
   g.global_scales = upload(global_bytes);
+  if (w.has_zero_point) {
+    std::vector<uint8_t> zero_points(static_cast<size_t>(w.zero_point_bytes()));
+    for (auto& z : zero_points) z = static_cast<uint8_t>(rng() % 16);
+    g.zero_points = upload(zero_points);
+  }
+  if (w.bias_dtype != DType::none) {
+    // Bytes 0x3c: about 0.011 as bf16 or f32 and 1.06 as f16: finite and non-zero in every
+    // bias dtype (timing only).
+    g.bias = upload(std::vector<uint8_t>(static_cast<size_t>(w.bias_bytes()), 0x3c));
+  }
   return g;
 }
 
@@ -268,7 +278,13 @@ void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string&
   DeviceBuffer ids = DeviceBuffer::from_host(ids_host);
   const int64_t bm = plan::choose_block_m(d, M);
   cuda::GemmTile tile = cuda::gemm_tile_for(static_cast<int>(bm == 48 ? 64 : bm));
-  if (a.block_k > 0) tile.block_k = a.block_k;
+  if (a.block_k > 0) {
+    // NOTE: the K-128 tile of a 64-row block passes 48 KB of static shared memory.
+    if ((a.block_k != 64 && a.block_k != 128) || (a.block_k == 128 && tile.block_m == 64))
+      throw Error("--block-k " + std::to_string(a.block_k) + " is not 64, or 128 with block_m <= 32 (block_m here: " +
+                  std::to_string(tile.block_m) + ")");
+    tile.block_k = a.block_k;
+  }
   const int64_t cap = cuda::align_capacity(slots, E, tile.block_m);
   DeviceBuffer local_ids(slots * 4), sorted(cap * 4), expert_ids(cap / tile.block_m * 4), padded(4);
   cuda::RouteIds route{ids.ptr(), DType::i32, M, top_k, E, 0, E, 0};
