@@ -22,6 +22,7 @@ namespace {
 struct CompileArgs {
   std::string preset = "qwen3-30b-a3b";
   std::string scheme;
+  std::string activation;  // "" = the preset's
   std::string arch;  // "" = the device's, else sm_80 / sm_89 / sm_90a
 };
 
@@ -52,6 +53,12 @@ std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d) {
 int run_compile(const CompileArgs& a) {
   ExpertsDesc desc = io::find_preset(a.preset).desc;
   if (!a.scheme.empty()) io::apply_scheme(a.scheme, desc);
+  if (!a.activation.empty()) {
+    const auto kind = parse_activation(a.activation);
+    if (!kind) throw Error("--activation = '" + a.activation + "' is unknown; see `moeq info`");
+    desc.activation.kind = *kind;
+    desc.interleaved_gate_up = *kind == Activation::swiglu_oai;
+  }
   plan::require_implementable(desc, Options{});
   std::string why;
   if (!jit::nvrtc_available(&why)) throw Error("moeq compile needs NVRTC: " + why);
@@ -105,6 +112,7 @@ Action add_compile_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("compile", "Compile a layer's kernels into the disk cache ahead of serving");
   cmd->add_option("--preset", a->preset, "Model preset")->capture_default_str();
   cmd->add_option("--scheme", a->scheme, "W[:A] (default: the preset's)");
+  cmd->add_option("--activation", a->activation, "Override the preset's activation");
   cmd->add_option("--arch", a->arch, "sm_80 | sm_89 | sm_90 | sm_90a (default: the device's)");
   return [a] { return run_compile(*a); };
 }
