@@ -1,0 +1,118 @@
+// The host-side checks of the GPU path (src/api/cuda_backend.cpp) need no device: they look at
+// pointers, alignment, dtypes and sizes, never at device memory.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "api/cuda_backend.hpp"
+#include "moeq/error.hpp"
+
+namespace moeq {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Fake device addresses: never dereferenced by the checks.
+const void* address(uintptr_t a) { return reinterpret_cast<const void*>(a); }
+
+ExpertsDesc small_layer() {
+  ExpertsDesc d;
+  d.num_experts = 8;
+  d.top_k = 2;
+  d.hidden_size = 256;
+  d.intermediate_size = 128;
+  d.weight_format = WeightFormat::nvfp4;
+  d.bias_dtype = DType::f32;
+  return d;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+WeightView good_weights() {
+  WeightView v;
+  v.codes = address(0x10000);
+  v.scales = address(0x20000);
+  v.global_scales = static_cast<const float*>(address(0x30000));
+  v.bias = address(0x40000);
+  return v;
+}
+
+TEST(CudaValidation, WeightsNeedEveryPointerAligned) {
+  const WeightDesc w = small_layer().w13();
+  EXPECT_EQ(error_of([&] { api::validate_device_weights(w, good_weights(), "w13"); }), "");
+  WeightView v = good_weights();
+  v.codes = nullptr;
+  EXPECT_THAT(error_of([&] { api::validate_device_weights(w, v, "w13"); }), HasSubstr("w13.codes is null"));
+  v = good_weights();
+  v.codes = address(0x10008);
+  EXPECT_THAT(error_of([&] { api::validate_device_weights(w, v, "w13"); }), HasSubstr("w13.codes is not aligned to 16"));
+  v = good_weights();
+  v.global_scales = nullptr;
+  EXPECT_THAT(error_of([&] { api::validate_device_weights(w, v, "w2"); }), HasSubstr("w2.global_scales is null"));
+  v = good_weights();
+  v.bias = address(0x40002);
+  EXPECT_THAT(error_of([&] { api::validate_device_weights(w, v, "w13"); }), HasSubstr("w13.bias is not aligned to 4"));
+}
+
+TEST(CudaValidation, ZeroPointsRequiredWhenDeclared) {
+  ExpertsDesc d = small_layer();
+  d.weight_format = WeightFormat::int4;
+  d.has_zero_point = true;
+  d.bias_dtype = DType::none;
+  WeightView v = good_weights();
+  EXPECT_THAT(error_of([&] { api::validate_device_weights(d.w13(), v, "w13"); }), HasSubstr("w13.zero_points is null"));
+  v.zero_points = static_cast<const uint8_t*>(address(0x50000));
+  EXPECT_EQ(error_of([&] { api::validate_device_weights(d.w13(), v, "w13"); }), "");
+}
+
+TEST(CudaValidation, InputsAlignmentStridesAndRowBounds) {
+  const ExpertsDesc d = small_layer();
+  ExpertsInputs in;
+  in.hidden = address(0x1000);
+  in.num_tokens = 4;
+  in.topk_ids = address(0x2000);
+  in.topk_weights = address(0x3000);
+  ExpertsOutput out{const_cast<void*>(address(0x4000)), 0};
+  EXPECT_EQ(error_of([&] { api::validate_device_inputs(d, Layout::indexed, in, out); }), "");
+  ExpertsInputs bad = in;
+  bad.hidden = address(0x1008);
+  EXPECT_THAT(error_of([&] { api::validate_device_inputs(d, Layout::indexed, bad, out); }), HasSubstr("hidden is not aligned to 16"));
+  bad = in;
+  bad.hidden_row_stride = 260;
+  EXPECT_THAT(error_of([&] { api::validate_device_inputs(d, Layout::indexed, bad, out); }),
+              HasSubstr("hidden_row_stride = 260 must be >= K and a multiple of 8"));
+  bad = in;
+  bad.topk_ids_dtype = DType::f32;
+  EXPECT_THAT(error_of([&] { api::validate_device_inputs(d, Layout::indexed, bad, out); }), HasSubstr("topk_ids dtype = f32"));
+  bad = in;
+  bad.num_tokens = int64_t{1} << 31;  // 2^32 routed rows with top_k 2
+  EXPECT_THAT(error_of([&] { api::validate_device_inputs(d, Layout::indexed, bad, out); }), HasSubstr("routed rows"));
+  EXPECT_THAT(error_of([&] { api::validate_device_inputs(d, Layout::masked, in, out); }), HasSubstr("does not fit standard input"));
+
+  ExpertsInputs batched;
+  batched.hidden = address(0x1000);
+  batched.expert_num_tokens = address(0x5000);
+  batched.max_tokens_per_expert = 16;
+  EXPECT_EQ(error_of([&] { api::validate_device_inputs(d, Layout::masked, batched, out); }), "");
+  batched.expert_num_tokens = address(0x5002);
+  EXPECT_THAT(error_of([&] { api::validate_device_inputs(d, Layout::masked, batched, out); }),
+              HasSubstr("expert_num_tokens is not aligned to 4"));
+}
+
+TEST(CudaValidation, WorkspacesAre16ByteAligned) {
+  EXPECT_EQ(error_of([&] { api::validate_device_workspaces(address(0x1000), address(0x2000)); }), "");
+  EXPECT_EQ(error_of([&] { api::validate_device_workspaces(nullptr, nullptr); }), "");
+  EXPECT_THAT(error_of([&] { api::validate_device_workspaces(address(0x1000), address(0x2004)); }),
+              HasSubstr("workspace2 is not aligned to 16 bytes"));
+}
+
+}  // namespace
+}  // namespace moeq
