@@ -26,7 +26,7 @@ moeq_install_dependencies() {
   local sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
   # shellcheck disable=SC2086
-  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing
+  $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
 }
 
 moeq_configure_and_build() {

@@ -1,7 +1,9 @@
 #pragma once
 // The experts step: out[t] = sum_k w[t,k] * W2_e(act(W13_e x_t)) over the local experts of
 // token t (CONTRACT §2). Host API in the CUTLASS style: can_implement -> Experts (plan) ->
-// workspace_bytes -> apply. apply never allocates, compiles or reads the environment.
+// workspace_bytes -> apply. apply never allocates device memory or synchronizes; on the GPU the
+// first apply of a configuration compiles (or loads from the disk cache) its kernels, so warm
+// up once before capturing a CUDA graph (docs/design.md).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -91,7 +93,7 @@ struct WorkspaceSizes {
 
 class Experts {
  public:
-  // Plans the layer (validates desc and options; a GPU backend compiles its kernels here).
+  // Plans the layer: validates desc and options and resolves the backend.
   Experts(const ExpertsDesc& desc, const Options& options);
   ~Experts();
   Experts(Experts&&) noexcept;

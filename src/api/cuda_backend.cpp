@@ -56,7 +56,9 @@ void validate_device_inputs(const ExpertsDesc& d, Layout layout, const ExpertsIn
   if (out_stride < K || out_stride % 2 != 0)
     throw Error("output row_stride = " + std::to_string(out_stride) + " must be >= K and even on the GPU");
   const int64_t rows = batched ? d.num_experts * in.max_tokens_per_expert : in.num_tokens;
-  if (rows < 0) throw Error("num_tokens = " + std::to_string(in.num_tokens) + " is negative");
+  if (rows < 0)
+    throw Error(batched ? "max_tokens_per_expert = " + std::to_string(in.max_tokens_per_expert) + " is negative"
+                        : "num_tokens = " + std::to_string(in.num_tokens) + " is negative");
   // NOTE: row indices are int32 on the device.
   if (rows * (batched ? 1 : d.top_k) >= (int64_t{1} << 31))
     throw Error("the step has " + std::to_string(rows * (batched ? 1 : d.top_k)) + " routed rows; the GPU path takes fewer than 2^31");

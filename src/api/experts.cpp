@@ -62,7 +62,10 @@ struct Experts::Impl {
     p.layout = plan::choose_layout(desc, options.layout, num_tokens, batched);
     p.num_tokens = num_tokens;
     p.max_tokens_per_expert = tokens_per_expert;
-    p.block_m = options.block_m > 0 ? options.block_m : plan::choose_block_m(desc, num_tokens);
+    // NOTE: batched input sizes its blocks by T alone (num_tokens is not part of that input), so
+    // workspace_bytes(M, T) and apply agree whatever M the caller passes.
+    const int64_t block_m_tokens = batched ? tokens_per_expert * desc.global_experts() / desc.top_k : num_tokens;
+    p.block_m = options.block_m > 0 ? options.block_m : plan::choose_block_m(desc, block_m_tokens);
     // NOTE: the GPU GEMM tiles M by 16, 32 or 64 rows; align uses the GEMM's block size.
     if (backend == Backend::cuda && p.block_m == 48) p.block_m = 64;
     return p;
@@ -88,6 +91,8 @@ Layout Experts::layout_for(int64_t num_tokens, bool batched) const {
 
 WorkspaceSizes Experts::workspace_bytes(int64_t num_tokens, int64_t batched_tokens_per_expert) const {
   const bool batched = batched_tokens_per_expert > 0;
+  if (!batched && impl_->options.layout == Layout::masked)
+    throw Error("workspace_bytes: layout = masked needs batched_tokens_per_expert (T) > 0");
   const auto plan = plan::plan_workspaces(impl_->desc, impl_->shape_for(num_tokens, batched_tokens_per_expert, batched));
   return {plan.workspace1_bytes, plan.workspace2_bytes};
 }

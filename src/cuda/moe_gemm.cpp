@@ -104,7 +104,7 @@ std::vector<std::string> moe_gemm_reasons(const WeightDesc& w, DType act_dtype) 
   return r;
 }
 
-jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool /*gather*/) {
+jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile) {
   std::ostringstream s;
   s << "#include \"moeq_dev/format/weights.cuh\"\n"
     << "struct MoeGemmCfg {\n"
@@ -119,13 +119,19 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
   return {"moeq_moe_gemm", s.str()};
 }
 
+jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile) {
+  jit::KernelSpec spec = moe_gemm_kernel_spec(w, act_dtype, tile);
+  spec.entry = "moeq_moe_gemm_segments";
+  return spec;
+}
+
 std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
   std::vector<jit::KernelSpec> specs;
   for (WeightFormat f : all_values<WeightFormat>()) {
     WeightDesc w;
     w.format = f;
     for (DType act : {DType::bf16, DType::f16})
-      for (int bm : {16, 32, 64}) specs.push_back(moe_gemm_kernel_spec(w, act, gemm_tile_for(bm), true));
+      for (int bm : {16, 32, 64}) specs.push_back(moe_gemm_kernel_spec(w, act, gemm_tile_for(bm)));
   }
   return specs;
 }
@@ -139,9 +145,7 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
                     CUdeviceptr block_table, CUdeviceptr num_blocks, CUstream stream) {
   if (num_experts > 4096) throw Error("build_segments: num_experts = " + std::to_string(num_experts) + " exceeds 4096");
   if ((offsets == 0) == (counts == 0)) throw Error("build_segments: give exactly one of offsets and counts");
-  jit::KernelSpec spec = moe_gemm_kernel_spec(w, act_dtype, tile, false);
-  spec.entry = "moeq_moe_gemm_segments";
-  const CUfunction f = loaded_function(spec);
+  const CUfunction f = loaded_function(moe_gemm_segments_kernel_spec(w, act_dtype, tile));
   const long long* offsets_ptr = as_ptr<const long long>(offsets);
   const void* counts_ptr = as_ptr<const void>(counts);
   const int counts_int64 = counts_dtype == DType::i64 ? 1 : 0;
@@ -193,7 +197,7 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   p.block_table = as_ptr<const int>(a.block_table);
   p.num_blocks = as_ptr<const int>(a.num_blocks);
 
-  const CUfunction f = loaded_function(moe_gemm_kernel_spec(w, a.act_dtype, a.tile, a.gather));
+  const CUfunction f = loaded_function(moe_gemm_kernel_spec(w, a.act_dtype, a.tile));
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(m_blocks);
   shape.grid_y = static_cast<unsigned>((w.n + a.tile.block_n - 1) / a.tile.block_n);

@@ -65,7 +65,9 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
                     CUdeviceptr counts, DType counts_dtype, int64_t rows_per_expert, int64_t num_experts,
                     CUdeviceptr block_table, CUdeviceptr num_blocks, CUstream stream);
 
-jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool gather);
+jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile);
+// The segment-table builder lives in the same module as the GEMM of that config.
+jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile);
 // Every config the planner can emit: 7 formats with their scale / zero-point / bias / global
 // variants, bf16 and f16, block_m 16/32/64, gather and segments.
 std::vector<jit::KernelSpec> moe_gemm_kernel_specs();

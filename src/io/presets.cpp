@@ -145,6 +145,16 @@ void apply_scheme(std::string_view scheme, ExpertsDesc& d) {
   }
 }
 
+void apply_activation(std::string_view name, ExpertsDesc& d) {
+  const auto kind = parse_activation(name);
+  if (!kind) throw Error("activation = '" + std::string(name) + "' is unknown; see `moeq info`");
+  d.activation.kind = *kind;
+  if (!is_gated(*kind)) {
+    d.interleaved_gate_up = false;
+    d.num_global_scales_w13 = 1;
+  }
+}
+
 std::string scheme_string(const ExpertsDesc& d) {
   std::string s(to_string(d.weight_format));
   if (d.weight_format == WeightFormat::int4 || d.weight_format == WeightFormat::int8) {

@@ -26,6 +26,12 @@ Preset parse_preset(std::string_view json_text, const std::string& origin);
 // int8[-gN] (N in 32, 64, 128; 0 or "ch" = per channel); A = bf16 | f16 (16-bit; also sets
 // act_dtype) | fp8-token | mxfp8 | mxfp4. Missing A means 16-bit. Throws on anything else.
 void apply_scheme(std::string_view scheme, ExpertsDesc& desc);
+
+// Overrides the layer's activation by name ("silu", "swiglu-oai", ...). The w13 row order
+// (interleaved or [gate; up]) is the checkpoint's and stays, except that non-gated activations
+// have no gate/up pairs: they drop interleaving and NVFP4's second global scale. Throws on an
+// unknown name.
+void apply_activation(std::string_view name, ExpertsDesc& desc);
 std::string scheme_string(const ExpertsDesc& desc);
 
 }  // namespace moeq::io

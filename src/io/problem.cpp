@@ -6,6 +6,7 @@
 #include <functional>
 #include <mutex>
 #include <numeric>
+#include <system_error>
 #include <thread>
 
 #include "moeq/error.hpp"
@@ -34,15 +35,26 @@ void parallel_for(int64_t n, int threads, const std::function<void(int64_t)>& bo
   std::vector<std::thread> pool;
   std::exception_ptr error;
   std::mutex error_mutex;
-  for (int w = 0; w < t; ++w)
-    pool.emplace_back([&, w] {
-      try {
-        for (int64_t i = w; i < n; i += t) body(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        error = std::current_exception();
-      }
-    });
+  auto work = [&](int w) {
+    try {
+      for (int64_t i = w; i < n; i += t) body(i);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      error = std::current_exception();
+    }
+  };
+  // NOTE: worker 0 is this thread; if a thread cannot be started, its share runs here too, so
+  // every started thread is joined before anything is rethrown.
+  std::vector<int> unstarted;
+  for (int w = 1; w < t; ++w) {
+    try {
+      pool.emplace_back(work, w);
+    } catch (const std::system_error&) {
+      unstarted.push_back(w);
+    }
+  }
+  work(0);
+  for (int w : unstarted) work(w);
   for (auto& th : pool) th.join();
   if (error) std::rethrow_exception(error);
 }
@@ -142,7 +154,8 @@ HostProblem generate_problem(const ExpertsDesc& global_desc, const GenerateOptio
   if (o.ep_size < 1 || o.ep_rank < 0 || o.ep_rank >= o.ep_size || eg % o.ep_size != 0)
     throw Error("ep_size = " + std::to_string(o.ep_size) + ", ep_rank = " + std::to_string(o.ep_rank) +
                 ": need 0 <= rank < size and size dividing E_g = " + std::to_string(eg));
-  if (o.num_tokens < 0) throw Error("num_tokens = " + std::to_string(o.num_tokens) + " is negative");
+  if (o.num_tokens < 0 || o.num_tokens * global_desc.top_k >= (int64_t{1} << 31))
+    throw Error("num_tokens = " + std::to_string(o.num_tokens) + " must be >= 0 with fewer than 2^31 routed rows");
   const int threads = o.num_threads > 0 ? o.num_threads : std::max(1u, std::thread::hardware_concurrency());
 
   HostProblem p;

@@ -372,8 +372,13 @@ SafetensorsFile parse_safetensors(const uint8_t* bytes, size_t size, std::string
 }
 
 SafetensorsFile read_safetensors(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error("cannot open " + path + ": " + errno_text());
+  // Closes the file on every path out, the throwing ones (allocation included) too.
+  struct CloseOnExit {
+    int fd;
+    ~CloseOnExit() { ::close(fd); }
+  } close_on_exit{fd};
   std::vector<uint8_t> bytes;
   struct stat info {};
   if (::fstat(fd, &info) == 0 && info.st_size > 0) bytes.reserve(static_cast<size_t>(info.st_size));
@@ -381,15 +386,10 @@ SafetensorsFile read_safetensors(const std::string& path) {
   while (true) {
     ssize_t n = ::read(fd, chunk.data(), chunk.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      std::string reason = errno_text();
-      ::close(fd);
-      throw Error("cannot read " + path + ": " + reason);
-    }
+    if (n < 0) throw Error("cannot read " + path + ": " + errno_text());
     if (n == 0) break;
     bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + n);
   }
-  ::close(fd);
   return parse_safetensors(bytes.data(), bytes.size(), path);
 }
 

@@ -224,8 +224,8 @@ CacheInfo Cache::info() const {
 void Cache::clear() {
   std::error_code ec;
   fs::remove_all(fs::path(dir_) / kLayoutVersion, ec);
-  std::lock_guard<std::mutex> lock(mutex_);
-  memory_.clear();
+  // NOTE: the in-memory cubins stay: lookups and loaded kernels hold pointers into them for the
+  // life of the process.
 }
 
 }  // namespace moeq::jit

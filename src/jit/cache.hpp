@@ -71,7 +71,7 @@ class Cache {
 
   std::string entry_path(const std::string& key) const;
   CacheInfo info() const;
-  void clear();  // removes <dir>/v1 (never anything else in dir) and the memory map
+  void clear();  // removes <dir>/v1 (never anything else in dir); the in-memory entries stay
 
   const std::string& dir() const { return dir_; }
   bool disk_enabled() const { return disk_enabled_; }

@@ -101,8 +101,8 @@ void KernelCache::dump(const KernelSpec& spec, const std::string& key, const std
 }
 
 const LoadedKernel& KernelCache::load(const KernelSpec& spec) {
-  // PERF: one SHA-256 over the (short) generated source per call; plans keep the CUfunction,
-  // so nothing here runs per apply().
+  // PERF: one SHA-256 over the (short) generated source per call; each kernel family's host
+  // code keeps its loaded CUfunctions in a table, so this runs once per config and process.
   CubinLookup cubin = lookup(spec, current_arch());
   // NOTE: one module may hold several entries: a loaded kernel is (cubin key, entry name).
   const std::string loaded_key = cubin.key + "/" + spec.entry;

@@ -33,16 +33,17 @@ struct PlanShape {
   Layout layout = Layout::indexed;  // resolved, never auto
   int64_t num_tokens = 0;           // M (standard)
   int64_t max_tokens_per_expert = 0;  // T (masked)
-  int64_t block_m = 64;             // indexed alignment
+  int64_t block_m = 64;             // GEMM M block: indexed alignment and segment-table size
 };
 
 // The spec buffers (quanted_gate_up_input, gate_up_output, activation_output,
 // quanted_down_input, down_output, output) each at offset 0 of the workspace the reverse
 // ping-pong walk gives it. moeq adds, past the largest buffer of a workspace:
 //   *.scales (activation scales of a quantized buffer, right after its codes),
-//   permuted_hidden (contiguous: workspace of gate_up_output's *reader*... see workspace.cpp),
-//   routing metadata in workspace 2 (sorted_ids, expert_ids, num_tokens_padded, local_ids,
-//   expert_offsets, inv_permuted_idx, permuted_src), which lives through the whole step.
+//   permuted_hidden (contiguous layout) at offset 0 of workspace 1: its readers write workspace 2,
+//   routing metadata in workspace 2 (error_flags, local_ids, sorted_ids, expert_ids,
+//   num_tokens_padded, expert_offsets, inv_permuted_idx, permuted_src, and the GEMM block_table
+//   and num_blocks of the segment layouts), alive through the whole step.
 WorkspacePlan plan_workspaces(const ExpertsDesc& desc, const PlanShape& shape);
 
 // Rows routed to this rank's experts, as the tuning tables are indexed (CONTRACT §7):

@@ -207,9 +207,15 @@ TEST_F(JitCache, InfoAndClear) {
   EXPECT_EQ(info.num_bytes, payload_bytes + 3 * 48);
   EXPECT_EQ(info.dir, dir_);
 
+  const std::vector<uint8_t>* held = cache.find(key_);
+  ASSERT_NE(held, nullptr);
+  const std::vector<uint8_t> before = *held;
   cache.clear();
   EXPECT_EQ(cache.info().num_entries, 0u);
-  EXPECT_EQ(cache.find(key_), nullptr) << "memory tier cleared too";
+  // The memory tier stays: loaded kernels and earlier lookups keep pointers into it.
+  EXPECT_EQ(cache.find(key_), held);
+  EXPECT_EQ(*held, before);
+  EXPECT_EQ(Cache(dir_, true).find(key_), nullptr) << "a fresh process must miss: the disk copy is gone";
   EXPECT_TRUE(fs::exists(dir_ + "/not_ours.txt"));
 }
 

@@ -40,10 +40,8 @@ std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d) {
   std::vector<jit::KernelSpec> specs = cuda::routing_kernel_specs();
   for (int block_m : {16, 32, 64}) {
     const cuda::GemmTile tile = cuda::gemm_tile_for(block_m);
-    jit::KernelSpec gemm = cuda::moe_gemm_kernel_spec(d.w13(), d.act_dtype, tile, true);
-    specs.push_back(gemm);
-    gemm.entry = "moeq_moe_gemm_segments";
-    specs.push_back(gemm);
+    specs.push_back(cuda::moe_gemm_kernel_spec(d.w13(), d.act_dtype, tile));
+    specs.push_back(cuda::moe_gemm_segments_kernel_spec(d.w13(), d.act_dtype, tile));
   }
   specs.push_back(cuda::activation_kernel_spec(d.activation.kind, d.interleaved_gate_up, d.act_dtype));
   if (d.act_format != ActFormat::none) specs.push_back(cuda::quantize_kernel_spec(d.act_format, d.act_dtype));
@@ -53,12 +51,7 @@ std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d) {
 int run_compile(const CompileArgs& a) {
   ExpertsDesc desc = io::find_preset(a.preset).desc;
   if (!a.scheme.empty()) io::apply_scheme(a.scheme, desc);
-  if (!a.activation.empty()) {
-    const auto kind = parse_activation(a.activation);
-    if (!kind) throw Error("--activation = '" + a.activation + "' is unknown; see `moeq info`");
-    desc.activation.kind = *kind;
-    desc.interleaved_gate_up = *kind == Activation::swiglu_oai;
-  }
+  if (!a.activation.empty()) io::apply_activation(a.activation, desc);
   plan::require_implementable(desc, Options{});
   std::string why;
   if (!jit::nvrtc_available(&why)) throw Error("moeq compile needs NVRTC: " + why);

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <string>
 
+#include "cuda/driver.hpp"
 #include "io/presets.hpp"
 #include "moeq/experts.hpp"
 #include "tools/moeq/commands.hpp"
@@ -31,7 +32,11 @@ void print_catalogue() {
   for (auto l : all_values<Layout>()) std::printf(" %s", std::string(to_string(l)).c_str());
   std::printf("\nactivations:");
   for (auto a : all_values<Activation>()) std::printf(" %s", std::string(to_string(a)).c_str());
-  std::printf("\nbackends: cpu (reference) | cuda (not in this build) | auto\n\npresets:\n");
+  std::string why;
+  const bool have_gpu = cuda::device_count() > 0;
+  if (!have_gpu) cuda::driver_available(&why);
+  std::printf("\nbackends: cpu (reference) | cuda (%s) | auto\n\npresets:\n",
+              have_gpu ? "a CUDA device is present" : ("no CUDA device: " + why).c_str());
   for (const auto& p : io::presets())
     std::printf("  %-14s %s (default scheme %s)\n", p.name.c_str(), p.description.c_str(), p.default_scheme.c_str());
 }
@@ -39,15 +44,7 @@ void print_catalogue() {
 int check_combination(const InfoArgs& a) {
   ExpertsDesc desc = io::find_preset(a.preset.empty() ? "tiny" : a.preset).desc;
   if (!a.scheme.empty()) io::apply_scheme(a.scheme, desc);
-  if (!a.activation.empty()) {
-    auto act = parse_activation(a.activation);
-    if (!act) {
-      std::printf("activation '%s' is unknown\n", a.activation.c_str());
-      return 1;
-    }
-    desc.activation.kind = *act;
-    if (!is_gated(*act)) desc.interleaved_gate_up = false;
-  }
+  if (!a.activation.empty()) io::apply_activation(a.activation, desc);
   Options options;
   options.f16_accum = a.f16_accum;
   if (!a.layout.empty()) {

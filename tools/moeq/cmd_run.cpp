@@ -64,11 +64,7 @@ io::HostProblem make_problem(const RunArgs& a, const Options& options) {
   }
   ExpertsDesc desc = io::find_preset(a.preset).desc;
   if (!a.scheme.empty()) io::apply_scheme(a.scheme, desc);
-  if (!a.activation.empty()) {
-    desc.activation.kind = parse_or_throw(a.activation, "activation", parse_activation);
-    if (!is_gated(desc.activation.kind)) desc.interleaved_gate_up = false;
-    if (!is_gated(desc.activation.kind)) desc.num_global_scales_w13 = 1;
-  }
+  if (!a.activation.empty()) io::apply_activation(a.activation, desc);
   // Refuse before generating: a large preset takes seconds to quantize.
   plan::require_implementable(desc, options);
   io::GenerateOptions g;
@@ -199,17 +195,7 @@ int run(const RunArgs& a) {
   if (batched && !p.topk_ids.empty()) {
     // Weight and reduce back to [M, K] so the checksum compares with the other layouts.
     std::vector<uint8_t> combined(static_cast<size_t>(dtype_bytes(d.act_dtype, p.num_tokens * d.hidden_size)));
-    const auto local = ref::to_local_expert_ids(p.topk_ids.data(), p.topk_ids_dtype, p.num_tokens, d.top_k,
-                                                d.global_experts(), p.expert_map.empty() ? nullptr : p.expert_map.data(),
-                                                d.num_experts);
-    std::vector<int32_t> routed(static_cast<size_t>(d.num_experts), 0);
-    for (int32_t e : local)
-      if (e >= 0) ++routed[e];
-    if (routed != p.expert_num_tokens)
-      throw Error("topk_ids route a different number of tokens to some expert than expert_num_tokens says; "
-                  "cannot combine the batched result");
-    ref::combine_batched(out.data(), d.act_dtype, T, d.hidden_size, local.data(), p.topk_weights.data(),
-                         p.topk_weights_dtype, p.num_tokens, d.top_k, d.num_experts, combined.data());
+    combine_batched(d, p.inputs(), out.data(), {combined.data(), 0});
     print_checksum("combined", d.act_dtype, combined, p.num_tokens * d.hidden_size);
   }
   if (a.check) print_check(p, out);
@@ -249,10 +235,14 @@ Action add_run_command(CLI::App& app) {
   cmd->add_flag("--f16-accum", a->f16_accum, "fp16 accumulation (f16 output only)");
   cmd->add_flag("--check", a->check, "Compare the result with the float64 oracle");
   cmd->add_option("--threads", a->threads, "Threads for problem generation (0 = all cores)");
-  cmd->add_option("--weights", a->weights, "Layer weights and metadata (safetensors; docs/file-format.md)");
+  CLI::Option* weights =
+      cmd->add_option("--weights", a->weights, "Layer weights and metadata (safetensors; docs/file-format.md)");
   cmd->add_option("--inputs", a->inputs, "Inputs: hidden, topk_ids, topk_weights, ... (may be the weights file)");
   cmd->add_option("--output,-o", a->output, "Write the result tensor 'out' to this safetensors file");
   cmd->add_option("--save-problem", a->save_problem, "Write the problem (weights + inputs) to this file");
+  // NOTE: a problem read from files has its own layer and tokens; generator options would be ignored.
+  for (const char* generator : {"--preset", "--scheme", "--activation", "--tokens", "--seed", "--ep-size", "--ep-rank"})
+    weights->excludes(cmd->get_option(generator));
   return [a] { return run(*a); };
 }
 

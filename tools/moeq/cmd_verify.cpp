@@ -40,11 +40,11 @@ int run_verify(const VerifyArgs& a) {
           io::VerifyCase c;
           c.desc = io::find_preset(a.preset).desc;
           io::apply_scheme(scheme, c.desc);
-          const auto kind = parse_activation(act);
           const auto layout = parse_layout(layout_name);
-          if (!kind || !layout) throw Error("unknown activation '" + act + "' or layout '" + layout_name + "'");
-          c.desc.activation.kind = *kind;
-          c.desc.interleaved_gate_up = *kind == Activation::swiglu_oai;
+          if (!layout) throw Error("layout = '" + layout_name + "' is unknown");
+          io::apply_activation(act, c.desc);
+          // Exercise the interleaved row order where gpt-oss uses it.
+          c.desc.interleaved_gate_up = c.desc.activation.kind == Activation::swiglu_oai;
           c.layout = *layout;
           c.num_tokens = m;
           c.seed = a.seed + static_cast<uint64_t>(m);

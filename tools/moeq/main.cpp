@@ -1,6 +1,7 @@
 // moeq: command-line front end over the moeq C++ API.
 #include <cstdio>
 #include <exception>
+#include <new>
 
 #include "moeq/error.hpp"
 #include "tools/moeq/commands.hpp"
@@ -38,6 +39,9 @@ int main(int argc, char** argv) {
     return run();
   } catch (const moeq::Error& e) {
     std::fprintf(stderr, "moeq: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "moeq: error: out of host memory (try fewer --tokens or a smaller preset)\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "moeq: internal error: %s\n", e.what());
