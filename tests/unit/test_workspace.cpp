@@ -455,5 +455,20 @@ TEST(WorkspaceChoice, ValidShapeM) {
   EXPECT_EQ(valid_shape_m(d, 5), 10);
 }
 
+TEST(WorkspaceMasked, SizesDependOnTNotOnM) {
+  // A caller sizes the workspaces once for T and may pass any num_tokens with batched input.
+  const auto d = make_desc(WeightFormat::mxfp4, ActFormat::none, Activation::silu, 256, 128, 7, 3);
+  Options o;
+  o.layout = Layout::masked;
+  const Experts experts(d, o);
+  const auto reference = experts.workspace_bytes(0, 40);
+  for (int64_t m : {1, 7, 129, 100000}) {
+    const auto ws = experts.workspace_bytes(m, 40);
+    EXPECT_EQ(ws.workspace1_bytes, reference.workspace1_bytes) << m;
+    EXPECT_EQ(ws.workspace2_bytes, reference.workspace2_bytes) << m;
+  }
+  EXPECT_THROW(experts.workspace_bytes(16), Error) << "masked needs T";
+}
+
 }  // namespace
 }  // namespace moeq::plan
