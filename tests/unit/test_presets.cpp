@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/unit/error_test_util.hpp"
+
 #include <functional>
 #include <set>
 #include <string>
@@ -15,15 +17,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no moeq::Error thrown";
-  return "";
-}
+using test::error_of;
 
 TEST(Presets, AllSixLoadAndAreLegal) {
   const auto& all = presets();

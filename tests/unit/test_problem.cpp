@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/unit/error_test_util.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -53,15 +55,7 @@ std::vector<uint8_t> file_bytes(const std::string& path) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no moeq::Error thrown";
-  return "";
-}
+using test::error_of;
 
 void expect_same_weights(const ref::QuantizedWeights& a, const ref::QuantizedWeights& b) {
   EXPECT_EQ(a.codes, b.codes);

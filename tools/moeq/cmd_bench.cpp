@@ -18,6 +18,7 @@
 #include "io/presets.hpp"
 #include "moeq/error.hpp"
 #include "plan/workspace.hpp"
+#include "reference/formats.hpp"
 #include "reference/quantize.hpp"
 #include "tools/moeq/commands.hpp"
 
@@ -71,12 +72,7 @@ double copy_bandwidth_gbs(cuda::CUstream stream) {
 DeviceBuffer random_bf16(int64_t elems, float scale, std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, scale);
   std::vector<uint16_t> v(static_cast<size_t>(elems));
-  for (auto& x : v) {
-    const float f = normal(rng);
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    x = static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
-  }
+  for (auto& x : v) x = ref::f32_to_bf16(normal(rng));
   return DeviceBuffer::from_host(v);
 }
 
