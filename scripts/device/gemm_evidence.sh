@@ -18,7 +18,7 @@ echo "run qwen3 rc=$?"; tail -5 "$out/run_qwen3.txt"
 "$build/moeq" verify >"$out/verify.txt" 2>&1
 echo "verify rc=$?"; tail -3 "$out/verify.txt"; grep FAIL "$out/verify.txt" | head -10
 
-timeout 200 "$build/moeq_gpu_tests" --gtest_filter='ExpertsGpu*' >"$out/experts_gpu.txt" 2>&1
+timeout 300 "$build/moeq_gpu_tests" --gtest_filter='MoeGemmGpu*:ExpertsGpu*' >"$out/experts_gpu.txt" 2>&1
 echo "experts gpu tests rc=$?"; grep -E "^\[  (PASSED|FAILED) |Failure|rel " "$out/experts_gpu.txt" | head -20
 
 timeout 200 "$build/moeq" bench --kernel gemm1 gemm2 --preset qwen3-30b-a3b --tokens 1 16 64 256 1024 4096 "${@:2}" >"$out/gemm_bench.txt" 2>&1

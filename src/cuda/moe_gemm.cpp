@@ -63,13 +63,20 @@ const char* format_id(WeightFormat f) {
 int scale_dtype_id(DType t) { return t == DType::bf16 ? 0 : t == DType::f16 ? 1 : 2; }
 int bias_dtype_id(DType t) { return t == DType::none ? 0 : t == DType::f32 ? 1 : t == DType::bf16 ? 2 : 3; }
 
-CUfunction loaded_function(const jit::KernelSpec& spec) {
+constexpr int kFuncAttributeMaxDynamicSharedBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+
+// The loaded function of a spec, with its dynamic shared-memory limit raised to smem_bytes
+// once (the attribute is per function, so it is set when the function enters the table).
+CUfunction loaded_function(const jit::KernelSpec& spec, int64_t smem_bytes = 0) {
   static std::mutex mutex;
   static std::unordered_map<std::string, CUfunction> table;
   const std::string key = spec.entry + "\n" + spec.source;
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = table.find(key); it != table.end()) return it->second;
   const CUfunction f = jit::kernel_cache().function(spec);
+  if (smem_bytes > 48 * 1024)
+    check(driver().cuFuncSetAttribute(f, kFuncAttributeMaxDynamicSharedBytes, static_cast<int>(smem_bytes)),
+          "cuFuncSetAttribute(max dynamic shared memory)");
   table.emplace(key, f);
   return f;
 }
@@ -83,15 +90,56 @@ void require_aligned(CUdeviceptr p, int64_t bytes, const char* name) {
 
 std::string GemmTile::to_string() const {
   std::ostringstream s;
-  s << block_m << "x" << block_n << "x" << block_k << "/" << threads;
+  s << block_m << "x" << block_n << "/" << warps_m << "x" << warps_n << "/" << stages;
   return s.str();
 }
 
 GemmTile gemm_tile_for(int block_m) {
   GemmTile tile;
   tile.block_m = block_m;
-  tile.block_k = 64;
   return tile;
+}
+
+GemmTile parse_gemm_tile(const std::string& text) {
+  GemmTile t;
+  char x1 = 0, slash1 = 0, x2 = 0, slash2 = 0, rest = 0;
+  std::istringstream in(text);
+  in >> t.block_m >> x1 >> t.block_n >> slash1 >> t.warps_m >> x2 >> t.warps_n >> slash2 >> t.stages;
+  if (!in || x1 != 'x' || slash1 != '/' || x2 != 'x' || slash2 != '/' || (in >> rest))
+    throw Error("GEMM tile '" + text + "' is not BMxBN/WMxWN/S (e.g. 16x128/1x4/4)");
+  return t;
+}
+
+std::vector<GemmTile> gemm_tile_candidates() {
+  std::vector<GemmTile> tiles;
+  for (const char* text : {"16x64/1x2/6", "16x64/1x4/4", "16x128/1x4/4", "16x128/1x4/6", "16x256/1x8/4", "32x128/1x4/4",
+                           "32x128/2x2/4", "64x128/1x4/3", "64x128/1x4/4", "64x128/2x2/4", "64x256/1x8/3"})
+    tiles.push_back(parse_gemm_tile(text));
+  return tiles;
+}
+
+int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w) {
+  const int code_bits = (w.format == WeightFormat::mxfp4 || w.format == WeightFormat::nvfp4 || w.format == WeightFormat::int4) ? 4 : 8;
+  const int64_t a_stage = int64_t{tile.block_m} * (64 * 2 + 16);
+  const int64_t b_stage = int64_t{tile.block_n} * (64 * code_bits / 8);
+  return tile.stages * (a_stage + b_stage);
+}
+
+std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w) {
+  std::vector<std::string> r;
+  auto bad = [&](const std::string& what) { r.push_back("GEMM tile " + tile.to_string() + ": " + what); };
+  if (tile.block_m != 16 && tile.block_m != 32 && tile.block_m != 64) bad("block_m must be 16, 32 or 64");
+  if (tile.block_n != 64 && tile.block_n != 128 && tile.block_n != 256) bad("block_n must be 64, 128 or 256");
+  if (tile.warps_m < 1 || tile.warps_n < 1 || tile.threads() > 512) bad("needs 1 to 16 warps");
+  else {
+    if (tile.block_m % (16 * tile.warps_m) != 0) bad("block_m is not a multiple of 16 x warps_m");
+    if (tile.block_n % (8 * tile.warps_n) != 0) bad("block_n is not a multiple of 8 x warps_n");
+  }
+  if (tile.stages < 2 || tile.stages > 8) bad("stages must be 2 to 8");
+  // NOTE: 227 KB is the sm_90 opt-in limit; sm_80 allows 163 KB and sm_89 99 KB (the launch
+  // checks the device's own limit).
+  if (gemm_smem_bytes(tile, w) > 227 * 1024) bad("needs more than 227 KB of shared memory");
+  return r;
 }
 
 std::vector<std::string> moe_gemm_reasons(const WeightDesc& w, DType act_dtype) {
@@ -112,8 +160,9 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "  static constexpr bool kActBf16 = " << (act_dtype == DType::bf16 ? "true" : "false") << ";\n"
     << "  static constexpr int kBlockM = " << tile.block_m << ";\n"
     << "  static constexpr int kBlockN = " << tile.block_n << ";\n"
-    << "  static constexpr int kBlockK = " << tile.block_k << ";\n"
-    << "  static constexpr int kThreads = " << tile.threads << ";\n"
+    << "  static constexpr int kWarpsM = " << tile.warps_m << ";\n"
+    << "  static constexpr int kWarpsN = " << tile.warps_n << ";\n"
+    << "  static constexpr int kStages = " << tile.stages << ";\n"
     << "};\n"
     << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n";
   return {"moeq_moe_gemm", s.str()};
@@ -160,7 +209,8 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
 
 void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   const WeightDesc& w = a.weights_desc;
-  const auto reasons = moe_gemm_reasons(w, a.act_dtype);
+  auto reasons = moe_gemm_reasons(w, a.act_dtype);
+  for (auto& reason : gemm_tile_reasons(a.tile, w)) reasons.push_back(reason);
   if (!reasons.empty()) throw Error("moe_gemm: " + reasons.front());
   if (a.a == 0 || a.c == 0 || a.weights.codes == 0 || a.weights.scales == 0 ||
       (w.num_global_scales > 0 && a.weights.global_scales == 0) || (w.has_zero_point && a.weights.zero_points == 0) ||
@@ -197,11 +247,20 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   p.block_table = as_ptr<const int>(a.block_table);
   p.num_blocks = as_ptr<const int>(a.num_blocks);
 
-  const CUfunction f = loaded_function(moe_gemm_kernel_spec(w, a.act_dtype, a.tile));
+  const int64_t smem = gemm_smem_bytes(a.tile, w);
+  if (smem > 48 * 1024) {
+    // NOTE: the device is selected once per process, so its limit is queried once.
+    static const int optin = current_device_info().max_smem_per_block_optin;
+    if (smem > optin)
+      throw Error("moe_gemm: tile " + a.tile.to_string() + " needs " + std::to_string(smem) +
+                  " bytes of shared memory; this device allows " + std::to_string(optin));
+  }
+  const CUfunction f = loaded_function(moe_gemm_kernel_spec(w, a.act_dtype, a.tile), smem);
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(m_blocks);
   shape.grid_y = static_cast<unsigned>((w.n + a.tile.block_n - 1) / a.tile.block_n);
-  shape.block_x = static_cast<unsigned>(a.tile.threads);
+  shape.block_x = static_cast<unsigned>(a.tile.threads());
+  shape.smem_bytes = static_cast<unsigned>(smem);
   launch(f, shape, stream, p);
 }
 

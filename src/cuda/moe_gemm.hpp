@@ -1,7 +1,7 @@
 #pragma once
-// Host side of the quantized MoE GEMM (device/moeq_dev/kernels/moe_gemm.cuh), version 1:
-// mma.sync m16n8k16 with bf16/f16 activations, weights read in the canonical layout of
-// CONTRACT §4 and dequantized on chip. Enqueues only (no sync, no allocation, no compile after
+// Host side of the quantized MoE GEMM (device/moeq_dev/kernels/moe_gemm.cuh), version 3:
+// mma.sync m16n8k16 with bf16/f16 activations, a cp.async ring of K tiles, weights read in the
+// canonical layout of CONTRACT §4 and dequantized into B fragments. Enqueues only (no sync, no allocation, no compile after
 // a config's first use): CUDA-graph safe.
 #include <cstdint>
 #include <string>
@@ -14,19 +14,30 @@
 
 namespace moeq::cuda {
 
+// One CTA's tile: block_m x block_n outputs, K tiles of 64, warps_m x warps_n warps, a ring
+// of `stages` shared-memory stages.
 struct GemmTile {
   int block_m = 16;  // rows (tokens) per CTA: 16, 32 or 64
   int block_n = 128;
-  int block_k = 64;
-  int threads = 128;
+  int warps_m = 1;
+  int warps_n = 4;
+  int stages = 4;
+  int threads() const { return 32 * warps_m * warps_n; }
   std::string to_string() const;
 };
 
-// The tile of a block size: K tile 64.
-// PERF: a K tile of 128 (block_m <= 32) was 10-40% slower on the H200 at M = 16-256 (run 4,
-// bench/results/2026-11-30-h200-run4.md): 160-232 registers per thread cut the resident CTAs
-// more than the larger load batches helped. Only M = 1 gained (57 vs 60 us, GEMM1 INT4).
+// The tile of a block size.
 GemmTile gemm_tile_for(int block_m);
+// Every reason the tile is not a legal kernel config (shapes, warps, shared memory); empty if legal.
+std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);
+// "16x128/1x4/4": block_m x block_n / warps_m x warps_n / stages (the format of to_string
+// without the fixed K tile). Throws moeq::Error naming the text when it does not parse.
+GemmTile parse_gemm_tile(const std::string& text);
+// The tiles `moeq bench --tile` sweeps and tests/gpu checks one by one: the planner's and the
+// candidates for tuning.
+std::vector<GemmTile> gemm_tile_candidates();
+// Dynamic shared memory of the tile's ring (mirror of MoeGemmShape::kSmemBytes).
+int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w);
 
 // One GEMM's weights in device memory, canonical layout (WeightDesc documents each tensor).
 struct GemmWeights {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -34,7 +35,7 @@ struct BenchArgs {
   std::vector<std::string> presets{"qwen3-30b-a3b", "deepseek-v3"};
   std::vector<int64_t> tokens{16, 256, 4096};
   int iterations = 20;
-  int block_k = 0;  // gemm: 0 = the planner's tile
+  std::vector<std::string> tiles;  // gemm: "BMxBN/WMxWN/S" overrides; empty = the planner's tile
   int trials = 7;
 };
 
@@ -208,13 +209,26 @@ void bench_preset(const BenchArgs& a, const std::vector<std::string>& kernels, c
   }
 }
 
-// Random but valid canonical weights of one GEMM: random code bytes, scales near 2^-4.
-cuda::GemmWeights random_weights(const WeightDesc& w, std::mt19937& rng, std::vector<DeviceBuffer>& keep) {
-  auto upload = [&](std::vector<uint8_t> bytes) -> CUdeviceptr {
-    if (bytes.empty()) return 0;
-    keep.push_back(DeviceBuffer::from_host(bytes));
-    return keep.back().ptr();
+// Random but valid canonical weights of one GEMM: random code bytes, scales near 2^-4; `copies`
+// device copies of the same bytes at distinct addresses (rotating over them defeats L2).
+// PERF: generated once per weight shape and kept for the process: the host generator took
+// seconds per case at 16 copies of 200 MB.
+const std::vector<cuda::GemmWeights>& random_weight_copies(const WeightDesc& w, int copies, std::mt19937& rng) {
+  struct Pool {
+    std::vector<DeviceBuffer> keep;
+    std::vector<cuda::GemmWeights> copies;
+    std::vector<std::vector<uint8_t>> host;  // codes, scales, global scales, zero points, bias
   };
+  // NOTE: never destroyed: device buffers must not be freed after the driver unloads at exit.
+  static auto* pools = new std::map<std::string, Pool>();
+  const std::string key = std::string(to_string(w.format)) + " " + std::to_string(w.num_experts) + " " +
+                          std::to_string(w.n) + " " + std::to_string(w.k) + " " + std::to_string(w.group_size) + " " +
+                          std::string(to_string(w.scale_dtype)) + " " + std::to_string(w.has_zero_point) + " " +
+                          std::to_string(w.num_global_scales) + " " + std::string(to_string(w.bias_dtype));
+  Pool& pool = (*pools)[key];
+  if (pool.host.empty()) {
+    pool.host.resize(5);
+
   std::vector<uint8_t> codes(static_cast<size_t>(w.code_bytes()));
   for (size_t i = 0; i < codes.size(); i += 4) {
     const uint32_t r = static_cast<uint32_t>(rng());
@@ -235,27 +249,41 @@ cuda::GemmWeights random_weights(const WeightDesc& w, std::mt19937& rng, std::ve
   std::vector<float> global(static_cast<size_t>(w.global_scale_elems()), 0.01f);
   std::vector<uint8_t> global_bytes(global.size() * 4);
   if (!global.empty()) std::memcpy(global_bytes.data(), global.data(), global_bytes.size());
-  cuda::GemmWeights g;
-  g.codes = upload(codes);
-  g.scales = upload(scales);
-  g.global_scales = upload(global_bytes);
+  pool.host[0] = std::move(codes);
+  pool.host[1] = std::move(scales);
+  pool.host[2] = std::move(global_bytes);
   if (w.has_zero_point) {
     std::vector<uint8_t> zero_points(static_cast<size_t>(w.zero_point_bytes()));
     for (auto& z : zero_points) z = static_cast<uint8_t>(rng() % 16);
-    g.zero_points = upload(zero_points);
+    pool.host[3] = std::move(zero_points);
   }
   if (w.bias_dtype != DType::none) {
     // Bytes 0x3c: about 0.011 as bf16 or f32 and 1.06 as f16: finite and non-zero in every
     // bias dtype (timing only).
-    g.bias = upload(std::vector<uint8_t>(static_cast<size_t>(w.bias_bytes()), 0x3c));
+    pool.host[4] = std::vector<uint8_t>(static_cast<size_t>(w.bias_bytes()), 0x3c);
   }
-  return g;
+  }
+  auto upload = [&](const std::vector<uint8_t>& bytes) -> CUdeviceptr {
+    if (bytes.empty()) return 0;
+    pool.keep.push_back(DeviceBuffer::from_host(bytes));
+    return pool.keep.back().ptr();
+  };
+  while (static_cast<int>(pool.copies.size()) < copies) {
+    cuda::GemmWeights g;
+    g.codes = upload(pool.host[0]);
+    g.scales = upload(pool.host[1]);
+    g.global_scales = upload(pool.host[2]);
+    g.zero_points = upload(pool.host[3]);
+    g.bias = upload(pool.host[4]);
+    pool.copies.push_back(g);
+  }
+  return pool.copies;
 }
 
 // One MoE GEMM (indexed layout) over the weights of the distinct experts the routing touches,
 // rotated over enough weight copies that every pass reads DRAM.
 void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string& scheme, bool second, int64_t M,
-                double copy_gbs, int64_t l2_bytes, cuda::CUstream stream) {
+                const std::string& tile_text, double copy_gbs, int64_t l2_bytes, cuda::CUstream stream) {
   ExpertsDesc d = preset.desc;
   io::apply_scheme(scheme, d);
   const WeightDesc w = second ? d.w2() : d.w13();
@@ -273,23 +301,15 @@ void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string&
 
   DeviceBuffer ids = DeviceBuffer::from_host(ids_host);
   const int64_t bm = plan::choose_block_m(d, M);
-  cuda::GemmTile tile = cuda::gemm_tile_for(static_cast<int>(bm == 48 ? 64 : bm));
-  if (a.block_k > 0) {
-    // NOTE: the K-128 tile of a 64-row block passes 48 KB of static shared memory.
-    if ((a.block_k != 64 && a.block_k != 128) || (a.block_k == 128 && tile.block_m == 64))
-      throw Error("--block-k " + std::to_string(a.block_k) + " is not 64, or 128 with block_m <= 32 (block_m here: " +
-                  std::to_string(tile.block_m) + ")");
-    tile.block_k = a.block_k;
-  }
+  const cuda::GemmTile tile = tile_text.empty() ? cuda::gemm_tile_for(static_cast<int>(bm == 48 ? 64 : bm)) : cuda::parse_gemm_tile(tile_text);
+  if (const auto reasons = cuda::gemm_tile_reasons(tile, w); !reasons.empty()) throw Error(reasons.front());
   const int64_t cap = cuda::align_capacity(slots, E, tile.block_m);
   DeviceBuffer local_ids(slots * 4), sorted(cap * 4), expert_ids(cap / tile.block_m * 4), padded(4);
   cuda::RouteIds route{ids.ptr(), DType::i32, M, top_k, E, 0, E, 0};
   cuda::map_and_align(route, tile.block_m, {local_ids.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()}, stream);
 
   const int copies = static_cast<int>(std::clamp(std::ceil(3.0 * static_cast<double>(l2_bytes) / bytes), 1.0, 16.0));
-  std::vector<DeviceBuffer> keep;
-  std::vector<cuda::GemmWeights> weights;
-  for (int i = 0; i < copies; ++i) weights.push_back(random_weights(w, rng, keep));
+  const std::vector<cuda::GemmWeights>& weights = random_weight_copies(w, copies, rng);
   DeviceBuffer act = random_bf16(a_rows * w.k, 1.0f, rng);
   DeviceBuffer out(slots * w.n * 2);
   cuda::MoeGemmArgs g;
@@ -360,8 +380,12 @@ int run_bench(const BenchArgs& a) {
                 "GB/s", "% copy", "TFLOP/s");
     for (const auto& name : a.presets)
       for (const auto& scheme : a.schemes)
-        for (int64_t M : a.tokens)
-          bench_gemm(a, io::find_preset(name), scheme, std::string(gemm) == "gemm2", M, copy_gbs, info.l2_bytes, stream.get());
+        for (int64_t M : a.tokens) {
+          const std::vector<std::string> planner_tile{""};
+          for (const auto& tile : a.tiles.empty() ? planner_tile : a.tiles)
+            bench_gemm(a, io::find_preset(name), scheme, std::string(gemm) == "gemm2", M, tile, copy_gbs, info.l2_bytes,
+                       stream.get());
+        }
   }
   return 0;
 }
@@ -376,7 +400,8 @@ Action add_bench_command(CLI::App& app) {
   cmd->add_option("--preset", a->presets, "Model presets")->capture_default_str();
   cmd->add_option("--tokens,-M", a->tokens, "Token counts")->capture_default_str();
   cmd->add_option("--scheme", a->schemes, "Weight schemes of gemm1 / gemm2")->capture_default_str();
-  cmd->add_option("--block-k", a->block_k, "gemm1 / gemm2: K tile override (64 or 128; 0 = planner's)");
+  cmd->add_option("--tile", a->tiles, "gemm1 / gemm2: tiles to time instead of the planner's, BMxBN/WMxWN/S "
+                                      "(e.g. 16x128/1x4/4)");
   cmd->add_option("--iterations", a->iterations, "Launches per timed trial")->capture_default_str();
   cmd->add_option("--trials", a->trials, "Timed trials (the median is reported)")->capture_default_str();
   return [a] { return run_bench(*a); };

@@ -24,6 +24,7 @@ struct CompileArgs {
   std::string scheme;
   std::string activation;  // "" = the preset's
   std::string arch;  // "" = the device's, else sm_80 / sm_89 / sm_90a
+  std::vector<std::string> tiles;  // extra GEMM tiles (BMxBN/WMxWN/S), or "candidates"
 };
 
 jit::Arch parse_arch(const std::string& text) {
@@ -36,10 +37,20 @@ jit::Arch parse_arch(const std::string& text) {
 
 // Every kernel the layer's experts step can launch: routing, both GEMMs at every block size the
 // planner picks (and their segment-table entry), activation, quantization.
-std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d) {
+// Extra tiles (`--tile`) are compiled for the GEMMs too, e.g. ahead of `moeq bench --tile`.
+std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std::vector<std::string>& extra_tiles) {
   std::vector<jit::KernelSpec> specs = cuda::routing_kernel_specs();
-  for (int block_m : {16, 32, 64}) {
-    const cuda::GemmTile tile = cuda::gemm_tile_for(block_m);
+  std::vector<cuda::GemmTile> tiles;
+  for (int block_m : {16, 32, 64}) tiles.push_back(cuda::gemm_tile_for(block_m));
+  for (const auto& text : extra_tiles) {
+    if (text == "candidates") {
+      for (const auto& t : cuda::gemm_tile_candidates()) tiles.push_back(t);
+    } else {
+      tiles.push_back(cuda::parse_gemm_tile(text));
+    }
+  }
+  for (const auto& tile : tiles) {
+    if (const auto reasons = cuda::gemm_tile_reasons(tile, d.w13()); !reasons.empty()) throw Error(reasons.front());
     specs.push_back(cuda::moe_gemm_kernel_spec(d.w13(), d.act_dtype, tile));
     specs.push_back(cuda::moe_gemm_segments_kernel_spec(d.w13(), d.act_dtype, tile));
   }
@@ -68,7 +79,7 @@ int run_compile(const CompileArgs& a) {
               cache.cache().info().dir.c_str());
   int compiled = 0, hits = 0;
   double total_ms = 0.0;
-  for (const auto& spec : layer_kernel_specs(desc)) {
+  for (const auto& spec : layer_kernel_specs(desc, a.tiles)) {
     const jit::CubinLookup r = cache.lookup(spec, arch);
     const bool was_compiled = r.origin == jit::CubinOrigin::kCompiled;
     compiled += was_compiled;
@@ -107,6 +118,8 @@ Action add_compile_command(CLI::App& app) {
   cmd->add_option("--scheme", a->scheme, "W[:A] (default: the preset's)");
   cmd->add_option("--activation", a->activation, "Override the preset's activation");
   cmd->add_option("--arch", a->arch, "sm_80 | sm_89 | sm_90 | sm_90a (default: the device's)");
+  cmd->add_option("--tile", a->tiles, "Also compile these GEMM tiles (BMxBN/WMxWN/S), or 'candidates' for all "
+                                      "the tuning candidates");
   return [a] { return run_compile(*a); };
 }
 

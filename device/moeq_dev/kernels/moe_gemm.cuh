@@ -1,25 +1,38 @@
 #pragma once
-// Entry point of the quantized MoE GEMM, version 1 (mma.sync m16n8k16, 16-bit activations):
-//   C[dst(r), n] = round(sum_k A[src(r), k] * W_e[n, k] + bias_e[n])
+// Entry point of the quantized MoE GEMM, version 3 (mma.sync m16n8k16, 16-bit activations):
+//   C[dst(r), n] = round(sum_k A[src(r), k] * W_e[n, k] * accumulator scale + bias_e[n])
 // for the rows r of each M block, whose expert e and row mapping come from the layout:
 //   gather (indexed): block b has expert expert_ids[b] and slots sorted_ids[b*BM + i];
 //                     src = slot / src_row_divisor, dst = slot; slots >= num_slots are padding.
 //   segment (contiguous, masked): block_table[b] = {expert, first row, rows}; src = dst = row.
-// W_e is read in the canonical layout (CONTRACT §4), dequantized by 16-byte chunks of codes
-// into a bf16/f16 tile in shared memory, then fed to the tensor cores with ldmatrix.
+// Pipeline: a ring of kStages shared-memory stages, each one K tile (64) of the gathered A rows
+// and of the raw weight codes in the canonical layout (CONTRACT §4), filled by cp.async
+// kStages - 1 tiles ahead; the scales of a tile are loaded into a register ring at the same
+// time. Each warp reads its codes from shared memory and dequantizes them straight into B
+// fragments (format/weights_fragment.cuh): no dequantized tile, one barrier per K tile.
+//
+// K order inside a tile. The MMA sums over k, so any one permutation of the 64 k of a tile,
+// applied to A and B alike, gives the same products. Lane (g = lane / 4, t = lane % 4) takes the
+// 16 consecutive k [16t, 16t + 16) of its rows: for k16 step s, the logical pairs (2t, 2t + 1)
+// and (2t + 8, 2t + 9) of the fragment are the physical k 16t + 4s + {0, 1} and {2, 3}. So a lane
+// loads its 16 codes with one 8-byte (4-bit) or 16-byte (8-bit) shared load, a 16-code group
+// needs one scale, and A comes with two 16-byte loads per row; 8 rows x 4 lanes of a warp read
+// contiguous bytes (codes) or a padded row stride (A): no bank conflicts.
 // The generated source defines, before including this file:
 //   struct MoeGemmCfg {
 //     static constexpr moeq_dev::WeightFormatId kFormat = moeq_dev::WeightFormatId::kInt4;
 //     static constexpr bool kActBf16 = true;      // else f16 (A, C and the MMA type)
-//     static constexpr int kBlockM = 16, kBlockN = 128, kBlockK = 64, kThreads = 128;
+//     static constexpr int kBlockM = 16, kBlockN = 128, kWarpsM = 1, kWarpsN = 4, kStages = 4;
 //   };
 // Group size, scale dtype, zero points, global scales, bias and the layout are run-time
-// parameters (MoeGemmParams): they cost a few uniform branches per 16-byte chunk, and keep the
-// number of compiled configs small enough for CI to compile every one for every arch.
+// parameters (MoeGemmParams): a few uniform branches per K tile; they keep the number of
+// compiled configs small enough for CI to compile every one for every arch.
 // Host preconditions (src/cuda/moe_gemm.cpp): K % 32 == 0, N % 2 == 0, 16-byte aligned A rows
-// and code rows, grid = (the largest possible number of M blocks, ceil(N / BN)): blocks past
-// the device-side count exit at once, so a captured graph stays valid for any routing.
-#include "moeq_dev/format/weights.cuh"
+// and code rows, dynamic shared memory = moe_gemm_smem_bytes, grid = (the largest possible
+// number of M blocks, ceil(N / BN)): blocks past the device-side count exit at once, so a
+// captured graph stays valid for any routing.
+#include "moeq_dev/format/weights_fragment.cuh"
+#include "moeq_dev/ptx/cp_async.cuh"
 #include "moeq_dev/ptx/mma.cuh"
 
 namespace moeq_dev {
@@ -59,28 +72,36 @@ __device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
 }
 
 template <class Cfg>
-__device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
-  constexpr int BM = Cfg::kBlockM, BN = Cfg::kBlockN, BK = Cfg::kBlockK, T = Cfg::kThreads;
-  // NOTE: 8 elements of padding per row make the 8 rows an ldmatrix reads start 16 bytes apart
-  // modulo 128: conflict-free.
-  constexpr int kStride = BK + 8;
-  using Traits = WeightFormatTraits<Cfg::kFormat>;
-  constexpr int kElems = Traits::kElemsPerChunk;
-  constexpr int kChunksPerRowW = BK / kElems;
-  constexpr int kChunksW = BN * kChunksPerRowW;
-  constexpr int kChunksPerRowA = BK / 8;
-  constexpr int kChunksA = BM * kChunksPerRowA;
-  constexpr int kPerThreadW = (kChunksW + T - 1) / T;
-  constexpr int kPerThreadA = (kChunksA + T - 1) / T;
-  constexpr int kWarpsN = T / 32;
-  constexpr int WN = BN / kWarpsN;
-  constexpr int kTilesM = BM / 16, kTilesN = WN / 8;
-  static_assert(BM % 16 == 0 && BK % 16 == 0 && T % 32 == 0, "tile shape");
-  static_assert(WN % 16 == 0, "each warp covers a multiple of 16 output channels");
-  static_assert(BK % kElems == 0, "a K tile holds whole 16-byte chunks of codes");
+struct MoeGemmShape {
+  static constexpr int kBlockM = Cfg::kBlockM, kBlockN = Cfg::kBlockN, kBlockK = 64;
+  static constexpr int kWarpsM = Cfg::kWarpsM, kWarpsN = Cfg::kWarpsN, kStages = Cfg::kStages;
+  static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+  static constexpr int kWarpM = kBlockM / kWarpsM, kWarpN = kBlockN / kWarpsN;
+  static constexpr int kTilesM = kWarpM / 16, kTilesN = kWarpN / 8;
+  static constexpr int kCodeBits = WeightFormatTraits<Cfg::kFormat>::kCodeBits;
+  static constexpr int kCodeRowBytes = kBlockK * kCodeBits / 8;  // 32 or 64
+  static constexpr int kCodeChunksPerRow = kCodeRowBytes / 16;
+  static constexpr int kCodesPerChunk = 128 / kCodeBits;
+  // NOTE: 16 bytes of padding per A row: the 8 lanes of a quarter warp (rows g, g + 1) hit
+  // distinct banks with 16-byte loads.
+  static constexpr int kARowBytes = kBlockK * 2 + 16;
+  static constexpr int kAStageBytes = kBlockM * kARowBytes;
+  static constexpr int kStageBytes = kAStageBytes + kBlockN * kCodeRowBytes;
+  static constexpr int kSmemBytes = kStages * kStageBytes;
+  static_assert(kBlockM % (16 * kWarpsM) == 0 && kBlockN % (8 * kWarpsN) == 0, "warp tile shape");
+  static_assert(kStages >= 2, "at least double buffering");
+};
 
-  __shared__ __align__(16) unsigned short smem_a[BM * kStride];  // (BLOCK_M, BLOCK_K)
-  __shared__ __align__(16) unsigned short smem_w[BN * kStride];  // (BLOCK_N, BLOCK_K), dequantized
+template <class Cfg>
+__device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
+  using S = MoeGemmShape<Cfg>;
+  constexpr int BM = S::kBlockM, BN = S::kBlockN, BK = S::kBlockK, T = S::kThreads, kStages = S::kStages;
+  constexpr int kTilesM = S::kTilesM, kTilesN = S::kTilesN;
+  constexpr bool kFourBit = S::kCodeBits == 4;
+  constexpr int kChunksA = BM * (BK / 8), kChunksB = BN * S::kCodeChunksPerRow;
+  constexpr int kPerThreadA = (kChunksA + T - 1) / T, kPerThreadB = (kChunksB + T - 1) / T;
+
+  extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int row_src[BM];
   __shared__ int row_dst[BM];
   __shared__ int block_expert;
@@ -90,110 +111,87 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   // (same expert, same n0) while it is hot in L2.
   const int m_block = blockIdx.x;
   const int n0 = blockIdx.y * BN;
-  int num_m_blocks;
-  if (p.gather) {
-    num_m_blocks = *p.num_tokens_padded / BM;
-  } else {
-    num_m_blocks = *p.num_blocks;
-  }
+  const int num_m_blocks = p.gather ? *p.num_tokens_padded / BM : *p.num_blocks;
   if (m_block >= num_m_blocks) return;
-  if (tid < BM) {
+  for (int r = tid; r < BM; r += T) {
     int src = -1, dst = -1;
     if (p.gather) {
-      const int slot = p.sorted_ids[m_block * BM + tid];
+      const int slot = p.sorted_ids[m_block * BM + r];
       if (slot < p.num_slots) {
         src = slot / p.src_row_divisor;
         dst = slot;
       }
     } else {
       const int* entry = p.block_table + 3 * m_block;
-      if (tid < entry[2]) src = dst = entry[1] + tid;
+      if (r < entry[2]) src = dst = entry[1] + r;
     }
-    row_src[tid] = src;
-    row_dst[tid] = dst;
+    row_src[r] = src;
+    row_dst[r] = dst;
   }
   if (tid == 0) block_expert = p.gather ? p.expert_ids[m_block] : p.block_table[3 * m_block];
   __syncthreads();
 
   const int e = block_expert, N = p.n, K = p.k;
-  const long long row_bytes = static_cast<long long>(K) * Traits::kCodeBits / 8;
+  const long long row_bytes = static_cast<long long>(K) * S::kCodeBits / 8;
   const unsigned char* codes_e = p.codes + static_cast<long long>(e) * N * row_bytes;
+  const unsigned smem_base = smem_address(smem);
 
-  uint4 a_regs[kPerThreadA];
-  uint4 w_regs[kPerThreadW];
-  ChunkScales w_scales[kPerThreadW];
-  const uint4 zero = make_uint4(0, 0, 0, 0);
-
-  // Global -> registers for K tile k0 (issued before the previous tile's math: the loads fly
-  // while the tensor cores work).
-  auto load_tile = [&](int k0) {
+  // Copy descriptors, fixed over K: each thread's A and code chunks of a stage.
+  const unsigned short* a_src[kPerThreadA];
+  int a_k[kPerThreadA];
+  unsigned a_dst[kPerThreadA];
+#pragma unroll
+  for (int j = 0; j < kPerThreadA; ++j) {
+    const int c = tid + j * T;
+    const int r = c / (BK / 8), cc = c % (BK / 8);
+    const int src = c < kChunksA ? row_src[r] : -1;
+    a_src[j] = src >= 0 ? p.a + static_cast<long long>(src) * p.a_row_stride : nullptr;
+    a_k[j] = cc * 8;
+    a_dst[j] = c < kChunksA ? r * S::kARowBytes + cc * 16 : 0xFFFFFFFFu;
+  }
+  const unsigned char* b_src[kPerThreadB];
+  int b_k[kPerThreadB];
+  unsigned b_dst[kPerThreadB];
+#pragma unroll
+  for (int j = 0; j < kPerThreadB; ++j) {
+    const int c = tid + j * T;
+    const int r = c / S::kCodeChunksPerRow, cc = c % S::kCodeChunksPerRow;
+    const bool row_ok = c < kChunksB && n0 + r < N;
+    b_src[j] = row_ok ? codes_e + static_cast<long long>(n0 + r) * row_bytes : nullptr;
+    b_k[j] = cc * S::kCodesPerChunk;
+    b_dst[j] = c < kChunksB ? S::kAStageBytes + r * S::kCodeRowBytes + cc * 16 : 0xFFFFFFFFu;
+  }
+  auto issue_stage = [&](int stage, int kt) {
+    const int k0 = kt * BK;
+    const unsigned base = smem_base + stage * S::kStageBytes;
 #pragma unroll
     for (int j = 0; j < kPerThreadA; ++j) {
-      const int c = tid + j * T;
-      a_regs[j] = zero;
-      if (c < kChunksA) {
-        const int r = c / kChunksPerRowA, k = k0 + (c % kChunksPerRowA) * 8;
-        const int src = row_src[r];
-        if (src >= 0 && k < K) a_regs[j] = *reinterpret_cast<const uint4*>(p.a + src * p.a_row_stride + k);
-      }
+      if (a_dst[j] == 0xFFFFFFFFu) continue;
+      const int k = k0 + a_k[j];
+      const bool valid = a_src[j] != nullptr && k < K;
+      cp_async_16(base + a_dst[j], valid ? a_src[j] + k : p.a, valid);
     }
 #pragma unroll
-    for (int j = 0; j < kPerThreadW; ++j) {
-      const int c = tid + j * T;
-      w_regs[j] = zero;
-      if (c < kChunksW) {
-        const int n = n0 + c / kChunksPerRowW, k = k0 + (c % kChunksPerRowW) * kElems;
-        if (n < N && k < K) {
-          w_regs[j] = *reinterpret_cast<const uint4*>(codes_e + n * row_bytes + k * Traits::kCodeBits / 8);
-          w_scales[j] = load_chunk_scales<Cfg>(p.scaling, e, n, k, N, K);
-        }
-      }
+    for (int j = 0; j < kPerThreadB; ++j) {
+      if (b_dst[j] == 0xFFFFFFFFu) continue;
+      const int k = k0 + b_k[j];
+      const bool valid = b_src[j] != nullptr && k < K;
+      cp_async_16(base + b_dst[j], valid ? b_src[j] + k * S::kCodeBits / 8 : p.codes, valid);
     }
   };
 
-  // Registers -> shared memory; weights dequantized on the way.
-  auto store_tile = [&](int k0) {
+  const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int warp_m = warp / Cfg::kWarpsN, warp_n = warp % Cfg::kWarpsN;
+  const int lane_n0 = n0 + warp_n * S::kWarpN + g;  // + nt * 8
+  const bool int4_fast = p.scaling.scale_dtype == ScaleDtypeId::kBf16;
+
+  LaneScale scale_ring[kStages][kTilesN];
+  auto load_scales = [&](LaneScale (&slot)[kTilesN], int kt) {
 #pragma unroll
-    for (int j = 0; j < kPerThreadA; ++j) {
-      const int c = tid + j * T;
-      if (c < kChunksA)
-        *reinterpret_cast<uint4*>(&smem_a[(c / kChunksPerRowA) * kStride + (c % kChunksPerRowA) * 8]) = a_regs[j];
-    }
-#pragma unroll
-    for (int j = 0; j < kPerThreadW; ++j) {
-      const int c = tid + j * T;
-      if (c >= kChunksW) continue;
-      const int r = c / kChunksPerRowW, kc = c % kChunksPerRowW;
-      const bool valid = n0 + r < N && k0 + kc * kElems < K;
-      const unsigned words[4] = {w_regs[j].x, w_regs[j].y, w_regs[j].z, w_regs[j].w};
-      unsigned short* dst = &smem_w[r * kStride + kc * kElems];
-      if constexpr (FastBf16Dequant<Cfg>::value) {
-        if (Cfg::kFormat != WeightFormatId::kInt4 || p.scaling.scale_dtype == ScaleDtypeId::kBf16) {
-          dequant_chunk_bf16_fast<Cfg>(words, w_scales[j], valid, dst);
-          continue;
-        }
-      }
-#pragma unroll
-      for (int q = 0; q < kElems / 8; ++q) {
-        unsigned packed[4];
-#pragma unroll
-        for (int h = 0; h < 4; ++h) {
-          float v[2];
-#pragma unroll
-          for (int b = 0; b < 2; ++b) {
-            const int i = q * 8 + h * 2 + b;
-            const unsigned code = Traits::kCodeBits == 4 ? (words[i / 8] >> ((i % 8) * 4)) & 0xFu
-                                                         : (words[i / 4] >> ((i % 4) * 8)) & 0xFFu;
-            v[b] = valid ? dequant_code<Cfg>(code, i, w_scales[j]) : 0.0f;
-          }
-          packed[h] = pack_half2<Cfg::kActBf16>(v[0], v[1]);
-        }
-        *reinterpret_cast<uint4*>(dst + q * 8) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
-      }
-    }
+    for (int nt = 0; nt < kTilesN; ++nt)
+      slot[nt] = load_lane_scale<Cfg>(p.scaling, e, lane_n0 + nt * 8, kt * BK + 16 * t, N, K);
   };
 
-  const int warp = tid / 32, lane = tid % 32;
   float acc[kTilesM][kTilesN][4];
 #pragma unroll
   for (int mt = 0; mt < kTilesM; ++mt)
@@ -202,71 +200,130 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
 
-  auto compute_tile = [&]() {
+  // Byte addresses (shared window) of this lane's A rows and code rows within a stage.
+  const unsigned a_lane = (warp_m * S::kWarpM + g) * S::kARowBytes + t * 32;
+  const unsigned b_lane = S::kAStageBytes + (warp_n * S::kWarpN + g) * S::kCodeRowBytes + t * (S::kCodeRowBytes / 4);
+
+  auto compute_stage = [&](int stage, const LaneScale (&scales)[kTilesN]) {
+    const unsigned base = smem_base + stage * S::kStageBytes;
+    constexpr int kWords = kFourBit ? 2 : 4;
+    unsigned code_words[kTilesN][kWords];
 #pragma unroll
-    for (int kk = 0; kk < BK; kk += 16) {
-      unsigned a_frag[kTilesM][4];
+    for (int nt = 0; nt < kTilesN; ++nt) {
+      const unsigned address = base + b_lane + nt * 8 * S::kCodeRowBytes;
+      if constexpr (kFourBit) {
+        const uint2 v = lds_64(address);
+        code_words[nt][0] = v.x;
+        code_words[nt][1] = v.y;
+      } else {
+        const uint4 v = lds_128(address);
+        code_words[nt][0] = v.x;
+        code_words[nt][1] = v.y;
+        code_words[nt][2] = v.z;
+        code_words[nt][3] = v.w;
+      }
+    }
 #pragma unroll
-      for (int mt = 0; mt < kTilesM; ++mt)
-        ldmatrix_x4(a_frag[mt], &smem_a[(mt * 16 + lane % 16) * kStride + kk + (lane / 16) * 8]);
+    for (int h = 0; h < 2; ++h) {  // k16 steps 2h and 2h + 1: physical k 16t + 8h + [0, 8)
+      uint4 a_lo[kTilesM], a_hi[kTilesM];
 #pragma unroll
-      for (int np = 0; np < kTilesN / 2; ++np) {
-        unsigned b[4];  // b[0], b[1]: n tile 2np (k 0-7, 8-15); b[2], b[3]: n tile 2np + 1
-        ldmatrix_x4(b, &smem_w[(warp * WN + np * 16 + lane % 8 + (lane / 16) * 8) * kStride + kk + ((lane / 8) % 2) * 8]);
+      for (int mt = 0; mt < kTilesM; ++mt) {
+        a_lo[mt] = lds_128(base + a_lane + mt * 16 * S::kARowBytes + h * 16);
+        a_hi[mt] = lds_128(base + a_lane + (mt * 16 + 8) * S::kARowBytes + h * 16);
+      }
+#pragma unroll
+      for (int nt = 0; nt < kTilesN; ++nt) {
+        unsigned b[4];  // b[0], b[1]: step 2h; b[2], b[3]: step 2h + 1
+        if constexpr (kFourBit) {
+          dequant_word4<Cfg>(code_words[nt][h], scales[nt], int4_fast, b);
+        } else {
+          unsigned lo[2], hi[2];
+          dequant_word8<Cfg>(code_words[nt][2 * h], scales[nt], lo);
+          dequant_word8<Cfg>(code_words[nt][2 * h + 1], scales[nt], hi);
+          b[0] = lo[0];
+          b[1] = lo[1];
+          b[2] = hi[0];
+          b[3] = hi[1];
+        }
 #pragma unroll
         for (int mt = 0; mt < kTilesM; ++mt) {
+          const unsigned a0[4] = {a_lo[mt].x, a_hi[mt].x, a_lo[mt].y, a_hi[mt].y};
+          const unsigned a1[4] = {a_lo[mt].z, a_hi[mt].z, a_lo[mt].w, a_hi[mt].w};
           if constexpr (Cfg::kActBf16) {
-            mma_m16n8k16_bf16(acc[mt][2 * np], a_frag[mt], b[0], b[1]);
-            mma_m16n8k16_bf16(acc[mt][2 * np + 1], a_frag[mt], b[2], b[3]);
+            mma_m16n8k16_bf16(acc[mt][nt], a0, b[0], b[1]);
+            mma_m16n8k16_bf16(acc[mt][nt], a1, b[2], b[3]);
           } else {
-            mma_m16n8k16_f16(acc[mt][2 * np], a_frag[mt], b[0], b[1]);
-            mma_m16n8k16_f16(acc[mt][2 * np + 1], a_frag[mt], b[2], b[3]);
+            mma_m16n8k16_f16(acc[mt][nt], a0, b[0], b[1]);
+            mma_m16n8k16_f16(acc[mt][nt], a1, b[2], b[3]);
           }
         }
       }
     }
   };
 
+  // The ring: tile kt lives in stage kt % kStages. The loop is unrolled by kStages so every
+  // stage and scale-ring index is a compile-time constant.
   const int num_k_tiles = (K + BK - 1) / BK;
-  load_tile(0);
-  store_tile(0);
-  __syncthreads();
-  for (int kt = 0; kt < num_k_tiles; ++kt) {
-    const bool more = kt + 1 < num_k_tiles;
-    if (more) load_tile((kt + 1) * BK);
-    compute_tile();
-    __syncthreads();
-    if (more) {
-      store_tile((kt + 1) * BK);
-      __syncthreads();
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < num_k_tiles) {
+      issue_stage(s, s);
+      load_scales(scale_ring[s], s);
+    }
+    cp_async_commit();
+  }
+  for (int kt0 = 0; kt0 < num_k_tiles; kt0 += kStages) {
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      const int kt = kt0 + s;
+      if (kt < num_k_tiles) {
+        cp_async_wait<kStages - 2>();
+        __syncthreads();  // tile kt is visible to all; every warp is done with tile kt - 1's stage
+        const int next = kt + kStages - 1;
+        const int next_stage = (s + kStages - 1) % kStages;
+        if (next < num_k_tiles) {
+          issue_stage(next_stage, next);
+          load_scales(scale_ring[next_stage], next);
+        }
+        cp_async_commit();
+        compute_stage(s, scale_ring[s]);
+      }
     }
   }
+  cp_async_wait<0>();
 
-  // Epilogue: + bias, one rounding, 32-bit stores of channel pairs to the destination rows.
+  // Epilogue: accumulator scales (FP8 per channel, NVFP4 global), + bias, one rounding, 32-bit
+  // stores of channel pairs to the destination rows.
 #pragma unroll
-  for (int mt = 0; mt < kTilesM; ++mt) {
+  for (int nt = 0; nt < kTilesN; ++nt) {
+    const int n = n0 + warp_n * S::kWarpN + nt * 8 + 2 * t;
+    if (n >= N) continue;
+    float scale0 = 1.0f, scale1 = 1.0f;
+    if constexpr (Cfg::kFormat == WeightFormatId::kFp8Channel) {
+      const float* channel_scales = static_cast<const float*>(p.scaling.scales) + static_cast<long long>(e) * N;
+      scale0 = channel_scales[n];
+      scale1 = channel_scales[n + 1];
+    } else if constexpr (Cfg::kFormat == WeightFormatId::kNvfp4) {
+      const int halves = p.scaling.num_global_scales;
+      // NOTE: N is even and the halves split at N / 2, so a channel pair never straddles them
+      // unless N / 2 is odd; each channel then picks its own half.
+      scale0 = p.scaling.global_scales[e * halves + (halves == 2 && n >= N / 2 ? 1 : 0)];
+      scale1 = p.scaling.global_scales[e * halves + (halves == 2 && n + 1 >= N / 2 ? 1 : 0)];
+    }
+    float bias0 = 0.0f, bias1 = 0.0f;
+    if (p.bias_dtype != 0) {
+      bias0 = load_bias_value(p.bias, static_cast<long long>(e) * N + n, p.bias_dtype);
+      bias1 = load_bias_value(p.bias, static_cast<long long>(e) * N + n + 1, p.bias_dtype);
+    }
 #pragma unroll
-    for (int nt = 0; nt < kTilesN; ++nt) {
-      const int n = n0 + warp * WN + nt * 8 + (lane % 4) * 2;
-      if (n >= N) continue;
-      float scale0 = 1.0f, scale1 = 1.0f;
-      if constexpr (ScaleOnAccumulator<Cfg>::value) {
-        const float* channel_scales = static_cast<const float*>(p.scaling.scales) + static_cast<long long>(e) * N;
-        scale0 = channel_scales[n];
-        scale1 = channel_scales[n + 1];
-      }
-      float bias0 = 0.0f, bias1 = 0.0f;
-      if (p.bias_dtype != 0) {
-        bias0 = load_bias_value(p.bias, static_cast<long long>(e) * N + n, p.bias_dtype);
-        bias1 = load_bias_value(p.bias, static_cast<long long>(e) * N + n + 1, p.bias_dtype);
-      }
+    for (int mt = 0; mt < kTilesM; ++mt) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int dst = row_dst[mt * 16 + lane / 4 + half * 8];
+        const int dst = row_dst[warp_m * S::kWarpM + mt * 16 + g + half * 8];
         if (dst < 0) continue;
         const unsigned packed =
             pack_half2<Cfg::kActBf16>(acc[mt][nt][2 * half] * scale0 + bias0, acc[mt][nt][2 * half + 1] * scale1 + bias1);
-        *reinterpret_cast<unsigned*>(p.c + dst * p.c_row_stride + n) = packed;
+        *reinterpret_cast<unsigned*>(p.c + static_cast<long long>(dst) * p.c_row_stride + n) = packed;
       }
     }
   }
@@ -315,7 +372,7 @@ __device__ __forceinline__ void moe_gemm_segments(const long long* offsets, cons
 
 }  // namespace moeq_dev
 
-extern "C" __global__ void __launch_bounds__(MoeGemmCfg::kThreads) moeq_moe_gemm(moeq_dev::MoeGemmParams params) {
+extern "C" __global__ void __launch_bounds__(moeq_dev::MoeGemmShape<MoeGemmCfg>::kThreads) moeq_moe_gemm(moeq_dev::MoeGemmParams params) {
   moeq_dev::moe_gemm_block<MoeGemmCfg>(params);
 }
 

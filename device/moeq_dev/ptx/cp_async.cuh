@@ -1,0 +1,35 @@
+#pragma once
+// Asynchronous global -> shared copies (cp.async, sm_80+) and vector shared-memory loads by
+// 32-bit shared-window address, one wrapper each.
+// NOTE: NVRTC-safe: no standard headers.
+
+namespace moeq_dev {
+
+// cp.async.cg.shared.global, 16 bytes; src_bytes = 0 writes 16 zero bytes and reads nothing
+// (the source must still be a valid generic address).
+__device__ __forceinline__ void cp_async_16(unsigned smem_dst, const void* src, bool valid) {
+  const int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_dst), "l"(src), "r"(src_bytes) : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+// Waits until at most kPending committed groups of this thread are still in flight.
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
+__device__ __forceinline__ uint4 lds_128(unsigned address) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(address));
+  return v;
+}
+
+__device__ __forceinline__ uint2 lds_64(unsigned address) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(address));
+  return v;
+}
+
+}  // namespace moeq_dev
