@@ -8,47 +8,123 @@
 
 namespace moeq_dev {
 
-struct LaneScale {
-  float scale = 0.0f;
-  float zero_point = 0.0f;  // INT only: value = (code - zero_point) * scale
+// Where a lane finds the scales of one weight row: the row's first scale (and zero point) and
+// the group of a column, k >> group_shift. Computed once per CTA, so the K loop only shifts
+// and adds.
+struct LaneScaleRow {
+  const unsigned char* scales = nullptr;       // null: the row is past N (its codes are zeros)
+  const unsigned char* zero_points = nullptr;  // INT with zero points
 };
 
-// Scale of the 16 codes of expert e, row n, columns [k, k + 16). Out-of-range rows and
-// columns (zero-filled codes) get scale 0, so they contribute exact zeros.
-// NOTE: the NVFP4 global scale and the FP8 per-channel scale are not here: they multiply the
-// fp32 accumulators in the epilogue (exact per channel; the codes times the e4m3 block scale
-// are exact in bf16 and f16).
 template <class Cfg>
-__device__ __forceinline__ LaneScale load_lane_scale(const WeightScaling& w, int e, int n, int k, int N, int K) {
-  LaneScale s;
+__device__ __forceinline__ int scale_elem_bytes(const WeightScaling& w) {
   constexpr WeightFormatId F = Cfg::kFormat;
-  if (n >= N || k >= K) return s;
+  if constexpr (F == WeightFormatId::kMxfp4 || F == WeightFormatId::kMxfp8 || F == WeightFormatId::kNvfp4) return 1;
+  if constexpr (F == WeightFormatId::kFp8Channel || F == WeightFormatId::kFp8Block) return 4;
+  return w.scale_dtype == ScaleDtypeId::kF32 ? 4 : 2;
+}
+
+// NOTE: groups are powers of two (MX 32, NVFP4 16, FP8 block 128, INT 32/64/128); one scale per
+// row (FP8 channel, INT per channel) is the shift 30: every k < 2^30 lands in group 0.
+template <class Cfg>
+__device__ __forceinline__ int scale_group_shift(const WeightScaling& w) {
+  constexpr WeightFormatId F = Cfg::kFormat;
+  if constexpr (F == WeightFormatId::kMxfp4 || F == WeightFormatId::kMxfp8) return 5;
+  if constexpr (F == WeightFormatId::kNvfp4) return 4;
+  if constexpr (F == WeightFormatId::kFp8Block) return 7;
+  if constexpr (F == WeightFormatId::kFp8Channel) return 30;
+  return w.group_size > 0 ? 31 - __clz(w.group_size) : 30;
+}
+
+template <class Cfg>
+__device__ __forceinline__ LaneScaleRow lane_scale_row(const WeightScaling& w, int e, int n, int N, int K) {
+  LaneScaleRow r;
+  constexpr WeightFormatId F = Cfg::kFormat;
+  if (n >= N) return r;
   const long long row = static_cast<long long>(e) * N + n;
+  const unsigned char* base = static_cast<const unsigned char*>(w.scales);
   if constexpr (F == WeightFormatId::kMxfp4 || F == WeightFormatId::kMxfp8) {
-    s.scale = ue8m0_to_f32(__ldg(static_cast<const unsigned char*>(w.scales) + row * (K / 32) + k / 32));
+    r.scales = base + row * (K / 32);
   } else if constexpr (F == WeightFormatId::kNvfp4) {
-    s.scale = e4m3_to_f32(__ldg(static_cast<const unsigned char*>(w.scales) + row * (K / 16) + k / 16));
+    r.scales = base + row * (K / 16);
   } else if constexpr (F == WeightFormatId::kFp8Channel) {
-    s.scale = 1.0f;
+    r.scales = base + row * 4;
   } else if constexpr (F == WeightFormatId::kFp8Block) {
     const int blocks_n = (N + 127) / 128, blocks_k = (K + 127) / 128;
-    s.scale = __ldg(static_cast<const float*>(w.scales) + (static_cast<long long>(e) * blocks_n + n / 128) * blocks_k + k / 128);
-  } else {  // INT4 / INT8
-    const int groups = w.group_size > 0 ? K / w.group_size : 1;
-    const long long index = row * groups + (w.group_size > 0 ? k / w.group_size : 0);
-    s.scale = load_scale_value(w.scales, index, w.scale_dtype);
-    if (w.zero_points != nullptr) {
-      s.zero_point = static_cast<float>(__ldg(w.zero_points + index));
-    } else {
-      s.zero_point = F == WeightFormatId::kInt4 ? 8.0f : 128.0f;
-    }
+    r.scales = base + (static_cast<long long>(e) * blocks_n + n / 128) * blocks_k * 4;
+  } else {
+    const long long groups = w.group_size > 0 ? K / w.group_size : 1;
+    r.scales = base + row * groups * scale_elem_bytes<Cfg>(w);
+    if (w.zero_points != nullptr) r.zero_points = w.zero_points + row * groups;
   }
+  return r;
+}
+
+// The raw bits of one lane's scale (and zero point) for its 16 codes at column k: loaded a few
+// K tiles ahead and decoded only when used, so the load's latency stays hidden.
+// NOTE: rows past N and columns past K read nothing and get bits 0, a finite scale in every
+// format; their codes (and, past K, the activations) are zero-filled, so they add exact zeros.
+struct LaneScale {
+  unsigned bits = 0;
+  unsigned zero_point = 0;
+};
+
+template <class Cfg>
+__device__ __forceinline__ LaneScale load_lane_scale(const LaneScaleRow& r, int k, int K, int shift, int elem_bytes) {
+  LaneScale s;
+  if (r.scales == nullptr || k >= K) return s;
+  const int group = k >> shift;
+  const unsigned char* p = r.scales + group * elem_bytes;
+  if (elem_bytes == 1) {
+    s.bits = __ldg(p);
+  } else if (elem_bytes == 2) {
+    s.bits = __ldg(reinterpret_cast<const unsigned short*>(p));
+  } else {
+    s.bits = __ldg(reinterpret_cast<const unsigned*>(p));
+  }
+  if (r.zero_points != nullptr) s.zero_point = __ldg(r.zero_points + group);
   return s;
+}
+
+// A lane's scale, decoded once per K tile: the fp32 values for the generic path and the
+// bf16x2 multipliers of the fast paths.
+struct FragmentScale {
+  float scale = 1.0f;
+  float zero_point = 0.0f;  // INT
+  unsigned scale2 = 0;      // bf16x2 splat of the scale (fast paths)
+  unsigned neg_offset2 = 0; // INT4 fast path: bf16x2 splat of -(zero_point + 128)
+};
+
+template <class Cfg>
+__device__ __forceinline__ FragmentScale decode_lane_scale(const LaneScale& raw, const WeightScaling& w) {
+  constexpr WeightFormatId F = Cfg::kFormat;
+  FragmentScale f;
+  if constexpr (F == WeightFormatId::kMxfp4 || F == WeightFormatId::kMxfp8) {
+    f.scale = ue8m0_to_f32(raw.bits);
+  } else if constexpr (F == WeightFormatId::kNvfp4) {
+    f.scale = e4m3_to_f32(raw.bits);
+  } else if constexpr (F == WeightFormatId::kFp8Channel) {
+    f.scale = 1.0f;  // on the accumulators
+  } else if constexpr (F == WeightFormatId::kFp8Block) {
+    f.scale = __uint_as_float(raw.bits);
+  } else {
+    f.scale = w.scale_dtype == ScaleDtypeId::kF32  ? __uint_as_float(raw.bits)
+              : w.scale_dtype == ScaleDtypeId::kBf16 ? bf16_to_f32(static_cast<unsigned short>(raw.bits))
+                                                     : f16_to_f32(static_cast<unsigned short>(raw.bits));
+    f.zero_point = w.zero_points != nullptr ? static_cast<float>(raw.zero_point) : F == WeightFormatId::kInt4 ? 8.0f : 128.0f;
+  }
+  if constexpr (Cfg::kActBf16) {
+    // NOTE: exact for MX (powers of two), NVFP4 (e4m3) and INT with bf16 scales; the FP8-block
+    // fp32 scale is rounded here (docs/numerics.md).
+    f.scale2 = bf16x2_splat(f32_to_bf16_rn(f.scale));
+    if constexpr (F == WeightFormatId::kInt4) f.neg_offset2 = bf16x2_splat(f32_to_bf16_rn(-(f.zero_point + 128.0f)));
+  }
+  return f;
 }
 
 // fp32 value of one code (before the epilogue's accumulator scales).
 template <class Cfg>
-__device__ __forceinline__ float lane_code_value(unsigned code, const LaneScale& s) {
+__device__ __forceinline__ float lane_code_value(unsigned code, const FragmentScale& s) {
   constexpr WeightFormatId F = Cfg::kFormat;
   if constexpr (F == WeightFormatId::kMxfp4 || F == WeightFormatId::kNvfp4) return e2m1_to_f32(code) * s.scale;
   if constexpr (F == WeightFormatId::kMxfp8 || F == WeightFormatId::kFp8Channel || F == WeightFormatId::kFp8Block)
@@ -67,17 +143,16 @@ struct FragmentFastPath {
 // One word of eight 4-bit codes (elements 0-7 in nibble order) -> four 16-bit pairs in element
 // order: out[0] = (e0, e1), ..., out[3] = (e6, e7).
 template <class Cfg>
-__device__ __forceinline__ void dequant_word4(unsigned w, const LaneScale& s, bool int4_fast, unsigned (&out)[4]) {
+__device__ __forceinline__ void dequant_word4(unsigned w, const FragmentScale& s, bool int4_fast, unsigned (&out)[4]) {
   constexpr WeightFormatId F = Cfg::kFormat;
   if constexpr (FragmentFastPath<Cfg>::value) {
     if constexpr (F == WeightFormatId::kInt4) {
       if (int4_fast) {
-        int4_word_to_bf16(w, bf16x2_splat(f32_to_bf16_rn(-(s.zero_point + 128.0f))), bf16x2_splat(f32_to_bf16_rn(s.scale)),
-                          out);
+        int4_word_to_bf16(w, s.neg_offset2, s.scale2, out);
         return;
       }
     } else {
-      e2m1_word_to_bf16(w, bf16x2_splat(f32_to_bf16_rn(s.scale)), out);
+      e2m1_word_to_bf16(w, s.scale2, out);
       return;
     }
   }
@@ -93,11 +168,10 @@ __device__ __forceinline__ void dequant_word4(unsigned w, const LaneScale& s, bo
 // One word of four 8-bit codes -> out[0] = (e0, e1), out[1] = (e2, e3).
 // NOTE: the FP8-block fp32 scale is rounded to bf16 on the fast path (docs/numerics.md).
 template <class Cfg>
-__device__ __forceinline__ void dequant_word8(unsigned w, const LaneScale& s, unsigned (&out)[2]) {
+__device__ __forceinline__ void dequant_word8(unsigned w, const FragmentScale& s, unsigned (&out)[2]) {
   constexpr WeightFormatId F = Cfg::kFormat;
   if constexpr (FragmentFastPath<Cfg>::value) {
-    const unsigned scale2 = F == WeightFormatId::kFp8Channel ? kBf16x2One : bf16x2_splat(f32_to_bf16_rn(s.scale));
-    e4m3_word_to_bf16(w, scale2, out);
+    e4m3_word_to_bf16(w, F == WeightFormatId::kFp8Channel ? kBf16x2One : s.scale2, out);
     return;
   }
 #pragma unroll

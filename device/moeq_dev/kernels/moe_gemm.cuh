@@ -185,11 +185,16 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   const int lane_n0 = n0 + warp_n * S::kWarpN + g;  // + nt * 8
   const bool int4_fast = p.scaling.scale_dtype == ScaleDtypeId::kBf16;
 
+  LaneScaleRow scale_rows[kTilesN];
+#pragma unroll
+  for (int nt = 0; nt < kTilesN; ++nt) scale_rows[nt] = lane_scale_row<Cfg>(p.scaling, e, lane_n0 + nt * 8, N, K);
+  const int group_shift = scale_group_shift<Cfg>(p.scaling), scale_bytes = scale_elem_bytes<Cfg>(p.scaling);
   LaneScale scale_ring[kStages][kTilesN];
   auto load_scales = [&](LaneScale (&slot)[kTilesN], int kt) {
+    if constexpr (Cfg::kFormat == WeightFormatId::kFp8Channel) return;  // on the accumulators
 #pragma unroll
     for (int nt = 0; nt < kTilesN; ++nt)
-      slot[nt] = load_lane_scale<Cfg>(p.scaling, e, lane_n0 + nt * 8, kt * BK + 16 * t, N, K);
+      slot[nt] = load_lane_scale<Cfg>(scale_rows[nt], kt * BK + 16 * t, K, group_shift, scale_bytes);
   };
 
   float acc[kTilesM][kTilesN][4];
@@ -206,6 +211,9 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 
   auto compute_stage = [&](int stage, const LaneScale (&scales)[kTilesN]) {
     const unsigned base = smem_base + stage * S::kStageBytes;
+    FragmentScale decoded[kTilesN];
+#pragma unroll
+    for (int nt = 0; nt < kTilesN; ++nt) decoded[nt] = decode_lane_scale<Cfg>(scales[nt], p.scaling);
     constexpr int kWords = kFourBit ? 2 : 4;
     unsigned code_words[kTilesN][kWords];
 #pragma unroll
@@ -225,21 +233,30 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {  // k16 steps 2h and 2h + 1: physical k 16t + 8h + [0, 8)
-      uint4 a_lo[kTilesM], a_hi[kTilesM];
+      // A fragments of steps 2h and 2h + 1, built once and reused by every n tile.
+      unsigned a_frag[kTilesM][2][4];
 #pragma unroll
       for (int mt = 0; mt < kTilesM; ++mt) {
-        a_lo[mt] = lds_128(base + a_lane + mt * 16 * S::kARowBytes + h * 16);
-        a_hi[mt] = lds_128(base + a_lane + (mt * 16 + 8) * S::kARowBytes + h * 16);
+        const uint4 lo = lds_128(base + a_lane + mt * 16 * S::kARowBytes + h * 16);
+        const uint4 hi = lds_128(base + a_lane + (mt * 16 + 8) * S::kARowBytes + h * 16);
+        a_frag[mt][0][0] = lo.x;
+        a_frag[mt][0][1] = hi.x;
+        a_frag[mt][0][2] = lo.y;
+        a_frag[mt][0][3] = hi.y;
+        a_frag[mt][1][0] = lo.z;
+        a_frag[mt][1][1] = hi.z;
+        a_frag[mt][1][2] = lo.w;
+        a_frag[mt][1][3] = hi.w;
       }
 #pragma unroll
       for (int nt = 0; nt < kTilesN; ++nt) {
         unsigned b[4];  // b[0], b[1]: step 2h; b[2], b[3]: step 2h + 1
         if constexpr (kFourBit) {
-          dequant_word4<Cfg>(code_words[nt][h], scales[nt], int4_fast, b);
+          dequant_word4<Cfg>(code_words[nt][h], decoded[nt], int4_fast, b);
         } else {
           unsigned lo[2], hi[2];
-          dequant_word8<Cfg>(code_words[nt][2 * h], scales[nt], lo);
-          dequant_word8<Cfg>(code_words[nt][2 * h + 1], scales[nt], hi);
+          dequant_word8<Cfg>(code_words[nt][2 * h], decoded[nt], lo);
+          dequant_word8<Cfg>(code_words[nt][2 * h + 1], decoded[nt], hi);
           b[0] = lo[0];
           b[1] = lo[1];
           b[2] = hi[0];
@@ -247,14 +264,12 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
         }
 #pragma unroll
         for (int mt = 0; mt < kTilesM; ++mt) {
-          const unsigned a0[4] = {a_lo[mt].x, a_hi[mt].x, a_lo[mt].y, a_hi[mt].y};
-          const unsigned a1[4] = {a_lo[mt].z, a_hi[mt].z, a_lo[mt].w, a_hi[mt].w};
           if constexpr (Cfg::kActBf16) {
-            mma_m16n8k16_bf16(acc[mt][nt], a0, b[0], b[1]);
-            mma_m16n8k16_bf16(acc[mt][nt], a1, b[2], b[3]);
+            mma_m16n8k16_bf16(acc[mt][nt], a_frag[mt][0], b[0], b[1]);
+            mma_m16n8k16_bf16(acc[mt][nt], a_frag[mt][1], b[2], b[3]);
           } else {
-            mma_m16n8k16_f16(acc[mt][nt], a0, b[0], b[1]);
-            mma_m16n8k16_f16(acc[mt][nt], a1, b[2], b[3]);
+            mma_m16n8k16_f16(acc[mt][nt], a_frag[mt][0], b[0], b[1]);
+            mma_m16n8k16_f16(acc[mt][nt], a_frag[mt][1], b[2], b[3]);
           }
         }
       }
