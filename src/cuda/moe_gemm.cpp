@@ -2,6 +2,7 @@
 // argument checks and the launch.
 #include "cuda/moe_gemm.hpp"
 
+#include <algorithm>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -90,30 +91,34 @@ void require_aligned(CUdeviceptr p, int64_t bytes, const char* name) {
 
 std::string GemmTile::to_string() const {
   std::ostringstream s;
-  s << block_m << "x" << block_n << "/" << warps_m << "x" << warps_n << "/" << stages;
+  s << block_m << "x" << block_n << "/" << warps_m << "x" << warps_n << "x" << warps_k << "/" << stages;
   return s.str();
 }
 
 GemmTile gemm_tile_for(int block_m) {
   GemmTile tile;
   tile.block_m = block_m;
+  // Up to 32 tokens: 8 warps, two per K tile (short dependency chains per warp); 64 tokens:
+  // each warp covers all of them (8 token tiles per dequantized fragment).
+  tile.warps_k = block_m <= 32 ? 2 : 1;
   return tile;
 }
 
 GemmTile parse_gemm_tile(const std::string& text) {
   GemmTile t;
-  char x1 = 0, slash1 = 0, x2 = 0, slash2 = 0, rest = 0;
+  char x1 = 0, slash1 = 0, x2 = 0, x3 = 0, slash2 = 0, rest = 0;
   std::istringstream in(text);
-  in >> t.block_m >> x1 >> t.block_n >> slash1 >> t.warps_m >> x2 >> t.warps_n >> slash2 >> t.stages;
-  if (!in || x1 != 'x' || slash1 != '/' || x2 != 'x' || slash2 != '/' || (in >> rest))
-    throw Error("GEMM tile '" + text + "' is not BMxBN/WMxWN/S (e.g. 16x128/1x4/4)");
+  in >> t.block_m >> x1 >> t.block_n >> slash1 >> t.warps_m >> x2 >> t.warps_n >> x3 >> t.warps_k >> slash2 >> t.stages;
+  if (!in || x1 != 'x' || slash1 != '/' || x2 != 'x' || x3 != 'x' || slash2 != '/' || (in >> rest))
+    throw Error("GEMM tile '" + text + "' is not BMxBN/WMxWNxWK/S (e.g. 16x128/1x4x2/4)");
   return t;
 }
 
 std::vector<GemmTile> gemm_tile_candidates() {
   std::vector<GemmTile> tiles;
-  for (const char* text : {"16x64/1x2/6", "16x64/1x4/4", "16x128/1x4/4", "16x128/1x4/6", "16x256/1x8/4", "32x128/1x4/4",
-                           "32x128/2x2/4", "64x128/1x4/3", "64x128/1x4/4", "64x128/2x2/4", "64x256/1x8/3"})
+  for (const char* text : {"16x64/1x4x1/4", "16x64/1x4x2/4", "16x128/1x4x2/4", "16x128/1x8x1/4", "16x128/1x4x1/6",
+                           "16x256/1x8x2/4", "32x128/1x4x2/4", "32x128/2x4x1/4", "64x128/1x4x1/4", "64x128/2x4x1/4",
+                           "64x128/1x8x1/3", "64x256/2x4x1/3"})
     tiles.push_back(parse_gemm_tile(text));
   return tiles;
 }
@@ -122,7 +127,11 @@ int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w) {
   const int code_bits = (w.format == WeightFormat::mxfp4 || w.format == WeightFormat::nvfp4 || w.format == WeightFormat::int4) ? 4 : 8;
   const int64_t a_stage = int64_t{tile.block_m} * (64 * 2 + 16);
   const int64_t b_stage = int64_t{tile.block_n} * (64 * code_bits / 8);
-  return tile.stages * (a_stage + b_stage);
+  const int64_t ring = tile.stages * (a_stage + b_stage);
+  const int64_t acc_per_thread = int64_t{tile.block_m / tile.warps_m / 8} * (tile.block_n / tile.warps_n / 16) * 4;
+  const int64_t reduce = tile.warps_k > 1 ? int64_t{tile.threads() / tile.warps_k} * acc_per_thread * 4 : 0;
+  const int64_t epilogue = reduce + int64_t{tile.block_m} * (tile.block_n * 2 + 16);
+  return std::max(ring, epilogue);
 }
 
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w) {
@@ -130,11 +139,12 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
   auto bad = [&](const std::string& what) { r.push_back("GEMM tile " + tile.to_string() + ": " + what); };
   if (tile.block_m != 16 && tile.block_m != 32 && tile.block_m != 64) bad("block_m must be 16, 32 or 64");
   if (tile.block_n != 64 && tile.block_n != 128 && tile.block_n != 256) bad("block_n must be 64, 128 or 256");
-  if (tile.warps_m < 1 || tile.warps_n < 1 || tile.threads() > 512) bad("needs 1 to 16 warps");
+  if (tile.warps_m < 1 || tile.warps_n < 1 || tile.warps_k < 1 || tile.threads() > 512) bad("needs 1 to 16 warps");
   else {
-    if (tile.block_m % (16 * tile.warps_m) != 0) bad("block_m is not a multiple of 16 x warps_m");
-    if (tile.block_n % (8 * tile.warps_n) != 0) bad("block_n is not a multiple of 8 x warps_n");
+    if (tile.block_m % (8 * tile.warps_m) != 0) bad("block_m is not a multiple of 8 x warps_m");
+    if (tile.block_n % (16 * tile.warps_n) != 0) bad("block_n is not a multiple of 16 x warps_n");
   }
+  if (tile.warps_k != 1 && tile.warps_k != 2) bad("warps_k must be 1 or 2");
   if (tile.stages < 2 || tile.stages > 8) bad("stages must be 2 to 8");
   // NOTE: 227 KB is the sm_90 opt-in limit; sm_80 allows 163 KB and sm_89 99 KB (the launch
   // checks the device's own limit).
@@ -162,6 +172,7 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "  static constexpr int kBlockN = " << tile.block_n << ";\n"
     << "  static constexpr int kWarpsM = " << tile.warps_m << ";\n"
     << "  static constexpr int kWarpsN = " << tile.warps_n << ";\n"
+    << "  static constexpr int kWarpsK = " << tile.warps_k << ";\n"
     << "  static constexpr int kStages = " << tile.stages << ";\n"
     << "};\n"
     << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n";

@@ -14,15 +14,16 @@
 
 namespace moeq::cuda {
 
-// One CTA's tile: block_m x block_n outputs, K tiles of 64, warps_m x warps_n warps, a ring
-// of `stages` shared-memory stages.
+// One CTA's tile: block_m tokens x block_n channels, K tiles of 64, warps_m x warps_n x warps_k
+// warps (warps_k = 2: two warps share each K tile's halves), a ring of `stages` stages.
 struct GemmTile {
   int block_m = 16;  // rows (tokens) per CTA: 16, 32 or 64
   int block_n = 128;
   int warps_m = 1;
   int warps_n = 4;
+  int warps_k = 1;
   int stages = 4;
-  int threads() const { return 32 * warps_m * warps_n; }
+  int threads() const { return 32 * warps_m * warps_n * warps_k; }
   std::string to_string() const;
 };
 
@@ -30,13 +31,13 @@ struct GemmTile {
 GemmTile gemm_tile_for(int block_m);
 // Every reason the tile is not a legal kernel config (shapes, warps, shared memory); empty if legal.
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);
-// "16x128/1x4/4": block_m x block_n / warps_m x warps_n / stages (the format of to_string
-// without the fixed K tile). Throws moeq::Error naming the text when it does not parse.
+// "16x128/1x4x2/4": block_m x block_n / warps_m x warps_n x warps_k / stages (the format of
+// to_string; the K tile is always 64). Throws moeq::Error naming the text when it does not parse.
 GemmTile parse_gemm_tile(const std::string& text);
 // The tiles `moeq bench --tile` sweeps and tests/gpu checks one by one: the planner's and the
 // candidates for tuning.
 std::vector<GemmTile> gemm_tile_candidates();
-// Dynamic shared memory of the tile's ring (mirror of MoeGemmShape::kSmemBytes).
+// Dynamic shared memory of the tile: its ring or its epilogue (mirror of MoeGemmShape::kSmemBytes).
 int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w);
 
 // One GEMM's weights in device memory, canonical layout (WeightDesc documents each tensor).

@@ -7,30 +7,37 @@
 //   segment (contiguous, masked): block_table[b] = {expert, first row, rows}; src = dst = row.
 // Pipeline: a ring of kStages shared-memory stages, each one K tile (64) of the gathered A rows
 // and of the raw weight codes in the canonical layout (CONTRACT §4), filled by cp.async
-// kStages - 1 tiles ahead; the scales of a tile are loaded into a register ring at the same
-// time. Each warp reads its codes from shared memory and dequantizes them straight into B
-// fragments (format/weights_fragment.cuh): no dequantized tile, one barrier per K tile.
+// kStages - 1 tiles ahead; the raw scale bits of a tile are loaded into a register ring at the
+// same time and decoded when used. Each warp reads its codes from shared memory and dequantizes
+// them straight into MMA fragments (format/weights_fragment.cuh): one barrier per K tile.
+//
+// Operand roles ("swap AB"): the weights are the MMA's A operand (16 output channels x 16 k) and
+// the tokens its B operand (16 k x 8 tokens), so D = W * A^T holds 16 channels x 8 tokens. The
+// dequantized words land directly in A-fragment registers, token tiles are 8 rows (small M wastes
+// less), and the output tile goes through shared memory for 16-byte row stores.
 //
 // K order inside a tile. The MMA sums over k, so any one permutation of the 64 k of a tile,
-// applied to A and B alike, gives the same products. Lane (g = lane / 4, t = lane % 4) takes the
-// 16 consecutive k [16t, 16t + 16) of its rows: for k16 step s, the logical pairs (2t, 2t + 1)
-// and (2t + 8, 2t + 9) of the fragment are the physical k 16t + 4s + {0, 1} and {2, 3}. So a lane
-// loads its 16 codes with one 8-byte (4-bit) or 16-byte (8-bit) shared load, a 16-code group
-// needs one scale, and A comes with two 16-byte loads per row; 8 rows x 4 lanes of a warp read
-// contiguous bytes (codes) or a padded row stride (A): no bank conflicts.
+// applied to both operands, gives the same products. Lane (g = lane / 4, t = lane % 4) takes the
+// 16 consecutive k [16t, 16t + 16) of its rows: for k16 step s, the fragment's logical pairs
+// (2t, 2t + 1) and (2t + 8, 2t + 9) are the physical k 16t + 4s + {0, 1} and {2, 3}. A lane then
+// loads its 16 codes of a channel with one 8-byte (4-bit) or 16-byte (8-bit) shared load, a
+// 16-code run needs one scale, and a token's 16 activations come in two 16-byte loads that are
+// already the B fragments of two steps. Warps split a K tile's two halves (steps 0-1, 2-3) when
+// kWarpsK = 2 and add their accumulators at the end.
 // The generated source defines, before including this file:
 //   struct MoeGemmCfg {
 //     static constexpr moeq_dev::WeightFormatId kFormat = moeq_dev::WeightFormatId::kInt4;
 //     static constexpr bool kActBf16 = true;      // else f16 (A, C and the MMA type)
-//     static constexpr int kBlockM = 16, kBlockN = 128, kWarpsM = 1, kWarpsN = 4, kStages = 4;
+//     static constexpr int kBlockM = 16, kBlockN = 128, kWarpsM = 1, kWarpsN = 4, kWarpsK = 2,
+//                          kStages = 4;
 //   };
 // Group size, scale dtype, zero points, global scales, bias and the layout are run-time
 // parameters (MoeGemmParams): a few uniform branches per K tile; they keep the number of
 // compiled configs small enough for CI to compile every one for every arch.
 // Host preconditions (src/cuda/moe_gemm.cpp): K % 32 == 0, N % 2 == 0, 16-byte aligned A rows
-// and code rows, dynamic shared memory = moe_gemm_smem_bytes, grid = (the largest possible
-// number of M blocks, ceil(N / BN)): blocks past the device-side count exit at once, so a
-// captured graph stays valid for any routing.
+// and code rows, 4-byte aligned C rows, dynamic shared memory = MoeGemmShape::kSmemBytes, grid
+// = (the largest possible number of M blocks, ceil(N / BN)): blocks past the device-side count
+// exit at once, so a captured graph stays valid for any routing.
 #include "moeq_dev/format/weights_fragment.cuh"
 #include "moeq_dev/ptx/cp_async.cuh"
 #include "moeq_dev/ptx/mma.cuh"
@@ -65,30 +72,35 @@ __device__ __forceinline__ float load_bias_value(const void* bias, long long ind
 }
 
 template <bool kBf16>
-__device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
-  const unsigned l = kBf16 ? f32_to_bf16_rn(lo) : f32_to_f16_rn(lo);
-  const unsigned h = kBf16 ? f32_to_bf16_rn(hi) : f32_to_f16_rn(hi);
-  return l | (h << 16);
+__device__ __forceinline__ unsigned short to_act_bits(float x) {
+  return kBf16 ? f32_to_bf16_rn(x) : f32_to_f16_rn(x);
 }
 
 template <class Cfg>
 struct MoeGemmShape {
   static constexpr int kBlockM = Cfg::kBlockM, kBlockN = Cfg::kBlockN, kBlockK = 64;
-  static constexpr int kWarpsM = Cfg::kWarpsM, kWarpsN = Cfg::kWarpsN, kStages = Cfg::kStages;
-  static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+  static constexpr int kWarpsM = Cfg::kWarpsM, kWarpsN = Cfg::kWarpsN, kWarpsK = Cfg::kWarpsK;
+  static constexpr int kStages = Cfg::kStages;
+  static constexpr int kThreads = 32 * kWarpsM * kWarpsN * kWarpsK;
   static constexpr int kWarpM = kBlockM / kWarpsM, kWarpN = kBlockN / kWarpsN;
-  static constexpr int kTilesM = kWarpM / 16, kTilesN = kWarpN / 8;
+  static constexpr int kTilesM = kWarpM / 8, kTilesN = kWarpN / 16;  // 8 tokens, 16 channels
   static constexpr int kCodeBits = WeightFormatTraits<Cfg::kFormat>::kCodeBits;
   static constexpr int kCodeRowBytes = kBlockK * kCodeBits / 8;  // 32 or 64
   static constexpr int kCodeChunksPerRow = kCodeRowBytes / 16;
   static constexpr int kCodesPerChunk = 128 / kCodeBits;
   // NOTE: 16 bytes of padding per A row: the 8 lanes of a quarter warp (rows g, g + 1) hit
-  // distinct banks with 16-byte loads.
+  // distinct banks with 16-byte loads. The output tile pads its rows the same way.
   static constexpr int kARowBytes = kBlockK * 2 + 16;
   static constexpr int kAStageBytes = kBlockM * kARowBytes;
   static constexpr int kStageBytes = kAStageBytes + kBlockN * kCodeRowBytes;
-  static constexpr int kSmemBytes = kStages * kStageBytes;
-  static_assert(kBlockM % (16 * kWarpsM) == 0 && kBlockN % (8 * kWarpsN) == 0, "warp tile shape");
+  static constexpr int kAccPerThread = kTilesN * kTilesM * 4;
+  static constexpr int kReduceBytes = kWarpsK > 1 ? (kThreads / kWarpsK) * kAccPerThread * 4 : 0;
+  static constexpr int kOutRowBytes = kBlockN * 2 + 16;
+  static constexpr int kEpilogueBytes = kReduceBytes + kBlockM * kOutRowBytes;
+  static constexpr int kRingBytes = kStages * kStageBytes;
+  static constexpr int kSmemBytes = kRingBytes > kEpilogueBytes ? kRingBytes : kEpilogueBytes;
+  static_assert(kBlockM % (8 * kWarpsM) == 0 && kBlockN % (16 * kWarpsN) == 0, "warp tile shape");
+  static_assert(kWarpsK == 1 || kWarpsK == 2, "a K tile splits into at most two halves");
   static_assert(kStages >= 2, "at least double buffering");
 };
 
@@ -100,6 +112,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   constexpr bool kFourBit = S::kCodeBits == 4;
   constexpr int kChunksA = BM * (BK / 8), kChunksB = BN * S::kCodeChunksPerRow;
   constexpr int kPerThreadA = (kChunksA + T - 1) / T, kPerThreadB = (kChunksB + T - 1) / T;
+  constexpr int kHalves = 2 / S::kWarpsK;  // K-tile halves per warp
 
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int row_src[BM];
@@ -136,140 +149,154 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   const unsigned char* codes_e = p.codes + static_cast<long long>(e) * N * row_bytes;
   const unsigned smem_base = smem_address(smem);
 
-  // Copy descriptors, fixed over K: each thread's A and code chunks of a stage.
+  // Copy descriptors, fixed over K: each thread's A and code chunks of a stage. A null source
+  // (padding row, channel past N) zero-fills.
   const unsigned short* a_src[kPerThreadA];
-  int a_k[kPerThreadA];
   unsigned a_dst[kPerThreadA];
 #pragma unroll
   for (int j = 0; j < kPerThreadA; ++j) {
     const int c = tid + j * T;
+    const bool in_tile = kChunksA % T == 0 || c < kChunksA;
     const int r = c / (BK / 8), cc = c % (BK / 8);
-    const int src = c < kChunksA ? row_src[r] : -1;
-    a_src[j] = src >= 0 ? p.a + static_cast<long long>(src) * p.a_row_stride : nullptr;
-    a_k[j] = cc * 8;
-    a_dst[j] = c < kChunksA ? r * S::kARowBytes + cc * 16 : 0xFFFFFFFFu;
+    const int src = in_tile ? row_src[r] : -1;
+    a_src[j] = src >= 0 ? p.a + static_cast<long long>(src) * p.a_row_stride + cc * 8 : nullptr;
+    a_dst[j] = r * S::kARowBytes + cc * 16;
   }
   const unsigned char* b_src[kPerThreadB];
-  int b_k[kPerThreadB];
   unsigned b_dst[kPerThreadB];
 #pragma unroll
   for (int j = 0; j < kPerThreadB; ++j) {
     const int c = tid + j * T;
+    const bool in_tile = kChunksB % T == 0 || c < kChunksB;
     const int r = c / S::kCodeChunksPerRow, cc = c % S::kCodeChunksPerRow;
-    const bool row_ok = c < kChunksB && n0 + r < N;
-    b_src[j] = row_ok ? codes_e + static_cast<long long>(n0 + r) * row_bytes : nullptr;
-    b_k[j] = cc * S::kCodesPerChunk;
-    b_dst[j] = c < kChunksB ? S::kAStageBytes + r * S::kCodeRowBytes + cc * 16 : 0xFFFFFFFFu;
+    b_src[j] = in_tile && n0 + r < N ? codes_e + static_cast<long long>(n0 + r) * row_bytes + cc * 16 : nullptr;
+    b_dst[j] = S::kAStageBytes + r * S::kCodeRowBytes + cc * 16;
   }
+  const int a_chunk_k = (tid % (BK / 8)) * 8;  // k offset of this thread's A chunks (T % 8 == 0)
+  const int b_chunk_k = (tid % S::kCodeChunksPerRow) * S::kCodesPerChunk;
   auto issue_stage = [&](int stage, int kt) {
     const int k0 = kt * BK;
     const unsigned base = smem_base + stage * S::kStageBytes;
 #pragma unroll
     for (int j = 0; j < kPerThreadA; ++j) {
-      if (a_dst[j] == 0xFFFFFFFFu) continue;
-      const int k = k0 + a_k[j];
-      const bool valid = a_src[j] != nullptr && k < K;
-      cp_async_16(base + a_dst[j], valid ? a_src[j] + k : p.a, valid);
+      if (kChunksA % T != 0 && tid + j * T >= kChunksA) continue;
+      const bool valid = a_src[j] != nullptr && k0 + a_chunk_k < K;
+      cp_async_16(base + a_dst[j], valid ? a_src[j] + k0 : p.a, valid);
     }
 #pragma unroll
     for (int j = 0; j < kPerThreadB; ++j) {
-      if (b_dst[j] == 0xFFFFFFFFu) continue;
-      const int k = k0 + b_k[j];
-      const bool valid = b_src[j] != nullptr && k < K;
-      cp_async_16(base + b_dst[j], valid ? b_src[j] + k * S::kCodeBits / 8 : p.codes, valid);
+      if (kChunksB % T != 0 && tid + j * T >= kChunksB) continue;
+      const bool valid = b_src[j] != nullptr && k0 + b_chunk_k < K;
+      cp_async_16(base + b_dst[j], valid ? b_src[j] + k0 * S::kCodeBits / 8 : p.codes, valid);
     }
   };
 
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-  const int warp_m = warp / Cfg::kWarpsN, warp_n = warp % Cfg::kWarpsN;
-  const int lane_n0 = n0 + warp_n * S::kWarpN + g;  // + nt * 8
+  const int warp_k = warp / (Cfg::kWarpsM * Cfg::kWarpsN);
+  const int warp_mn = warp % (Cfg::kWarpsM * Cfg::kWarpsN);
+  const int warp_m = warp_mn / Cfg::kWarpsN, warp_n = warp_mn % Cfg::kWarpsN;
+  const int lane_n0 = warp_n * S::kWarpN + g;  // channel of (tile nt, half r): + nt * 16 + r * 8
   const bool int4_fast = p.scaling.scale_dtype == ScaleDtypeId::kBf16;
 
-  LaneScaleRow scale_rows[kTilesN];
+  LaneScaleRow scale_rows[kTilesN][2];
 #pragma unroll
-  for (int nt = 0; nt < kTilesN; ++nt) scale_rows[nt] = lane_scale_row<Cfg>(p.scaling, e, lane_n0 + nt * 8, N, K);
+  for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) scale_rows[nt][r] = lane_scale_row<Cfg>(p.scaling, e, n0 + lane_n0 + nt * 16 + r * 8, N, K);
   const int group_shift = scale_group_shift<Cfg>(p.scaling), scale_bytes = scale_elem_bytes<Cfg>(p.scaling);
-  LaneScale scale_ring[kStages][kTilesN];
-  auto load_scales = [&](LaneScale (&slot)[kTilesN], int kt) {
+  LaneScale scale_ring[kStages][kTilesN][2];
+  auto load_scales = [&](LaneScale (&slot)[kTilesN][2], int kt) {
     if constexpr (Cfg::kFormat == WeightFormatId::kFp8Channel) return;  // on the accumulators
 #pragma unroll
     for (int nt = 0; nt < kTilesN; ++nt)
-      slot[nt] = load_lane_scale<Cfg>(scale_rows[nt], kt * BK + 16 * t, K, group_shift, scale_bytes);
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        slot[nt][r] = load_lane_scale<Cfg>(scale_rows[nt][r], kt * BK + 16 * t, K, group_shift, scale_bytes);
   };
 
-  float acc[kTilesM][kTilesN][4];
+  float acc[kTilesN][kTilesM][4];
 #pragma unroll
-  for (int mt = 0; mt < kTilesM; ++mt)
+  for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+    for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[nt][mt][i] = 0.0f;
+
+  // Byte offsets (within a stage) of this lane's token rows and code rows.
+  const unsigned a_lane = (warp_m * S::kWarpM + g) * S::kARowBytes + t * 32;
+  const unsigned b_lane = S::kAStageBytes + lane_n0 * S::kCodeRowBytes + t * (S::kCodeRowBytes / 4);
+
+  auto compute_stage = [&](int stage, const LaneScale (&scales)[kTilesN][2]) {
+    const unsigned base = smem_base + stage * S::kStageBytes;
+    constexpr int kWords = kFourBit ? 2 : 4;
+    unsigned code_words[kTilesN][2][kWords];
 #pragma unroll
     for (int nt = 0; nt < kTilesN; ++nt)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
-
-  // Byte addresses (shared window) of this lane's A rows and code rows within a stage.
-  const unsigned a_lane = (warp_m * S::kWarpM + g) * S::kARowBytes + t * 32;
-  const unsigned b_lane = S::kAStageBytes + (warp_n * S::kWarpN + g) * S::kCodeRowBytes + t * (S::kCodeRowBytes / 4);
-
-  auto compute_stage = [&](int stage, const LaneScale (&scales)[kTilesN]) {
-    const unsigned base = smem_base + stage * S::kStageBytes;
-    FragmentScale decoded[kTilesN];
-#pragma unroll
-    for (int nt = 0; nt < kTilesN; ++nt) decoded[nt] = decode_lane_scale<Cfg>(scales[nt], p.scaling);
-    constexpr int kWords = kFourBit ? 2 : 4;
-    unsigned code_words[kTilesN][kWords];
-#pragma unroll
-    for (int nt = 0; nt < kTilesN; ++nt) {
-      const unsigned address = base + b_lane + nt * 8 * S::kCodeRowBytes;
-      if constexpr (kFourBit) {
-        const uint2 v = lds_64(address);
-        code_words[nt][0] = v.x;
-        code_words[nt][1] = v.y;
-      } else {
-        const uint4 v = lds_128(address);
-        code_words[nt][0] = v.x;
-        code_words[nt][1] = v.y;
-        code_words[nt][2] = v.z;
-        code_words[nt][3] = v.w;
+      for (int r = 0; r < 2; ++r) {
+        const unsigned address = base + b_lane + (nt * 16 + r * 8) * S::kCodeRowBytes;
+        if constexpr (kFourBit) {
+          const uint2 v = lds_64(address);
+          code_words[nt][r][0] = v.x;
+          code_words[nt][r][1] = v.y;
+        } else {
+          const uint4 v = lds_128(address);
+          code_words[nt][r][0] = v.x;
+          code_words[nt][r][1] = v.y;
+          code_words[nt][r][2] = v.z;
+          code_words[nt][r][3] = v.w;
+        }
       }
-    }
+    FragmentScale decoded[kTilesN][2];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {  // k16 steps 2h and 2h + 1: physical k 16t + 8h + [0, 8)
-      // A fragments of steps 2h and 2h + 1, built once and reused by every n tile.
-      unsigned a_frag[kTilesM][2][4];
+    for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg>(scales[nt][r], p.scaling);
+#pragma unroll
+    for (int hh = 0; hh < kHalves; ++hh) {  // k16 steps 2h, 2h + 1: physical k 16t + 8h + [0, 8)
+      const int h = S::kWarpsK == 1 ? hh : warp_k;
+      unsigned tok[kTilesM][4];  // B fragments: {step 2h: tok[0], tok[1]; step 2h + 1: tok[2], tok[3]}
 #pragma unroll
       for (int mt = 0; mt < kTilesM; ++mt) {
-        const uint4 lo = lds_128(base + a_lane + mt * 16 * S::kARowBytes + h * 16);
-        const uint4 hi = lds_128(base + a_lane + (mt * 16 + 8) * S::kARowBytes + h * 16);
-        a_frag[mt][0][0] = lo.x;
-        a_frag[mt][0][1] = hi.x;
-        a_frag[mt][0][2] = lo.y;
-        a_frag[mt][0][3] = hi.y;
-        a_frag[mt][1][0] = lo.z;
-        a_frag[mt][1][1] = hi.z;
-        a_frag[mt][1][2] = lo.w;
-        a_frag[mt][1][3] = hi.w;
+        const uint4 v = lds_128(base + a_lane + mt * 8 * S::kARowBytes + h * 16);
+        tok[mt][0] = v.x;
+        tok[mt][1] = v.y;
+        tok[mt][2] = v.z;
+        tok[mt][3] = v.w;
       }
 #pragma unroll
       for (int nt = 0; nt < kTilesN; ++nt) {
-        unsigned b[4];  // b[0], b[1]: step 2h; b[2], b[3]: step 2h + 1
+        unsigned lo[4], hi[4];  // channels g and g + 8: (e0, e1), (e2, e3) of step 2h, then step 2h + 1
         if constexpr (kFourBit) {
-          dequant_word4<Cfg>(code_words[nt][h], decoded[nt], int4_fast, b);
+          const unsigned w0 = S::kWarpsK == 1 ? code_words[nt][0][hh] : (h ? code_words[nt][0][1] : code_words[nt][0][0]);
+          const unsigned w1 = S::kWarpsK == 1 ? code_words[nt][1][hh] : (h ? code_words[nt][1][1] : code_words[nt][1][0]);
+          dequant_word4<Cfg>(w0, decoded[nt][0], int4_fast, lo);
+          dequant_word4<Cfg>(w1, decoded[nt][1], int4_fast, hi);
         } else {
-          unsigned lo[2], hi[2];
-          dequant_word8<Cfg>(code_words[nt][2 * h], decoded[nt], lo);
-          dequant_word8<Cfg>(code_words[nt][2 * h + 1], decoded[nt], hi);
-          b[0] = lo[0];
-          b[1] = lo[1];
-          b[2] = hi[0];
-          b[3] = hi[1];
+#pragma unroll
+          for (int q = 0; q < 2; ++q) {
+            const int word = S::kWarpsK == 1 ? 2 * hh + q : -1;
+            const unsigned w0 = word >= 0 ? code_words[nt][0][word] : (h ? code_words[nt][0][2 + q] : code_words[nt][0][q]);
+            const unsigned w1 = word >= 0 ? code_words[nt][1][word] : (h ? code_words[nt][1][2 + q] : code_words[nt][1][q]);
+            unsigned out0[2], out1[2];
+            dequant_word8<Cfg>(w0, decoded[nt][0], out0);
+            dequant_word8<Cfg>(w1, decoded[nt][1], out1);
+            lo[2 * q] = out0[0];
+            lo[2 * q + 1] = out0[1];
+            hi[2 * q] = out1[0];
+            hi[2 * q + 1] = out1[1];
+          }
         }
+        const unsigned w_step0[4] = {lo[0], hi[0], lo[1], hi[1]};
+        const unsigned w_step1[4] = {lo[2], hi[2], lo[3], hi[3]};
 #pragma unroll
         for (int mt = 0; mt < kTilesM; ++mt) {
           if constexpr (Cfg::kActBf16) {
-            mma_m16n8k16_bf16(acc[mt][nt], a_frag[mt][0], b[0], b[1]);
-            mma_m16n8k16_bf16(acc[mt][nt], a_frag[mt][1], b[2], b[3]);
+            mma_m16n8k16_bf16(acc[nt][mt], w_step0, tok[mt][0], tok[mt][1]);
+            mma_m16n8k16_bf16(acc[nt][mt], w_step1, tok[mt][2], tok[mt][3]);
           } else {
-            mma_m16n8k16_f16(acc[mt][nt], a_frag[mt][0], b[0], b[1]);
-            mma_m16n8k16_f16(acc[mt][nt], a_frag[mt][1], b[2], b[3]);
+            mma_m16n8k16_f16(acc[nt][mt], w_step0, tok[mt][0], tok[mt][1]);
+            mma_m16n8k16_f16(acc[nt][mt], w_step1, tok[mt][2], tok[mt][3]);
           }
         }
       }
@@ -306,40 +333,75 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     }
   }
   cp_async_wait<0>();
+  __syncthreads();  // the ring is free: the epilogue reuses its shared memory
 
-  // Epilogue: accumulator scales (FP8 per channel, NVFP4 global), + bias, one rounding, 32-bit
-  // stores of channel pairs to the destination rows.
+  // Epilogue. 1) K halves: the second half's warps hand their accumulators to the first's.
+  if constexpr (S::kWarpsK > 1) {
+    float* reduce = reinterpret_cast<float*>(smem);
+    const int slot = warp_mn * 32 + lane;
+    if (warp_k == 1) {
 #pragma unroll
-  for (int nt = 0; nt < kTilesN; ++nt) {
-    const int n = n0 + warp_n * S::kWarpN + nt * 8 + 2 * t;
-    if (n >= N) continue;
-    float scale0 = 1.0f, scale1 = 1.0f;
-    if constexpr (Cfg::kFormat == WeightFormatId::kFp8Channel) {
-      const float* channel_scales = static_cast<const float*>(p.scaling.scales) + static_cast<long long>(e) * N;
-      scale0 = channel_scales[n];
-      scale1 = channel_scales[n + 1];
-    } else if constexpr (Cfg::kFormat == WeightFormatId::kNvfp4) {
-      const int halves = p.scaling.num_global_scales;
-      // NOTE: N is even and the halves split at N / 2, so a channel pair never straddles them
-      // unless N / 2 is odd; each channel then picks its own half.
-      scale0 = p.scaling.global_scales[e * halves + (halves == 2 && n >= N / 2 ? 1 : 0)];
-      scale1 = p.scaling.global_scales[e * halves + (halves == 2 && n + 1 >= N / 2 ? 1 : 0)];
+      for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+        for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) reduce[((nt * kTilesM + mt) * 4 + i) * (T / 2) + slot] = acc[nt][mt][i];
     }
-    float bias0 = 0.0f, bias1 = 0.0f;
-    if (p.bias_dtype != 0) {
-      bias0 = load_bias_value(p.bias, static_cast<long long>(e) * N + n, p.bias_dtype);
-      bias1 = load_bias_value(p.bias, static_cast<long long>(e) * N + n + 1, p.bias_dtype);
+    __syncthreads();
+    if (warp_k == 0) {
+#pragma unroll
+      for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+        for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[nt][mt][i] += reduce[((nt * kTilesM + mt) * 4 + i) * (T / 2) + slot];
     }
+  }
+  // 2) accumulator scales (FP8 per channel, NVFP4 global), + bias, one rounding, into the
+  // output tile [BM tokens][BN channels] in shared memory.
+  unsigned char* out_tile = smem + S::kReduceBytes;
+  if (warp_k == 0) {
 #pragma unroll
-    for (int mt = 0; mt < kTilesM; ++mt) {
+    for (int nt = 0; nt < kTilesN; ++nt)
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int dst = row_dst[warp_m * S::kWarpM + mt * 16 + g + half * 8];
-        if (dst < 0) continue;
-        const unsigned packed =
-            pack_half2<Cfg::kActBf16>(acc[mt][nt][2 * half] * scale0 + bias0, acc[mt][nt][2 * half + 1] * scale1 + bias1);
-        *reinterpret_cast<unsigned*>(p.c + static_cast<long long>(dst) * p.c_row_stride + n) = packed;
+      for (int r = 0; r < 2; ++r) {
+        const int n_local = lane_n0 + nt * 16 + r * 8, n = n0 + n_local;
+        float scale = 1.0f, bias = 0.0f;
+        if (n < N) {
+          if constexpr (Cfg::kFormat == WeightFormatId::kFp8Channel) {
+            scale = static_cast<const float*>(p.scaling.scales)[static_cast<long long>(e) * N + n];
+          } else if constexpr (Cfg::kFormat == WeightFormatId::kNvfp4) {
+            const int halves = p.scaling.num_global_scales;
+            scale = p.scaling.global_scales[e * halves + (halves == 2 && n >= N / 2 ? 1 : 0)];
+          }
+          if (p.bias_dtype != 0) bias = load_bias_value(p.bias, static_cast<long long>(e) * N + n, p.bias_dtype);
+        }
+#pragma unroll
+        for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            const int token = warp_m * S::kWarpM + mt * 8 + 2 * t + i;
+            *reinterpret_cast<unsigned short*>(out_tile + token * S::kOutRowBytes + n_local * 2) =
+                to_act_bits<Cfg::kActBf16>(acc[nt][mt][2 * r + i] * scale + bias);
+          }
       }
+  }
+  __syncthreads();
+  // 3) rows out: 16-byte stores where the row and N allow, else 4-byte channel pairs.
+  const bool wide = ((reinterpret_cast<unsigned long long>(p.c) | static_cast<unsigned long long>(p.c_row_stride) * 2) & 15) == 0;
+  constexpr int kChunksOut = BM * (BN / 8);
+  for (int c = tid; c < kChunksOut; c += T) {
+    const int token = c / (BN / 8), chunk = c % (BN / 8);
+    const int dst = row_dst[token];
+    const int n = n0 + chunk * 8;
+    if (dst < 0 || n >= N) continue;
+    const unsigned char* from = out_tile + token * S::kOutRowBytes + chunk * 16;
+    unsigned short* to = p.c + static_cast<long long>(dst) * p.c_row_stride + n;
+    if (wide && n + 8 <= N) {
+      *reinterpret_cast<uint4*>(to) = *reinterpret_cast<const uint4*>(from);
+    } else {
+      for (int i = 0; i < 8 && n + i < N; i += 2)
+        *reinterpret_cast<unsigned*>(to + i) = *reinterpret_cast<const unsigned*>(from + 2 * i);
     }
   }
 }
