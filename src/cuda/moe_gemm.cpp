@@ -116,9 +116,9 @@ GemmTile parse_gemm_tile(const std::string& text) {
 
 std::vector<GemmTile> gemm_tile_candidates() {
   std::vector<GemmTile> tiles;
-  for (const char* text : {"16x64/1x4x1/4", "16x64/1x4x2/4", "16x128/1x4x2/4", "16x128/1x8x1/4", "16x128/1x4x1/6",
-                           "16x256/1x8x2/4", "32x128/1x4x2/4", "32x128/2x4x1/4", "64x128/1x4x1/4", "64x128/2x4x1/4",
-                           "64x128/1x8x1/3", "64x256/2x4x1/3"})
+  for (const char* text : {"16x32/1x2x1/8", "16x64/1x4x1/4", "16x64/1x4x1/8", "16x64/1x4x2/6", "16x128/1x4x2/4",
+                           "16x128/1x8x1/4", "16x128/1x8x1/6", "32x64/1x4x1/6", "32x128/1x8x1/4", "32x128/2x4x1/4",
+                           "64x64/1x4x1/4", "64x128/1x4x1/4", "64x128/1x8x1/3", "64x128/1x8x1/4", "64x256/2x4x1/3"})
     tiles.push_back(parse_gemm_tile(text));
   return tiles;
 }
