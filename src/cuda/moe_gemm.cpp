@@ -138,7 +138,8 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
   std::vector<std::string> r;
   auto bad = [&](const std::string& what) { r.push_back("GEMM tile " + tile.to_string() + ": " + what); };
   if (tile.block_m != 16 && tile.block_m != 32 && tile.block_m != 64) bad("block_m must be 16, 32 or 64");
-  if (tile.block_n != 64 && tile.block_n != 128 && tile.block_n != 256) bad("block_n must be 64, 128 or 256");
+  if (tile.block_n != 32 && tile.block_n != 64 && tile.block_n != 128 && tile.block_n != 256)
+    bad("block_n must be 32, 64, 128 or 256");
   if (tile.warps_m < 1 || tile.warps_n < 1 || tile.warps_k < 1 || tile.threads() > 512) bad("needs 1 to 16 warps");
   else {
     if (tile.block_m % (8 * tile.warps_m) != 0) bad("block_m is not a multiple of 8 x warps_m");
