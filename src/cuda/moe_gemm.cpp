@@ -95,13 +95,22 @@ std::string GemmTile::to_string() const {
   return s.str();
 }
 
-GemmTile gemm_tile_for(int block_m) {
-  GemmTile tile;
-  tile.block_m = block_m;
-  // Up to 32 tokens: 8 warps, two per K tile (short dependency chains per warp); 64 tokens:
-  // each warp covers all of them (8 token tiles per dequantized fragment).
-  tile.warps_k = block_m <= 32 ? 2 : 1;
-  return tile;
+GemmTile gemm_tile_for(WeightFormat format, int block_m) {
+  // PERF: the fastest candidate of each block size on the H200, Qwen3-30B-A3B GEMM1 (run 4,
+  // bench/results/2026-11-30-h200-gemm-v3.md): 4-bit codes want 4 warps of 16 channels each
+  // (more CTAs, short per-warp chains), 8-bit codes a deeper ring (twice the bytes per K tile);
+  // 64-token blocks want warps that each hold every token (8 token tiles per dequantized
+  // fragment).
+  const bool four_bit = format == WeightFormat::mxfp4 || format == WeightFormat::nvfp4 || format == WeightFormat::int4;
+  const char* text = "16x64/1x4x1/4";
+  if (block_m <= 16) {
+    text = four_bit ? "16x64/1x4x1/4" : "16x64/1x4x1/8";
+  } else if (block_m <= 32) {
+    text = "32x128/1x8x1/4";
+  } else {
+    text = four_bit ? "64x128/1x8x1/4" : "64x128/1x4x1/4";
+  }
+  return parse_gemm_tile(text);
 }
 
 GemmTile parse_gemm_tile(const std::string& text) {
@@ -192,7 +201,7 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
     WeightDesc w;
     w.format = f;
     for (DType act : {DType::bf16, DType::f16})
-      for (int bm : {16, 32, 64}) specs.push_back(moe_gemm_kernel_spec(w, act, gemm_tile_for(bm)));
+      for (int bm : {16, 32, 64}) specs.push_back(moe_gemm_kernel_spec(w, act, gemm_tile_for(f, bm)));
   }
   return specs;
 }
