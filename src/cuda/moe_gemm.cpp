@@ -125,9 +125,9 @@ GemmTile parse_gemm_tile(const std::string& text) {
 
 std::vector<GemmTile> gemm_tile_candidates() {
   std::vector<GemmTile> tiles;
-  for (const char* text : {"16x32/1x2x1/8", "16x64/1x4x1/4", "16x64/1x4x1/8", "16x64/1x4x2/6", "16x128/1x4x2/4",
-                           "16x128/1x8x1/4", "16x128/1x8x1/6", "32x64/1x4x1/6", "32x128/1x8x1/4", "32x128/2x4x1/4",
-                           "64x64/1x4x1/4", "64x128/1x4x1/4", "64x128/1x8x1/3", "64x128/1x8x1/4", "64x256/2x4x1/3"})
+  for (const char* text : {"16x32/1x2x4/8", "16x64/1x4x1/4", "16x64/1x4x1/8", "16x64/1x4x2/8", "16x64/1x4x4/8",
+                           "16x128/1x8x1/4", "16x128/1x8x2/8", "32x64/1x4x1/6", "32x128/1x8x1/4", "32x128/1x4x2/8",
+                           "64x64/1x4x1/4", "64x128/1x4x1/4", "64x128/1x8x1/4", "64x128/1x8x2/4", "64x256/2x4x1/3"})
     tiles.push_back(parse_gemm_tile(text));
   return tiles;
 }
@@ -138,7 +138,7 @@ int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w) {
   const int64_t b_stage = int64_t{tile.block_n} * (64 * code_bits / 8);
   const int64_t ring = tile.stages * (a_stage + b_stage);
   const int64_t acc_per_thread = int64_t{tile.block_m / tile.warps_m / 8} * (tile.block_n / tile.warps_n / 16) * 4;
-  const int64_t reduce = tile.warps_k > 1 ? int64_t{tile.threads() / tile.warps_k} * acc_per_thread * 4 : 0;
+  const int64_t reduce = int64_t{tile.threads() - tile.threads() / tile.warps_k} * acc_per_thread * 4;
   const int64_t epilogue = reduce + int64_t{tile.block_m} * (tile.block_n * 2 + 16);
   return std::max(ring, epilogue);
 }
@@ -154,7 +154,9 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
     if (tile.block_m % (8 * tile.warps_m) != 0) bad("block_m is not a multiple of 8 x warps_m");
     if (tile.block_n % (16 * tile.warps_n) != 0) bad("block_n is not a multiple of 16 x warps_n");
   }
-  if (tile.warps_k != 1 && tile.warps_k != 2) bad("warps_k must be 1 or 2");
+  if (tile.warps_k != 1 && tile.warps_k != 2 && tile.warps_k != 4) bad("warps_k must be 1, 2 or 4");
+  else if (tile.stages % tile.warps_k != 0 || tile.stages / tile.warps_k < 2)
+    bad("stages must be a multiple of warps_k, at least twice it");
   if (tile.stages < 2 || tile.stages > 8) bad("stages must be 2 to 8");
   // NOTE: 227 KB is the sm_90 opt-in limit; sm_80 allows 163 KB and sm_89 99 KB (the launch
   // checks the device's own limit).

@@ -15,7 +15,8 @@
 namespace moeq::cuda {
 
 // One CTA's tile: block_m tokens x block_n channels, K tiles of 64, warps_m x warps_n x warps_k
-// warps (warps_k = 2: two warps share each K tile's halves), a ring of `stages` stages.
+// warps (warps_k groups take turns over the K tiles), a ring of `stages` stages (a multiple of
+// warps_k).
 struct GemmTile {
   int block_m = 16;  // rows (tokens) per CTA: 16, 32 or 64
   int block_n = 128;

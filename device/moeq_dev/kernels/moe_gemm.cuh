@@ -22,14 +22,17 @@
 // (2t, 2t + 1) and (2t + 8, 2t + 9) are the physical k 16t + 4s + {0, 1} and {2, 3}. A lane then
 // loads its 16 codes of a channel with one 8-byte (4-bit) or 16-byte (8-bit) shared load, a
 // 16-code run needs one scale, and a token's 16 activations come in two 16-byte loads that are
-// already the B fragments of two steps. Warps split a K tile's two halves (steps 0-1, 2-3) when
-// kWarpsK = 2 and add their accumulators at the end.
+// already the B fragments of two steps.
+// K groups: with kWarpsK > 1 the warps form kWarpsK groups that take turns over the K tiles
+// (group j computes tiles j, j + kWarpsK, ...), which divides each warp's serial chain of tiles
+// (the latency that bounds small M); the groups' accumulators are added in group order at the
+// end, so the result does not depend on timing.
 // The generated source defines, before including this file:
 //   struct MoeGemmCfg {
 //     static constexpr moeq_dev::WeightFormatId kFormat = moeq_dev::WeightFormatId::kInt4;
 //     static constexpr bool kActBf16 = true;      // else f16 (A, C and the MMA type)
-//     static constexpr int kBlockM = 16, kBlockN = 128, kWarpsM = 1, kWarpsN = 4, kWarpsK = 2,
-//                          kStages = 4;
+//     static constexpr int kBlockM = 16, kBlockN = 64, kWarpsM = 1, kWarpsN = 4, kWarpsK = 2,
+//                          kStages = 8;  // a multiple of kWarpsK: kStages / kWarpsK steps in the ring
 //   };
 // Group size, scale dtype, zero points, global scales, bias and the layout are run-time
 // parameters (MoeGemmParams): a few uniform branches per K tile; they keep the number of
@@ -94,14 +97,14 @@ struct MoeGemmShape {
   static constexpr int kAStageBytes = kBlockM * kARowBytes;
   static constexpr int kStageBytes = kAStageBytes + kBlockN * kCodeRowBytes;
   static constexpr int kAccPerThread = kTilesN * kTilesM * 4;
-  static constexpr int kReduceBytes = kWarpsK > 1 ? (kThreads / kWarpsK) * kAccPerThread * 4 : 0;
+  static constexpr int kReduceBytes = kWarpsK > 1 ? (kThreads - kThreads / kWarpsK) * kAccPerThread * 4 : 0;
   static constexpr int kOutRowBytes = kBlockN * 2 + 16;
   static constexpr int kEpilogueBytes = kReduceBytes + kBlockM * kOutRowBytes;
   static constexpr int kRingBytes = kStages * kStageBytes;
   static constexpr int kSmemBytes = kRingBytes > kEpilogueBytes ? kRingBytes : kEpilogueBytes;
   static_assert(kBlockM % (8 * kWarpsM) == 0 && kBlockN % (16 * kWarpsN) == 0, "warp tile shape");
-  static_assert(kWarpsK == 1 || kWarpsK == 2, "a K tile splits into at most two halves");
-  static_assert(kStages >= 2, "at least double buffering");
+  static_assert(kWarpsK == 1 || kWarpsK == 2 || kWarpsK == 4, "1, 2 or 4 K groups");
+  static_assert(kStages % kWarpsK == 0 && kStages / kWarpsK >= 2, "at least two ring steps of kWarpsK tiles");
 };
 
 template <class Cfg>
@@ -112,7 +115,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   constexpr bool kFourBit = S::kCodeBits == 4;
   constexpr int kChunksA = BM * (BK / 8), kChunksB = BN * S::kCodeChunksPerRow;
   constexpr int kPerThreadA = (kChunksA + T - 1) / T, kPerThreadB = (kChunksB + T - 1) / T;
-  constexpr int kHalves = 2 / S::kWarpsK;  // K-tile halves per warp
+  constexpr int G = S::kWarpsK, kSteps = kStages / G;  // tiles per ring step, steps in the ring
 
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int row_src[BM];
@@ -204,7 +207,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) scale_rows[nt][r] = lane_scale_row<Cfg>(p.scaling, e, n0 + lane_n0 + nt * 16 + r * 8, N, K);
   const int group_shift = scale_group_shift<Cfg>(p.scaling), scale_bytes = scale_elem_bytes<Cfg>(p.scaling);
-  LaneScale scale_ring[kStages][kTilesN][2];
+  LaneScale scale_ring[kSteps][kTilesN][2];  // this warp's tile of each ring step
   auto load_scales = [&](LaneScale (&slot)[kTilesN][2], int kt) {
     if constexpr (Cfg::kFormat == WeightFormatId::kFp8Channel) return;  // on the accumulators
 #pragma unroll
@@ -253,8 +256,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg>(scales[nt][r], p.scaling);
 #pragma unroll
-    for (int hh = 0; hh < kHalves; ++hh) {  // k16 steps 2h, 2h + 1: physical k 16t + 8h + [0, 8)
-      const int h = S::kWarpsK == 1 ? hh : warp_k;
+    for (int h = 0; h < 2; ++h) {  // k16 steps 2h, 2h + 1: physical k 16t + 8h + [0, 8)
       unsigned tok[kTilesM][4];  // B fragments: {step 2h: tok[0], tok[1]; step 2h + 1: tok[2], tok[3]}
 #pragma unroll
       for (int mt = 0; mt < kTilesM; ++mt) {
@@ -268,19 +270,14 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
       for (int nt = 0; nt < kTilesN; ++nt) {
         unsigned lo[4], hi[4];  // channels g and g + 8: (e0, e1), (e2, e3) of step 2h, then step 2h + 1
         if constexpr (kFourBit) {
-          const unsigned w0 = S::kWarpsK == 1 ? code_words[nt][0][hh] : (h ? code_words[nt][0][1] : code_words[nt][0][0]);
-          const unsigned w1 = S::kWarpsK == 1 ? code_words[nt][1][hh] : (h ? code_words[nt][1][1] : code_words[nt][1][0]);
-          dequant_word4<Cfg>(w0, decoded[nt][0], int4_fast, lo);
-          dequant_word4<Cfg>(w1, decoded[nt][1], int4_fast, hi);
+          dequant_word4<Cfg>(code_words[nt][0][h], decoded[nt][0], int4_fast, lo);
+          dequant_word4<Cfg>(code_words[nt][1][h], decoded[nt][1], int4_fast, hi);
         } else {
 #pragma unroll
           for (int q = 0; q < 2; ++q) {
-            const int word = S::kWarpsK == 1 ? 2 * hh + q : -1;
-            const unsigned w0 = word >= 0 ? code_words[nt][0][word] : (h ? code_words[nt][0][2 + q] : code_words[nt][0][q]);
-            const unsigned w1 = word >= 0 ? code_words[nt][1][word] : (h ? code_words[nt][1][2 + q] : code_words[nt][1][q]);
             unsigned out0[2], out1[2];
-            dequant_word8<Cfg>(w0, decoded[nt][0], out0);
-            dequant_word8<Cfg>(w1, decoded[nt][1], out1);
+            dequant_word8<Cfg>(code_words[nt][0][2 * h + q], decoded[nt][0], out0);
+            dequant_word8<Cfg>(code_words[nt][1][2 * h + q], decoded[nt][1], out1);
             lo[2 * q] = out0[0];
             lo[2 * q + 1] = out0[1];
             hi[2 * q] = out1[0];
@@ -303,58 +300,66 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     }
   };
 
-  // The ring: tile kt lives in stage kt % kStages. The loop is unrolled by kStages so every
+  // The ring: kSteps steps of G tiles; step j holds tiles jG .. jG + G - 1 in stages
+  // (j % kSteps) * G + group. One commit group per step; the loop is unrolled by kSteps so every
   // stage and scale-ring index is a compile-time constant.
   const int num_k_tiles = (K + BK - 1) / BK;
+  const int num_steps = (num_k_tiles + G - 1) / G;
+  auto issue_step = [&](int slot, int j) {
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < num_k_tiles) {
-      issue_stage(s, s);
-      load_scales(scale_ring[s], s);
-    }
+    for (int q = 0; q < G; ++q)
+      if (j * G + q < num_k_tiles) issue_stage(slot * G + q, j * G + q);
+    if (j * G + warp_k < num_k_tiles) load_scales(scale_ring[slot], j * G + warp_k);
+  };
+#pragma unroll
+  for (int j = 0; j < kSteps - 1; ++j) {
+    if (j < num_steps) issue_step(j, j);
     cp_async_commit();
   }
-  for (int kt0 = 0; kt0 < num_k_tiles; kt0 += kStages) {
+  for (int j0 = 0; j0 < num_steps; j0 += kSteps) {
 #pragma unroll
-    for (int s = 0; s < kStages; ++s) {
-      const int kt = kt0 + s;
-      if (kt < num_k_tiles) {
-        cp_async_wait<kStages - 2>();
-        __syncthreads();  // tile kt is visible to all; every warp is done with tile kt - 1's stage
-        const int next = kt + kStages - 1;
-        const int next_stage = (s + kStages - 1) % kStages;
-        if (next < num_k_tiles) {
-          issue_stage(next_stage, next);
-          load_scales(scale_ring[next_stage], next);
-        }
+    for (int q = 0; q < kSteps; ++q) {
+      const int j = j0 + q;
+      if (j < num_steps) {
+        cp_async_wait<kSteps - 2>();
+        __syncthreads();  // step j is visible to all; every warp is done with step j - 1's stages
+        const int next = j + kSteps - 1;
+        const int next_slot = (q + kSteps - 1) % kSteps;
+        if (next < num_steps) issue_step(next_slot, next);
         cp_async_commit();
-        compute_stage(s, scale_ring[s]);
+        if (j * G + warp_k < num_k_tiles) compute_stage(q * G + warp_k, scale_ring[q]);
       }
     }
   }
   cp_async_wait<0>();
   __syncthreads();  // the ring is free: the epilogue reuses its shared memory
 
-  // Epilogue. 1) K halves: the second half's warps hand their accumulators to the first's.
-  if constexpr (S::kWarpsK > 1) {
+  // Epilogue. 1) K groups: groups 1.. hand their accumulators to group 0, which adds them in
+  // group order (deterministic).
+  if constexpr (G > 1) {
     float* reduce = reinterpret_cast<float*>(smem);
+    constexpr int kGroupThreads = T / G;
     const int slot = warp_mn * 32 + lane;
-    if (warp_k == 1) {
+    if (warp_k > 0) {
 #pragma unroll
       for (int nt = 0; nt < kTilesN; ++nt)
 #pragma unroll
         for (int mt = 0; mt < kTilesM; ++mt)
 #pragma unroll
-          for (int i = 0; i < 4; ++i) reduce[((nt * kTilesM + mt) * 4 + i) * (T / 2) + slot] = acc[nt][mt][i];
+          for (int i = 0; i < 4; ++i)
+            reduce[(((warp_k - 1) * kTilesN + nt) * kTilesM * 4 + mt * 4 + i) * kGroupThreads + slot] = acc[nt][mt][i];
     }
     __syncthreads();
     if (warp_k == 0) {
 #pragma unroll
-      for (int nt = 0; nt < kTilesN; ++nt)
+      for (int q = 1; q < G; ++q)
 #pragma unroll
-        for (int mt = 0; mt < kTilesM; ++mt)
+        for (int nt = 0; nt < kTilesN; ++nt)
 #pragma unroll
-          for (int i = 0; i < 4; ++i) acc[nt][mt][i] += reduce[((nt * kTilesM + mt) * 4 + i) * (T / 2) + slot];
+          for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+              acc[nt][mt][i] += reduce[(((q - 1) * kTilesN + nt) * kTilesM * 4 + mt * 4 + i) * kGroupThreads + slot];
     }
   }
   // 2) accumulator scales (FP8 per channel, NVFP4 global), + bias, one rounding, into the
