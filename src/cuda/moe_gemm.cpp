@@ -95,18 +95,24 @@ std::string GemmTile::to_string() const {
   return s.str();
 }
 
-GemmTile gemm_tile_for(WeightFormat format, int block_m) {
-  // PERF: the fastest candidate of each block size on the H200, Qwen3-30B-A3B GEMM1 (run 4,
-  // bench/results/2026-11-30-h200-gemm-v3.md): 4-bit codes want 4 warps of 16 channels each
-  // (more CTAs, short per-warp chains), 8-bit codes a deeper ring (twice the bytes per K tile);
-  // 64-token blocks want warps that each hold every token (8 token tiles per dequantized
-  // fragment).
+GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
+  // PERF: the fastest candidate per regime on the H200, Qwen3-30B-A3B GEMM1 (runs 4-7,
+  // bench/results/2026-11-30-h200-gemm-v3.md, docs/perf-notes.md):
+  // - few routed rows (<= 64, e.g. M = 1 at top_k 8): few CTAs, so each warp's serial chain of
+  //   K tiles bounds the time; 2-4 K groups per CTA cut it (MXFP4 31 -> 21 us, FP8 31 -> 22).
+  // - 16-token blocks otherwise: 4-bit codes are instruction-bound, 4 warps of 16 channels
+  //   each do best; 8-bit codes want two K groups and an 8-stage ring (bytes in flight).
+  // - 64-token blocks: every warp holds all tokens (8 token tiles per dequantized fragment).
   const bool four_bit = format == WeightFormat::mxfp4 || format == WeightFormat::nvfp4 || format == WeightFormat::int4;
-  const char* text = "16x64/1x4x1/4";
+  const char* text;
   if (block_m <= 16) {
-    text = four_bit ? "16x64/1x4x1/4" : "16x64/1x4x1/8";
+    if (num_slots <= 64) {
+      text = format == WeightFormat::int4 ? "16x64/1x4x2/8" : "16x64/1x4x4/8";
+    } else {
+      text = four_bit ? "16x64/1x4x1/4" : "16x64/1x4x2/8";
+    }
   } else if (block_m <= 32) {
-    text = "32x128/1x8x1/4";
+    text = four_bit ? "32x128/1x8x1/4" : "32x128/1x4x2/8";
   } else {
     text = four_bit ? "64x128/1x8x1/4" : "64x128/1x4x1/4";
   }
@@ -203,7 +209,8 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
     WeightDesc w;
     w.format = f;
     for (DType act : {DType::bf16, DType::f16})
-      for (int bm : {16, 32, 64}) specs.push_back(moe_gemm_kernel_spec(w, act, gemm_tile_for(f, bm)));
+      for (int bm : {16, 32, 64})
+        for (int64_t slots : {64, 65}) specs.push_back(moe_gemm_kernel_spec(w, act, gemm_tile_for(f, bm, slots)));
   }
   return specs;
 }

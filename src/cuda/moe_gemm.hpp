@@ -28,8 +28,9 @@ struct GemmTile {
   std::string to_string() const;
 };
 
-// The planner's tile for a weight format and block size (16, 32 or 64 tokens).
-GemmTile gemm_tile_for(WeightFormat format, int block_m);
+// The planner's tile for a weight format, block size (16, 32 or 64 tokens) and routed rows
+// (M * top_k).
+GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots);
 // Every reason the tile is not a legal kernel config (shapes, warps, shared memory); empty if legal.
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);
 // "16x128/1x4x2/4": block_m x block_n / warps_m x warps_n x warps_k / stages (the format of
