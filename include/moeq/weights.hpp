@@ -40,7 +40,15 @@ struct WeightDesc {
   int64_t bias_bytes() const;
 };
 
+// Layout of WeightView::codes. `canonical` is CONTRACT §4 (above). `prepared` is the CUDA
+// GEMM's own order (16-channel x 64-k blocks whose 32-bit words are whole MMA fragment
+// registers; device/moeq_dev/format/prepared.cuh), written once at load time by prepare_codes
+// (GPU) or prepare_codes_host (CPU): the GEMM then needs no byte permutes. Scales, zero points
+// and biases are the same in both. Only the CUDA backend reads prepared codes.
+enum class CodeLayout { canonical, prepared };
+
 struct WeightView {
+  CodeLayout code_layout = CodeLayout::canonical;
   const void* codes = nullptr;
   const void* scales = nullptr;
   const float* global_scales = nullptr;
@@ -56,4 +64,13 @@ namespace moeq {
 // naming the tensor, the element and the value. `name` is
 // "w13" or "w2".
 void validate_weights(const WeightDesc& desc, const WeightView& view, const char* name);
+
+// Bytes of the prepared codes of `desc`: n rounded up to 16 and k to 64 (padding codes are 0).
+int64_t prepared_code_bytes(const WeightDesc& desc);
+// Canonical codes -> prepared codes, host memory (prepared_code_bytes(desc) bytes). The same
+// map as prepare_codes on the GPU, bit for bit. Throws moeq::Error for an invalid desc.
+void prepare_codes_host(const WeightDesc& desc, const void* canonical, void* prepared);
+// The same on the GPU: device pointers, enqueued on `stream` (a CUstream, null = default), no
+// sync. Both pointers 16-byte aligned. Throws moeq::Error without a CUDA device.
+void prepare_codes(const WeightDesc& desc, const void* canonical, void* prepared, void* stream = nullptr);
 }  // namespace moeq

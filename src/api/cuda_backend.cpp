@@ -103,6 +103,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   cuda::MoeGemmArgs g1;
   g1.weights_desc = d.w13();
   g1.weights = device_weights(w13);
+  g1.prepared_codes = w13.code_layout == CodeLayout::prepared;
   g1.act_dtype = c;
   g1.tile = tile;
   g1.c = buffer("gate_up_output");
@@ -110,6 +111,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   cuda::MoeGemmArgs g2 = g1;
   g2.weights_desc = d.w2();
   g2.weights = device_weights(w2);
+  g2.prepared_codes = w2.code_layout == CodeLayout::prepared;
   g2.a = buffer("activation_output");
   g2.a_row_stride = I;
   g2.c = buffer("down_output");

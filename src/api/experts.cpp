@@ -115,6 +115,10 @@ void Experts::apply(const WeightView& w13, const WeightView& w2, const ExpertsIn
     api::validate_device_weights(d.w2(), w2, "w2");
     api::validate_device_workspaces(workspace1, workspace2);
   } else {
+    for (const WeightView* v : {&w13, &w2})
+      if (v->code_layout == CodeLayout::prepared)
+        throw Error(std::string(v == &w13 ? "w13" : "w2") +
+                    ": code_layout = prepared needs the CUDA backend (the CPU backend reads canonical codes)");
     api::validate_inputs(d, shape.layout, inputs, output);
     validate_weights(d.w13(), w13, "w13");
     validate_weights(d.w2(), w2, "w2");

@@ -180,7 +180,7 @@ std::vector<std::string> moe_gemm_reasons(const WeightDesc& w, DType act_dtype) 
   return r;
 }
 
-jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile) {
+jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes) {
   std::ostringstream s;
   s << "#include \"moeq_dev/format/weights.cuh\"\n"
     << "struct MoeGemmCfg {\n"
@@ -192,13 +192,15 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "  static constexpr int kWarpsN = " << tile.warps_n << ";\n"
     << "  static constexpr int kWarpsK = " << tile.warps_k << ";\n"
     << "  static constexpr int kStages = " << tile.stages << ";\n"
+    << "  static constexpr bool kPreparedCodes = " << (prepared_codes ? "true" : "false") << ";\n"
     << "};\n"
     << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n";
   return {"moeq_moe_gemm", s.str()};
 }
 
-jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile) {
-  jit::KernelSpec spec = moe_gemm_kernel_spec(w, act_dtype, tile);
+jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile,
+                                              bool prepared_codes) {
+  jit::KernelSpec spec = moe_gemm_kernel_spec(w, act_dtype, tile, prepared_codes);
   spec.entry = "moeq_moe_gemm_segments";
   return spec;
 }
@@ -210,7 +212,12 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
     w.format = f;
     for (DType act : {DType::bf16, DType::f16})
       for (int bm : {16, 32, 64})
-        for (int64_t slots : {64, 65}) specs.push_back(moe_gemm_kernel_spec(w, act, gemm_tile_for(f, bm, slots)));
+        for (int64_t slots : {64, 65})
+          for (bool prepared : {false, true}) {
+            jit::KernelSpec spec = moe_gemm_kernel_spec(w, act, gemm_tile_for(f, bm, slots), prepared);
+            const bool seen = std::any_of(specs.begin(), specs.end(), [&](const jit::KernelSpec& o) { return o.source == spec.source; });
+            if (!seen) specs.push_back(std::move(spec));
+          }
   }
   return specs;
 }
@@ -285,7 +292,7 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
       throw Error("moe_gemm: tile " + a.tile.to_string() + " needs " + std::to_string(smem) +
                   " bytes of shared memory; this device allows " + std::to_string(optin));
   }
-  const CUfunction f = loaded_function(moe_gemm_kernel_spec(w, a.act_dtype, a.tile), smem);
+  const CUfunction f = loaded_function(moe_gemm_kernel_spec(w, a.act_dtype, a.tile, a.prepared_codes), smem);
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(m_blocks);
   shape.grid_y = static_cast<unsigned>((w.n + a.tile.block_n - 1) / a.tile.block_n);

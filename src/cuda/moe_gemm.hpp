@@ -51,6 +51,7 @@ struct MoeGemmArgs {
   WeightDesc weights_desc;
   GemmWeights weights;
   DType act_dtype = DType::bf16;  // A and C
+  bool prepared_codes = false;    // weights.codes in the prepared layout (moeq::CodeLayout)
   CUdeviceptr a = 0;
   int64_t a_row_stride = 0;  // elements
   CUdeviceptr c = 0;
@@ -79,9 +80,10 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
                     CUdeviceptr counts, DType counts_dtype, int64_t rows_per_expert, int64_t num_experts,
                     CUdeviceptr block_table, CUdeviceptr num_blocks, CUstream stream);
 
-jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile);
+jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes = false);
 // The segment-table builder lives in the same module as the GEMM of that config.
-jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile);
+jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile,
+                                              bool prepared_codes = false);
 // Every config the planner can emit: 7 formats with their scale / zero-point / bias / global
 // variants, bf16 and f16, block_m 16/32/64, gather and segments.
 std::vector<jit::KernelSpec> moe_gemm_kernel_specs();

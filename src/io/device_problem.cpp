@@ -13,9 +13,17 @@ const void* keep(DeviceProblem& d, const void* data, size_t bytes) {
   return reinterpret_cast<const void*>(static_cast<uintptr_t>(d.buffers.back().ptr()));
 }
 
-WeightView upload_weights(DeviceProblem& d, const ref::QuantizedWeights& q) {
+WeightView upload_weights(DeviceProblem& d, const ref::QuantizedWeights& q, CodeLayout codes) {
   WeightView v;
   v.codes = keep(d, q.codes.data(), q.codes.size());
+  if (codes == CodeLayout::prepared) {
+    d.buffers.emplace_back(static_cast<size_t>(prepared_code_bytes(q.desc)));
+    void* prepared = reinterpret_cast<void*>(static_cast<uintptr_t>(d.buffers.back().ptr()));
+    prepare_codes(q.desc, v.codes, prepared);
+    cuda::check(cuda::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+    v.codes = prepared;
+    v.code_layout = CodeLayout::prepared;
+  }
   v.scales = keep(d, q.scales.data(), q.scales.size());
   v.global_scales = static_cast<const float*>(keep(d, q.global_scales.data(), q.global_scales.size() * 4));
   v.zero_points = static_cast<const uint8_t*>(keep(d, q.zero_points.data(), q.zero_points.size()));
@@ -25,12 +33,12 @@ WeightView upload_weights(DeviceProblem& d, const ref::QuantizedWeights& q) {
 
 }  // namespace
 
-DeviceProblem upload_problem(const HostProblem& p) {
+DeviceProblem upload_problem(const HostProblem& p, CodeLayout codes) {
   cuda::ensure_context();
   DeviceProblem d;
   d.buffers.reserve(16);
-  d.w13 = upload_weights(d, *p.w13);
-  d.w2 = upload_weights(d, *p.w2);
+  d.w13 = upload_weights(d, *p.w13, codes);
+  d.w2 = upload_weights(d, *p.w2, codes);
   d.inputs = p.inputs();
   d.inputs.hidden = keep(d, p.hidden.data(), p.hidden.size());
   d.inputs.topk_ids = keep(d, p.topk_ids.data(), p.topk_ids.size());

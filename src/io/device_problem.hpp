@@ -14,7 +14,9 @@ struct DeviceProblem {
   ExpertsInputs inputs;
 };
 
-// Synchronous uploads; needs a CUDA device (cuda::ensure_context is called).
-DeviceProblem upload_problem(const HostProblem& p);
+// Synchronous uploads; needs a CUDA device (cuda::ensure_context is called). With
+// CodeLayout::prepared the weight codes are also prepared on the GPU (moeq::prepare_codes) and
+// the views point at the prepared copies.
+DeviceProblem upload_problem(const HostProblem& p, CodeLayout codes = CodeLayout::canonical);
 
 }  // namespace moeq::io

@@ -60,7 +60,7 @@ OracleComparison compare_with_oracle(const HostProblem& p, const std::vector<uin
 
 std::string VerifyCase::label() const {
   return desc.to_string() + " " + std::string(to_string(layout)) + " M=" + std::to_string(num_tokens) +
-         (ep_size > 1 ? " ep=" + std::to_string(ep_size) : "");
+         (ep_size > 1 ? " ep=" + std::to_string(ep_size) : "") + (codes == CodeLayout::prepared ? " prepared" : "");
 }
 
 VerifyResult verify_on_gpu(const VerifyCase& c, const Options& base_options) {
@@ -76,7 +76,7 @@ VerifyResult verify_on_gpu(const VerifyCase& c, const Options& base_options) {
   options.backend = Backend::cuda;
   const Experts experts(d, options);
 
-  const DeviceProblem dev = upload_problem(p);
+  const DeviceProblem dev = upload_problem(p, c.codes);
   const bool batched = p.is_batched();
   const WorkspaceSizes ws = experts.workspace_bytes(p.num_tokens, batched ? p.max_tokens_per_expert : 0);
   cuda::DeviceBuffer ws1(std::max<int64_t>(ws.workspace1_bytes, 16)), ws2(std::max<int64_t>(ws.workspace2_bytes, 16));

@@ -36,6 +36,7 @@ struct VerifyCase {
   int64_t num_tokens = 16;
   int ep_size = 1;            // > 1: this rank holds E_g / ep_size experts, expert_map has -1
   uint64_t seed = 0;
+  CodeLayout codes = CodeLayout::canonical;  // prepared: the weights go through prepare_codes
   std::string label() const;
 };
 

@@ -32,6 +32,8 @@ TEST(ExpertsGpu, EveryFormatEveryLayoutMatchesOracle) {
       for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
         for (int64_t m : {1, 7, 129}) {
           io::VerifyCase c{layer(scheme, act), layout, m, 1, static_cast<uint64_t>(m)};
+          // Every other case reads prepared codes (moeq::prepare_codes), the rest canonical ones.
+          c.codes = (m + static_cast<int64_t>(layout)) % 2 == 0 ? CodeLayout::prepared : CodeLayout::canonical;
           const io::VerifyResult r = io::verify_on_gpu(c);
           EXPECT_TRUE(r.passed) << c.label() << ": rel " << r.error.rel_err << ", max " << r.error.max_err_fraction
                                 << (r.error.finite ? "" : ", non-finite");

@@ -17,6 +17,7 @@
 #include "cuda/routing.hpp"
 #include "io/presets.hpp"
 #include "jit/nvrtc.hpp"
+#include "moeq/weights.hpp"
 #include "reference/formats.hpp"
 #include "reference/quantize.hpp"
 
@@ -67,6 +68,7 @@ HostWeights quantized_weights(const GemmCase& c, std::mt19937& rng) {
 struct DeviceWeights {
   std::vector<cuda::DeviceBuffer> buffers;
   cuda::GemmWeights ptrs;
+  cuda::CUdeviceptr prepared_codes = 0;  // the same codes in the prepared layout, made on the GPU
 };
 
 DeviceWeights upload(const ref::QuantizedWeights& q) {
@@ -82,6 +84,10 @@ DeviceWeights upload(const ref::QuantizedWeights& q) {
   d.ptrs.global_scales = put(q.global_scales.data(), q.global_scales.size() * sizeof(float));
   d.ptrs.zero_points = put(q.zero_points.data(), q.zero_points.size());
   d.ptrs.bias = put(q.bias.data(), q.bias.size());
+  d.buffers.emplace_back(static_cast<size_t>(prepared_code_bytes(q.desc)));
+  d.prepared_codes = d.buffers.back().ptr();
+  prepare_codes(q.desc, reinterpret_cast<const void*>(d.ptrs.codes), reinterpret_cast<void*>(d.prepared_codes));
+  cuda::check(cuda::driver().cuCtxSynchronize(), "cuCtxSynchronize");
   return d;
 }
 
@@ -131,8 +137,10 @@ std::vector<uint16_t> random_act(int64_t rows, int64_t K, DType t, std::mt19937&
 }
 
 // Indexed layout: M tokens, top_k 3 distinct experts each, expert 4 never chosen.
+// prepared: read the prepared codes; `outputs` (when given) receives the raw output.
 ErrorStats run_gather(const GemmCase& c, const cuda::GemmTile& tile, const HostWeights& h, const DeviceWeights& dw,
-                      int64_t M, std::mt19937& rng, cuda::CUstream stream) {
+                      int64_t M, std::mt19937 rng, cuda::CUstream stream, bool prepared = false,
+                      std::vector<uint16_t>* outputs = nullptr) {
   const int64_t E = c.w.num_experts, N = c.w.n, K = c.w.k, top_k = 3, slots = M * top_k;
   std::vector<int32_t> ids(static_cast<size_t>(slots));
   for (int64_t m = 0; m < M; ++m) {
@@ -151,6 +159,8 @@ ErrorStats run_gather(const GemmCase& c, const cuda::GemmTile& tile, const HostW
   cuda::MoeGemmArgs g;
   g.weights_desc = c.w;
   g.weights = dw.ptrs;
+  if (prepared) g.weights.codes = dw.prepared_codes;
+  g.prepared_codes = prepared;
   g.act_dtype = c.act;
   g.a = a_d.ptr();
   g.a_row_stride = K;
@@ -168,12 +178,14 @@ ErrorStats run_gather(const GemmCase& c, const cuda::GemmTile& tile, const HostW
   cuda::check(cuda::driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
   std::vector<RowJob> jobs;
   for (int64_t s = 0; s < slots; ++s) jobs.push_back({s / top_k, s, ids[static_cast<size_t>(s)]});
-  return compare(c, h, a_host, out.to_host<uint16_t>(static_cast<size_t>(slots * N)), jobs);
+  const auto got = out.to_host<uint16_t>(static_cast<size_t>(slots * N));
+  if (outputs != nullptr) *outputs = got;
+  return compare(c, h, a_host, got, jobs);
 }
 
 // Masked layout: [E, T, K] slabs, counts 0, T, and in between; rows past a count stay NaN.
 ErrorStats run_masked(const GemmCase& c, const cuda::GemmTile& tile, const HostWeights& h, const DeviceWeights& dw,
-                      std::mt19937& rng, cuda::CUstream stream) {
+                      std::mt19937& rng, cuda::CUstream stream, bool prepared = false) {
   const int64_t E = c.w.num_experts, N = c.w.n, K = c.w.k, T = 70;
   const std::vector<int32_t> counts{17, 0, 70, 1, 33};
   const auto a_host = random_act(E * T, K, c.act, rng);
@@ -185,6 +197,8 @@ ErrorStats run_masked(const GemmCase& c, const cuda::GemmTile& tile, const HostW
   cuda::MoeGemmArgs g;
   g.weights_desc = c.w;
   g.weights = dw.ptrs;
+  if (prepared) g.weights.codes = dw.prepared_codes;
+  g.prepared_codes = prepared;
   g.act_dtype = c.act;
   g.a = a_d.ptr();
   g.a_row_stride = K;
@@ -232,17 +246,33 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
     const GemmCase c = make_case(plan.scheme);
     const HostWeights h = quantized_weights(c, rng);
     const DeviceWeights dw = upload(*h.q);
+    {  // the GPU transform equals the host one byte for byte
+      std::vector<uint8_t> host(static_cast<size_t>(prepared_code_bytes(c.w)));
+      prepare_codes_host(c.w, h.q->codes.data(), host.data());
+      std::vector<uint8_t> device(host.size());
+      cuda::check(cuda::driver().cuMemcpyDtoH_v2(device.data(), dw.prepared_codes, device.size()), "cuMemcpyDtoH");
+      EXPECT_TRUE(host == device) << plan.scheme << ": prepare_codes (GPU) differs from prepare_codes_host";
+    }
     for (const cuda::GemmTile& tile : cuda::gemm_tile_candidates()) {
       const std::string text = tile.to_string();
       if (!plan.all_tiles && text != "16x32/1x2x4/8" && text != "32x128/1x4x2/8" && text != "64x256/2x4x1/3") continue;
       for (int64_t M : {1, 45}) {
-        const ErrorStats s = run_gather(c, tile, h, dw, M, rng, stream.get());
+        std::vector<uint16_t> canonical_out, prepared_out;
+        const std::mt19937 inputs(rng());  // the same routing and activations for both layouts
+        const ErrorStats s = run_gather(c, tile, h, dw, M, inputs, stream.get(), false, &canonical_out);
         EXPECT_TRUE(s.finite && s.rel < 5e-3) << plan.scheme << " tile " << text << " gather M=" << M << ": rel " << s.rel
                                               << (s.finite ? "" : ", non-finite");
+        run_gather(c, tile, h, dw, M, inputs, stream.get(), true, &prepared_out);
+        // Same products in the same order: the prepared layout changes only where codes are read.
+        EXPECT_TRUE(canonical_out == prepared_out) << plan.scheme << " tile " << text << " M=" << M
+                                                   << ": prepared codes differ from canonical";
       }
-      const ErrorStats s = run_masked(c, tile, h, dw, rng, stream.get());
-      EXPECT_TRUE(s.finite && s.rel < 5e-3) << plan.scheme << " tile " << text << " masked: rel " << s.rel
-                                            << (s.finite ? "" : ", non-finite or rows past a count written");
+      for (bool prepared : {false, true}) {
+        const ErrorStats s = run_masked(c, tile, h, dw, rng, stream.get(), prepared);
+        EXPECT_TRUE(s.finite && s.rel < 5e-3) << plan.scheme << " tile " << text << (prepared ? " prepared" : "")
+                                              << " masked: rel " << s.rel
+                                              << (s.finite ? "" : ", non-finite or rows past a count written");
+      }
     }
   }
 }

@@ -1,7 +1,10 @@
 // Every MoE GEMM config the planner can emit compiles through NVRTC for sm_80, sm_89, sm_90a.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "cuda/moe_gemm.hpp"
+#include "cuda/prepare.hpp"
 #include "jit/compiler.hpp"
 #include "jit/nvrtc.hpp"
 
@@ -14,8 +17,14 @@ TEST(MoeGemmJit, EveryConfigCompilesForEveryArch) {
   jit::JitOptions options = jit::jit_options();
   options.disable_cache = true;
   jit::KernelCache cache(options);
-  const auto specs = cuda::moe_gemm_kernel_specs();
-  ASSERT_EQ(specs.size(), 7u * 2u * 3u);
+  auto specs = cuda::moe_gemm_kernel_specs();
+  // 7 formats x 2 dtypes x (at least one tile per block size 16 / 32 / 64) x canonical and
+  // prepared codes, each source once.
+  std::set<std::string> sources;
+  for (const auto& spec : specs) sources.insert(spec.source);
+  ASSERT_EQ(sources.size(), specs.size());
+  ASSERT_GE(specs.size(), 7u * 2u * 3u * 2u);
+  specs.push_back(cuda::prepare_kernel_spec());
   for (const jit::Arch arch : {jit::Arch{80, false}, jit::Arch{89, false}, jit::Arch{90, true}}) {
     for (const auto& spec : specs) {
       const auto& cubin = cache.cubin(spec, arch);

@@ -167,3 +167,16 @@ TEST(ApplyErrors, ZeroTokensWritesNothingAndNeedsNoWorkspace) {
 
 }  // namespace
 }  // namespace moeq
+
+namespace moeq {
+namespace {
+
+TEST(ApplyErrors, PreparedCodesNeedTheCudaBackend) {
+  Fixture f;
+  WeightView w13 = f.p.w13->view();
+  w13.code_layout = CodeLayout::prepared;
+  EXPECT_THAT(f.apply(f.p.inputs(), w13, f.p.w2->view()), HasSubstr("w13: code_layout = prepared needs the CUDA backend"));
+}
+
+}  // namespace
+}  // namespace moeq

@@ -35,7 +35,8 @@ struct BenchArgs {
   std::vector<std::string> presets{"qwen3-30b-a3b", "deepseek-v3"};
   std::vector<int64_t> tokens{16, 256, 4096};
   int iterations = 20;
-  std::vector<std::string> tiles;  // gemm: "BMxBN/WMxWN/S" overrides; empty = the planner's tile
+  std::vector<std::string> tiles;  // gemm: "BMxBN/WMxWNxWK/S" overrides; empty = the planner's tile
+  std::vector<std::string> codes{"prepared"};  // gemm: weight code layouts to time
   int trials = 7;
 };
 
@@ -213,11 +214,13 @@ void bench_preset(const BenchArgs& a, const std::vector<std::string>& kernels, c
 // device copies of the same bytes at distinct addresses (rotating over them defeats L2).
 // PERF: generated once per weight shape and kept for the process: the host generator took
 // seconds per case at 16 copies of 200 MB.
-const std::vector<cuda::GemmWeights>& random_weight_copies(const WeightDesc& w, int copies, std::mt19937& rng) {
+const std::vector<cuda::GemmWeights>& random_weight_copies(const WeightDesc& w, int copies, std::mt19937& rng,
+                                                           bool prepared) {
   struct Pool {
     std::vector<DeviceBuffer> keep;
     std::vector<cuda::GemmWeights> copies;
     std::vector<std::vector<uint8_t>> host;  // codes, scales, global scales, zero points, bias
+    std::vector<cuda::GemmWeights> prepared;  // the copies with their codes prepared on the GPU
   };
   // NOTE: never destroyed: device buffers must not be freed after the driver unloads at exit.
   static auto* pools = new std::map<std::string, Pool>();
@@ -277,13 +280,25 @@ const std::vector<cuda::GemmWeights>& random_weight_copies(const WeightDesc& w, 
     g.bias = upload(pool.host[4]);
     pool.copies.push_back(g);
   }
-  return pool.copies;
+  if (!prepared) return pool.copies;
+  while (pool.prepared.size() < pool.copies.size()) {
+    cuda::GemmWeights g = pool.copies[pool.prepared.size()];
+    pool.keep.emplace_back(static_cast<size_t>(prepared_code_bytes(w)));
+    prepare_codes(w, reinterpret_cast<const void*>(g.codes), reinterpret_cast<void*>(pool.keep.back().ptr()));
+    g.codes = pool.keep.back().ptr();
+    pool.prepared.push_back(g);
+  }
+  cuda::check(cuda::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+  return pool.prepared;
 }
 
 // One MoE GEMM (indexed layout) over the weights of the distinct experts the routing touches,
 // rotated over enough weight copies that every pass reads DRAM.
 void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string& scheme, bool second, int64_t M,
-                const std::string& tile_text, double copy_gbs, int64_t l2_bytes, cuda::CUstream stream) {
+                const std::string& tile_text, const std::string& codes, double copy_gbs, int64_t l2_bytes,
+                cuda::CUstream stream) {
+  if (codes != "prepared" && codes != "canonical") throw Error("--codes " + codes + " is not prepared or canonical");
+  const bool prepared = codes == "prepared";
   ExpertsDesc d = preset.desc;
   io::apply_scheme(scheme, d);
   const WeightDesc w = second ? d.w2() : d.w13();
@@ -309,12 +324,13 @@ void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string&
   cuda::map_and_align(route, tile.block_m, {local_ids.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()}, stream);
 
   const int copies = static_cast<int>(std::clamp(std::ceil(3.0 * static_cast<double>(l2_bytes) / bytes), 1.0, 16.0));
-  const std::vector<cuda::GemmWeights>& weights = random_weight_copies(w, copies, rng);
+  const std::vector<cuda::GemmWeights>& weights = random_weight_copies(w, copies, rng, prepared);
   DeviceBuffer act = random_bf16(a_rows * w.k, 1.0f, rng);
   DeviceBuffer out(slots * w.n * 2);
   cuda::MoeGemmArgs g;
   g.weights_desc = w;
   g.act_dtype = DType::bf16;
+  g.prepared_codes = prepared;
   g.a = act.ptr();
   g.a_row_stride = w.k;
   g.c = out.ptr();
@@ -332,9 +348,9 @@ void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string&
     cuda::moe_gemm(g, stream);
   }, a.iterations, a.trials, stream);
   const double gbs = bytes / (us * 1e-6) / 1e9;
-  std::printf("%-6s %-14s %-10s %6lld %10.2f %10.1f %9.1f %7.1f%% %9.1f  tile %s, %d weight copies\n",
+  std::printf("%-6s %-14s %-10s %6lld %10.2f %10.1f %9.1f %7.1f%% %9.1f  tile %s, %s, %d weight copies\n",
               second ? "gemm2" : "gemm1", preset.name.c_str(), scheme.c_str(), static_cast<long long>(M), us, bytes / 1e6,
-              gbs, 100.0 * gbs / copy_gbs, flops / (us * 1e-6) / 1e12, tile.to_string().c_str(), copies);
+              gbs, 100.0 * gbs / copy_gbs, flops / (us * 1e-6) / 1e12, tile.to_string().c_str(), codes.c_str(), copies);
   std::fflush(stdout);
 }
 
@@ -383,8 +399,9 @@ int run_bench(const BenchArgs& a) {
         for (int64_t M : a.tokens) {
           const std::vector<std::string> planner_tile{""};
           for (const auto& tile : a.tiles.empty() ? planner_tile : a.tiles)
-            bench_gemm(a, io::find_preset(name), scheme, std::string(gemm) == "gemm2", M, tile, copy_gbs, info.l2_bytes,
-                       stream.get());
+            for (const auto& codes : a.codes)
+              bench_gemm(a, io::find_preset(name), scheme, std::string(gemm) == "gemm2", M, tile, codes, copy_gbs,
+                         info.l2_bytes, stream.get());
         }
   }
   return 0;
@@ -400,6 +417,8 @@ Action add_bench_command(CLI::App& app) {
   cmd->add_option("--preset", a->presets, "Model presets")->capture_default_str();
   cmd->add_option("--tokens,-M", a->tokens, "Token counts")->capture_default_str();
   cmd->add_option("--scheme", a->schemes, "Weight schemes of gemm1 / gemm2")->capture_default_str();
+  cmd->add_option("--codes", a->codes, "gemm1 / gemm2: weight code layouts, prepared and/or canonical")
+      ->capture_default_str();
   cmd->add_option("--tile", a->tiles, "gemm1 / gemm2: tiles to time instead of the planner's, BMxBN/WMxWN/S "
                                       "(e.g. 16x128/1x4/4)");
   cmd->add_option("--iterations", a->iterations, "Launches per timed trial")->capture_default_str();

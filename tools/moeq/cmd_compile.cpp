@@ -8,6 +8,7 @@
 #include "cuda/driver.hpp"
 #include "cuda/elementwise.hpp"
 #include "cuda/moe_gemm.hpp"
+#include "cuda/prepare.hpp"
 #include "cuda/routing.hpp"
 #include "io/presets.hpp"
 #include "jit/compiler.hpp"
@@ -35,8 +36,9 @@ jit::Arch parse_arch(const std::string& text) {
   throw Error("--arch = '" + text + "' is not one of sm_80, sm_89, sm_90, sm_90a");
 }
 
-// Every kernel the layer's experts step can launch: routing, both GEMMs at every block size the
-// planner picks (and their segment-table entry), activation, quantization.
+// Every kernel the layer's experts step can launch: routing, both GEMMs at every tile the
+// planner picks, for prepared and canonical codes (and their segment-table entry), the code
+// transform, activation, quantization.
 // Extra tiles (`--tile`) are compiled for the GEMMs too, e.g. ahead of `moeq bench --tile`.
 std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std::vector<std::string>& extra_tiles) {
   std::vector<jit::KernelSpec> specs = cuda::routing_kernel_specs();
@@ -52,9 +54,12 @@ std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std:
   }
   for (const auto& tile : tiles) {
     if (const auto reasons = cuda::gemm_tile_reasons(tile, d.w13()); !reasons.empty()) throw Error(reasons.front());
-    specs.push_back(cuda::moe_gemm_kernel_spec(d.w13(), d.act_dtype, tile));
-    specs.push_back(cuda::moe_gemm_segments_kernel_spec(d.w13(), d.act_dtype, tile));
+    for (bool prepared : {true, false}) {
+      specs.push_back(cuda::moe_gemm_kernel_spec(d.w13(), d.act_dtype, tile, prepared));
+      specs.push_back(cuda::moe_gemm_segments_kernel_spec(d.w13(), d.act_dtype, tile, prepared));
+    }
   }
+  specs.push_back(cuda::prepare_kernel_spec());
   specs.push_back(cuda::activation_kernel_spec(d.activation.kind, d.interleaved_gate_up, d.act_dtype));
   if (d.act_format != ActFormat::none) specs.push_back(cuda::quantize_kernel_spec(d.act_format, d.act_dtype));
   return specs;

@@ -26,6 +26,7 @@ namespace moeq::cli {
 namespace {
 
 struct RunArgs {
+  std::string codes = "prepared";  // weight code layout on the GPU
   std::string preset = "qwen3-30b-a3b";
   std::string scheme;
   std::string layout = "auto";
@@ -102,8 +103,11 @@ void print_check(const io::HostProblem& p, const std::vector<uint8_t>& out) {
 
 // Uploads the problem, runs once to load every kernel (compiling on a cold cache), then times
 // 10 runs with device events. Returns seconds per run; `out` receives the result.
-double apply_on_gpu(const Experts& experts, const io::HostProblem& p, const WorkspaceSizes& ws, std::vector<uint8_t>& out) {
-  const io::DeviceProblem d = io::upload_problem(p);
+// The weight codes are prepared on the GPU at upload (moeq::prepare_codes) unless
+// --codes canonical.
+double apply_on_gpu(const Experts& experts, const io::HostProblem& p, const WorkspaceSizes& ws, std::vector<uint8_t>& out,
+                    CodeLayout codes) {
+  const io::DeviceProblem d = io::upload_problem(p, codes);
   cuda::DeviceBuffer ws1(std::max<int64_t>(ws.workspace1_bytes, 1)), ws2(std::max<int64_t>(ws.workspace2_bytes, 1));
   cuda::DeviceBuffer out_d(std::max<size_t>(out.size(), 1));
   out_d.fill_bytes(0xFF);
@@ -170,7 +174,8 @@ int run(const RunArgs& a) {
 
   double apply_s = 0.0;
   if (experts.backend() == Backend::cuda) {
-    apply_s = apply_on_gpu(experts, p, ws, out);
+    if (a.codes != "prepared" && a.codes != "canonical") throw Error("--codes " + a.codes + " is not prepared or canonical");
+    apply_s = apply_on_gpu(experts, p, ws, out, a.codes == "prepared" ? CodeLayout::prepared : CodeLayout::canonical);
   } else {
     t0 = std::chrono::steady_clock::now();
     experts.apply(p.w13->view(), p.w2->view(), p.inputs(), {out.data(), 0}, ws1.data(), ws2.data());
@@ -227,6 +232,8 @@ Action add_run_command(CLI::App& app) {
   cmd->add_option("--activation", a->activation, "Override the preset's activation (silu, gelu, ...)");
   cmd->add_option("--tokens,-M", a->tokens, "Tokens M")->capture_default_str();
   cmd->add_option("--backend", a->backend, "auto | cpu | cuda")->capture_default_str();
+  cmd->add_option("--codes", a->codes, "GPU weight code layout: prepared (moeq::prepare_codes at load) | canonical")
+      ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed of the synthetic problem")->capture_default_str();
   cmd->add_option("--ep-size", a->ep_size, "Expert-parallel ranks (this rank holds E_g/ep-size experts)");
   cmd->add_option("--ep-rank", a->ep_rank, "This rank");

@@ -21,7 +21,14 @@ struct VerifyArgs {
   std::vector<std::string> activations{"silu", "swiglu-oai", "gelu-no-mul"};
   std::vector<int64_t> tokens{1, 7, 129};
   uint64_t seed = 0;
+  std::vector<std::string> codes{"prepared", "canonical"};
 };
+
+CodeLayout parse_codes(const std::string& text) {
+  if (text == "prepared") return CodeLayout::prepared;
+  if (text == "canonical") return CodeLayout::canonical;
+  throw Error("--codes " + text + " is not prepared or canonical");
+}
 
 int run_verify(const VerifyArgs& a) {
   if (cuda::device_count() == 0) {
@@ -31,8 +38,9 @@ int run_verify(const VerifyArgs& a) {
   }
   std::vector<std::string> schemes = a.schemes;
   if (schemes.empty()) schemes = {"mxfp4", "nvfp4", "mxfp8", "fp8-channel", "fp8-block", "int4-g128", "int4-g64-zp", "int8-ch"};
-  std::printf("%-6s %-56s %-11s %6s %10s %10s\n", "result", "layer", "layout", "M", "rel err", "max err %");
+  std::printf("%-6s %-56s %-11s %6s %-9s %10s %10s\n", "result", "layer", "layout", "M", "codes", "rel err", "max err %");
   int failed = 0, total = 0;
+  for (const auto& codes : a.codes)
   for (const auto& scheme : schemes)
     for (const auto& act : a.activations)
       for (const auto& layout_name : a.layouts)
@@ -48,11 +56,13 @@ int run_verify(const VerifyArgs& a) {
           c.layout = *layout;
           c.num_tokens = m;
           c.seed = a.seed + static_cast<uint64_t>(m);
+          c.codes = parse_codes(codes);
           const io::VerifyResult r = io::verify_on_gpu(c);
           ++total;
           failed += !r.passed;
-          std::printf("%-6s %-56s %-11s %6lld %10.3e %9.3f%%\n", r.passed ? "pass" : "FAIL", c.desc.to_string().c_str(),
-                      layout_name.c_str(), static_cast<long long>(m), r.error.rel_err, 100.0 * r.error.max_err_fraction);
+          std::printf("%-6s %-56s %-11s %6lld %-9s %10.3e %9.3f%%\n", r.passed ? "pass" : "FAIL", c.desc.to_string().c_str(),
+                      layout_name.c_str(), static_cast<long long>(m), codes.c_str(), r.error.rel_err,
+                      100.0 * r.error.max_err_fraction);
           std::fflush(stdout);
         }
   std::printf("\nverify: %d passed, %d failed\n", total - failed, failed);
@@ -70,6 +80,8 @@ Action add_verify_command(CLI::App& app) {
   cmd->add_option("--activation", a->activations, "Activations")->capture_default_str();
   cmd->add_option("--tokens,-M", a->tokens, "Token counts")->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed")->capture_default_str();
+  cmd->add_option("--codes", a->codes, "Weight code layouts: prepared (moeq::prepare_codes), canonical")
+      ->capture_default_str();
   return [a] { return run_verify(*a); };
 }
 

@@ -193,3 +193,45 @@ __device__ __forceinline__ void dequant_word8(unsigned w, const FragmentScale& s
 }
 
 }  // namespace moeq_dev
+
+// ---- Prepared codes (format/prepared.cuh): one 32-bit word holds whole A-fragment pairs ----
+namespace moeq_dev {
+
+// Pair p of a word of eight 4-bit codes: nibbles p (low half) and p + 4 (high half), as the
+// prepared layout stores the (k, k + 1) codes of one fragment register.
+template <class Cfg>
+__device__ __forceinline__ unsigned dequant_pair4(unsigned w, int p, const FragmentScale& s, bool int4_fast) {
+  constexpr WeightFormatId F = Cfg::kFormat;
+  const unsigned x = (w >> (4 * p)) & 0x000F000Fu;
+  if constexpr (FragmentFastPath<Cfg>::value) {
+    if constexpr (F == WeightFormatId::kInt4) {
+      if (int4_fast) return bf16x2_mul(fma_rn_bf16x2(x | 0x43004300u, kBf16x2One, s.neg_offset2), s.scale2);
+    } else {
+      constexpr unsigned kTwoPow126 = 0x7E807E80u;
+      const unsigned bits = ((x & 0x00070007u) << 6) | ((x & 0x00080008u) << 12);
+      return bf16x2_mul(bf16x2_mul(bits, kTwoPow126), s.scale2);
+    }
+  }
+  const float lo = lane_code_value<Cfg>(x & 0xFu, s);
+  const float hi = lane_code_value<Cfg>(x >> 16, s);
+  return Cfg::kActBf16 ? (f32_to_bf16_rn(lo) | (static_cast<unsigned>(f32_to_bf16_rn(hi)) << 16))
+                       : (f32_to_f16_rn(lo) | (static_cast<unsigned>(f32_to_f16_rn(hi)) << 16));
+}
+
+// Pair i of a word of four 8-bit codes: bytes i and i + 2.
+template <class Cfg>
+__device__ __forceinline__ unsigned dequant_pair8(unsigned w, int i, const FragmentScale& s) {
+  constexpr WeightFormatId F = Cfg::kFormat;
+  const unsigned x = (w >> (8 * i)) & 0x00FF00FFu;
+  if constexpr (FragmentFastPath<Cfg>::value) {
+    constexpr unsigned kTwoPow120 = 0x7B807B80u;
+    const unsigned bits = ((x & 0x007F007Fu) << 4) | ((x & 0x00800080u) << 8);
+    return bf16x2_mul(bf16x2_mul(bits, kTwoPow120), F == WeightFormatId::kFp8Channel ? kBf16x2One : s.scale2);
+  }
+  const float lo = lane_code_value<Cfg>(x & 0xFFu, s);
+  const float hi = lane_code_value<Cfg>(x >> 16, s);
+  return Cfg::kActBf16 ? (f32_to_bf16_rn(lo) | (static_cast<unsigned>(f32_to_bf16_rn(hi)) << 16))
+                       : (f32_to_f16_rn(lo) | (static_cast<unsigned>(f32_to_f16_rn(hi)) << 16));
+}
+
+}  // namespace moeq_dev

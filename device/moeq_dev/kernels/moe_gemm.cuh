@@ -33,7 +33,10 @@
 //     static constexpr bool kActBf16 = true;      // else f16 (A, C and the MMA type)
 //     static constexpr int kBlockM = 16, kBlockN = 64, kWarpsM = 1, kWarpsN = 4, kWarpsK = 2,
 //                          kStages = 8;  // a multiple of kWarpsK: kStages / kWarpsK steps in the ring
+//     static constexpr bool kPreparedCodes = false;  // codes in the prepared layout (format/prepared.cuh)
 //   };
+// With prepared codes a lane reads its 16 (32) codes of both fragment rows with one (two)
+// 16-byte loads and every 32-bit word is whole fragment registers: no byte permutes.
 // Group size, scale dtype, zero points, global scales, bias and the layout are run-time
 // parameters (MoeGemmParams): a few uniform branches per K tile; they keep the number of
 // compiled configs small enough for CI to compile every one for every arch.
@@ -41,6 +44,7 @@
 // and code rows, 4-byte aligned C rows, dynamic shared memory = MoeGemmShape::kSmemBytes, grid
 // = (the largest possible number of M blocks, ceil(N / BN)): blocks past the device-side count
 // exit at once, so a captured graph stays valid for any routing.
+#include "moeq_dev/format/prepared.cuh"
 #include "moeq_dev/format/weights_fragment.cuh"
 #include "moeq_dev/ptx/cp_async.cuh"
 #include "moeq_dev/ptx/mma.cuh"
@@ -149,7 +153,11 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 
   const int e = block_expert, N = p.n, K = p.k;
   const long long row_bytes = static_cast<long long>(K) * S::kCodeBits / 8;
-  const unsigned char* codes_e = p.codes + static_cast<long long>(e) * N * row_bytes;
+  constexpr int kPreparedBlockBytes = S::kCodeBits * 128;  // 16 channels x 64 k
+  const int tiles_n16 = (N + 15) / 16, tiles_k = (K + BK - 1) / BK;
+  const unsigned char* codes_e =
+      Cfg::kPreparedCodes ? p.codes + static_cast<long long>(e) * tiles_n16 * tiles_k * kPreparedBlockBytes
+                          : p.codes + static_cast<long long>(e) * N * row_bytes;
   const unsigned smem_base = smem_address(smem);
 
   // Copy descriptors, fixed over K: each thread's A and code chunks of a stage. A null source
@@ -171,9 +179,20 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   for (int j = 0; j < kPerThreadB; ++j) {
     const int c = tid + j * T;
     const bool in_tile = kChunksB % T == 0 || c < kChunksB;
-    const int r = c / S::kCodeChunksPerRow, cc = c % S::kCodeChunksPerRow;
-    b_src[j] = in_tile && n0 + r < N ? codes_e + static_cast<long long>(n0 + r) * row_bytes + cc * 16 : nullptr;
-    b_dst[j] = S::kAStageBytes + r * S::kCodeRowBytes + cc * 16;
+    if constexpr (Cfg::kPreparedCodes) {
+      // Chunk c is 16 bytes of 16-channel block c / (block / 16); a block's K tiles are
+      // kPreparedBlockBytes apart in memory.
+      const int blk = c / (kPreparedBlockBytes / 16), within = c % (kPreparedBlockBytes / 16);
+      const int j16 = n0 / 16 + blk;
+      b_src[j] = in_tile && j16 < tiles_n16
+                     ? codes_e + static_cast<long long>(j16) * tiles_k * kPreparedBlockBytes + within * 16
+                     : nullptr;
+      b_dst[j] = S::kAStageBytes + blk * kPreparedBlockBytes + within * 16;
+    } else {
+      const int r = c / S::kCodeChunksPerRow, cc = c % S::kCodeChunksPerRow;
+      b_src[j] = in_tile && n0 + r < N ? codes_e + static_cast<long long>(n0 + r) * row_bytes + cc * 16 : nullptr;
+      b_dst[j] = S::kAStageBytes + r * S::kCodeRowBytes + cc * 16;
+    }
   }
   const int a_chunk_k = (tid % (BK / 8)) * 8;  // k offset of this thread's A chunks (T % 8 == 0)
   const int b_chunk_k = (tid % S::kCodeChunksPerRow) * S::kCodesPerChunk;
@@ -189,8 +208,13 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 #pragma unroll
     for (int j = 0; j < kPerThreadB; ++j) {
       if (kChunksB % T != 0 && tid + j * T >= kChunksB) continue;
-      const bool valid = b_src[j] != nullptr && k0 + b_chunk_k < K;
-      cp_async_16(base + b_dst[j], valid ? b_src[j] + k0 * S::kCodeBits / 8 : p.codes, valid);
+      if constexpr (Cfg::kPreparedCodes) {
+        const bool valid = b_src[j] != nullptr;
+        cp_async_16(base + b_dst[j], valid ? b_src[j] + static_cast<long long>(kt) * kPreparedBlockBytes : p.codes, valid);
+      } else {
+        const bool valid = b_src[j] != nullptr && k0 + b_chunk_k < K;
+        cp_async_16(base + b_dst[j], valid ? b_src[j] + k0 * S::kCodeBits / 8 : p.codes, valid);
+      }
     }
   };
 
@@ -229,8 +253,76 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   const unsigned a_lane = (warp_m * S::kWarpM + g) * S::kARowBytes + t * 32;
   const unsigned b_lane = S::kAStageBytes + lane_n0 * S::kCodeRowBytes + t * (S::kCodeRowBytes / 4);
 
+  // Prepared codes: per 16-channel tile one (4-bit) or two (8-bit) 16-byte loads give this
+  // lane's words; word pairs are A-fragment registers as they are.
+  auto compute_prepared = [&](unsigned base, const LaneScale (&scales)[kTilesN][2]) {
+    constexpr int kWords = kFourBit ? 4 : 8;
+    unsigned words[kTilesN][kWords];
+#pragma unroll
+    for (int nt = 0; nt < kTilesN; ++nt) {
+      const unsigned block = base + S::kAStageBytes + (warp_n * kTilesN + nt) * kPreparedBlockBytes + lane * 16;
+      const uint4 v = lds_128(block);
+      words[nt][0] = v.x;
+      words[nt][1] = v.y;
+      words[nt][2] = v.z;
+      words[nt][3] = v.w;
+      if constexpr (!kFourBit) {
+        const uint4 u = lds_128(block + 512);
+        words[nt][4] = u.x;
+        words[nt][5] = u.y;
+        words[nt][6] = u.z;
+        words[nt][7] = u.w;
+      }
+    }
+    FragmentScale decoded[kTilesN][2];
+#pragma unroll
+    for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg>(scales[nt][r], p.scaling);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      unsigned tok[kTilesM][4];
+#pragma unroll
+      for (int mt = 0; mt < kTilesM; ++mt) {
+        const uint4 v = lds_128(base + a_lane + mt * 8 * S::kARowBytes + h * 16);
+        tok[mt][0] = v.x;
+        tok[mt][1] = v.y;
+        tok[mt][2] = v.z;
+        tok[mt][3] = v.w;
+      }
+#pragma unroll
+      for (int nt = 0; nt < kTilesN; ++nt) {
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          const int step = 2 * h + q;
+          unsigned a[4];
+#pragma unroll
+          for (int pr = 0; pr < 4; ++pr) {
+            if constexpr (kFourBit) {
+              a[pr] = dequant_pair4<Cfg>(words[nt][step], pr, decoded[nt][pr & 1], int4_fast);
+            } else {
+              a[pr] = dequant_pair8<Cfg>(words[nt][2 * step + (pr >> 1)], pr & 1, decoded[nt][pr & 1]);
+            }
+          }
+#pragma unroll
+          for (int mt = 0; mt < kTilesM; ++mt) {
+            if constexpr (Cfg::kActBf16) {
+              mma_m16n8k16_bf16(acc[nt][mt], a, tok[mt][2 * q], tok[mt][2 * q + 1]);
+            } else {
+              mma_m16n8k16_f16(acc[nt][mt], a, tok[mt][2 * q], tok[mt][2 * q + 1]);
+            }
+          }
+        }
+      }
+    }
+  };
+
   auto compute_stage = [&](int stage, const LaneScale (&scales)[kTilesN][2]) {
     const unsigned base = smem_base + stage * S::kStageBytes;
+    if constexpr (Cfg::kPreparedCodes) {
+      compute_prepared(base, scales);
+      return;
+    }
     constexpr int kWords = kFourBit ? 2 : 4;
     unsigned code_words[kTilesN][2][kWords];
 #pragma unroll

@@ -1,0 +1,88 @@
+// The prepared code layout on the host (the reference of prepare_codes on the GPU): the map of
+// device/moeq_dev/format/prepared.cuh, written out in plain loops.
+#include <cstring>
+#include <string>
+
+#include "cuda/prepare.hpp"
+#include "moeq/error.hpp"
+#include "moeq/weights.hpp"
+
+namespace moeq {
+namespace {
+
+int code_bits_of(WeightFormat f) {
+  return (f == WeightFormat::mxfp4 || f == WeightFormat::nvfp4 || f == WeightFormat::int4) ? 4 : 8;
+}
+
+void require_desc(const WeightDesc& d) {
+  if (d.num_experts <= 0 || d.n <= 0 || d.k <= 0)
+    throw Error("prepare_codes: the desc has E = " + std::to_string(d.num_experts) + ", n = " + std::to_string(d.n) +
+                ", k = " + std::to_string(d.k) + "; all must be positive");
+  if (code_bits_of(d.format) == 4 && d.k % 2 != 0)
+    throw Error("prepare_codes: k = " + std::to_string(d.k) + " is odd for a 4-bit format");
+}
+
+// Mirror of moeq_dev::prepared_source.
+void prepared_source(int code_bits, int lane, int index, int& row, int& k) {
+  const int g = lane / 4, t = lane % 4;
+  int s, p, half;
+  if (code_bits == 4) {
+    const int q = index % 8;
+    s = index / 8;
+    p = q % 4;
+    half = q / 4;
+  } else {
+    const int w = index / 4, b = index % 4;
+    s = w / 2;
+    p = 2 * (w % 2) + (b % 2);
+    half = b / 2;
+  }
+  row = g + 8 * (p & 1);
+  k = 16 * t + 4 * s + 2 * (p >> 1) + half;
+}
+
+}  // namespace
+
+int64_t prepared_code_bytes(const WeightDesc& d) {
+  return d.num_experts * ((d.n + 15) / 16 * 16) * ((d.k + 63) / 64 * 64) * code_bits_of(d.format) / 8;
+}
+
+void prepare_codes_host(const WeightDesc& d, const void* canonical, void* prepared) {
+  require_desc(d);
+  if (canonical == nullptr || prepared == nullptr) throw Error("prepare_codes_host: a pointer is null");
+  const int bits = code_bits_of(d.format);
+  const int block_bytes = bits * 128;
+  const int64_t tiles_n = (d.n + 15) / 16, tiles_k = (d.k + 63) / 64;
+  const int64_t row_bytes = d.k * bits / 8;
+  const auto* in = static_cast<const uint8_t*>(canonical);
+  auto* out = static_cast<uint8_t*>(prepared);
+  std::memset(out, 0, static_cast<size_t>(prepared_code_bytes(d)));
+  const int per_word = 32 / bits;
+  for (int64_t e = 0; e < d.num_experts; ++e)
+    for (int64_t j = 0; j < tiles_n; ++j)
+      for (int64_t kt = 0; kt < tiles_k; ++kt) {
+        uint8_t* block = out + ((e * tiles_n + j) * tiles_k + kt) * block_bytes;
+        for (int lane = 0; lane < 32; ++lane)
+          for (int word = 0; word < (bits == 4 ? 4 : 8); ++word) {
+            const int offset = bits == 4 ? 16 * lane + 4 * word : 512 * (word / 4) + 16 * lane + 4 * (word % 4);
+            uint32_t value = 0;
+            for (int c = 0; c < per_word; ++c) {
+              int row, kk;
+              prepared_source(bits, lane, word * per_word + c, row, kk);
+              const int64_t n_abs = j * 16 + row, k_abs = kt * 64 + kk;
+              if (n_abs >= d.n || k_abs >= d.k) continue;
+              const uint8_t* r = in + (e * d.n + n_abs) * row_bytes;
+              const uint32_t code = bits == 4 ? (r[k_abs / 2] >> (4 * (k_abs % 2))) & 0xFu : r[k_abs];
+              value |= code << (bits * c);
+            }
+            std::memcpy(block + offset, &value, 4);
+          }
+      }
+}
+
+void prepare_codes(const WeightDesc& d, const void* canonical, void* prepared, void* stream) {
+  require_desc(d);
+  cuda::prepare_codes(d, canonical, prepared, static_cast<cuda::CUstream>(stream));
+}
+
+}  // namespace moeq

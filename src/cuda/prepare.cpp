@@ -1,0 +1,34 @@
+#include "cuda/prepare.hpp"
+
+#include <cstdint>
+#include <string>
+
+#include "cuda/launch.hpp"
+#include "moeq/error.hpp"
+
+namespace moeq::cuda {
+
+jit::KernelSpec prepare_kernel_spec() {
+  return {"moeq_prepare_codes", "#include \"moeq_dev/format/prepared.cuh\"\n"};
+}
+
+void prepare_codes(const WeightDesc& d, const void* canonical, void* prepared, CUstream stream) {
+  if (canonical == nullptr || prepared == nullptr) throw Error("prepare_codes: a pointer is null");
+  if ((reinterpret_cast<uintptr_t>(canonical) | reinterpret_cast<uintptr_t>(prepared)) % 16 != 0)
+    throw Error("prepare_codes: the canonical and prepared codes must be 16-byte aligned");
+  ensure_context();
+  const int bits = (d.format == WeightFormat::mxfp4 || d.format == WeightFormat::nvfp4 || d.format == WeightFormat::int4) ? 4 : 8;
+  const long long words = prepared_code_bytes(d) / 4;
+  if (words == 0) return;
+  const int n = static_cast<int>(d.n), k = static_cast<int>(d.k);
+  const int tiles_n = static_cast<int>((d.n + 15) / 16), tiles_k = static_cast<int>((d.k + 63) / 64);
+  const auto* in = static_cast<const unsigned char*>(canonical);
+  auto* out = static_cast<unsigned*>(prepared);
+  static const CUfunction f = jit::kernel_cache().function(prepare_kernel_spec());
+  LaunchShape shape;
+  shape.block_x = 256;
+  shape.grid_x = static_cast<unsigned>((words + 255) / 256);
+  launch(f, shape, stream, in, out, words, bits, n, k, tiles_n, tiles_k);
+}
+
+}  // namespace moeq::cuda

@@ -1,0 +1,93 @@
+// The prepared code layout on the host (src/api/prepare.cpp): a bijection of the canonical codes
+// plus zero padding, with the fragment order documented in device/moeq_dev/format/prepared.cuh.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "moeq/error.hpp"
+#include "moeq/weights.hpp"
+
+namespace moeq {
+namespace {
+
+WeightDesc desc_of(WeightFormat f, int64_t E, int64_t n, int64_t k) {
+  WeightDesc d;
+  d.format = f;
+  d.num_experts = E;
+  d.n = n;
+  d.k = k;
+  return d;
+}
+
+int bits_of(WeightFormat f) { return (f == WeightFormat::mxfp4 || f == WeightFormat::nvfp4 || f == WeightFormat::int4) ? 4 : 8; }
+
+// Code (e, row, k) of canonical bytes.
+uint32_t canonical_code(const std::vector<uint8_t>& c, const WeightDesc& d, int64_t e, int64_t row, int64_t k) {
+  const int bits = bits_of(d.format);
+  const uint8_t byte = c[static_cast<size_t>((e * d.n + row) * (d.k * bits / 8) + k * bits / 8)];
+  return bits == 4 ? (byte >> (4 * (k % 2))) & 0xFu : byte;
+}
+
+// Code of prepared (e, 16-channel tile j, K tile kt, lane, register p of step s, half).
+uint32_t prepared_code(const std::vector<uint8_t>& p, const WeightDesc& d, int64_t e, int64_t j, int64_t kt, int lane,
+                       int s, int reg, int half) {
+  const int bits = bits_of(d.format);
+  const int64_t tiles_n = (d.n + 15) / 16, tiles_k = (d.k + 63) / 64;
+  const int64_t block = ((e * tiles_n + j) * tiles_k + kt) * bits * 128;
+  uint32_t word;
+  if (bits == 4) {
+    std::memcpy(&word, &p[static_cast<size_t>(block + 16 * lane + 4 * s)], 4);
+    return (word >> (4 * (reg + 4 * half))) & 0xFu;
+  }
+  const int w = 2 * s + (reg >> 1);
+  std::memcpy(&word, &p[static_cast<size_t>(block + 512 * (w / 4) + 16 * lane + 4 * (w % 4))], 4);
+  return (word >> (8 * ((reg & 1) + 2 * half))) & 0xFFu;
+}
+
+TEST(PrepareCodes, EveryCodeLandsInItsFragmentRegister) {
+  std::mt19937 rng(7);
+  for (WeightFormat f : {WeightFormat::int4, WeightFormat::mxfp4, WeightFormat::fp8_block, WeightFormat::int8})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{32, 64}, {200, 352}, {7, 96}}) {
+      const WeightDesc d = desc_of(f, 3, n, k);
+      std::vector<uint8_t> canonical(static_cast<size_t>(d.code_bytes()));
+      for (auto& b : canonical) b = static_cast<uint8_t>(rng());
+      std::vector<uint8_t> prepared(static_cast<size_t>(prepared_code_bytes(d)), 0xAB);
+      prepare_codes_host(d, canonical.data(), prepared.data());
+      const int64_t tiles_n = (n + 15) / 16, tiles_k = (k + 63) / 64;
+      int64_t checked = 0, padding = 0;
+      for (int64_t e = 0; e < 3; ++e)
+        for (int64_t j = 0; j < tiles_n; ++j)
+          for (int64_t kt = 0; kt < tiles_k; ++kt)
+            for (int lane = 0; lane < 32; ++lane)
+              for (int s = 0; s < 4; ++s)
+                for (int reg = 0; reg < 4; ++reg)
+                  for (int half = 0; half < 2; ++half) {
+                    const int64_t row = j * 16 + lane / 4 + 8 * (reg & 1);
+                    const int64_t kk = kt * 64 + 16 * (lane % 4) + 4 * s + 2 * (reg >> 1) + half;
+                    const uint32_t got = prepared_code(prepared, d, e, j, kt, lane, s, reg, half);
+                    if (row >= n || kk >= k) {
+                      ASSERT_EQ(got, 0u) << "padding at row " << row << " k " << kk;
+                      ++padding;
+                    } else {
+                      ASSERT_EQ(got, canonical_code(canonical, d, e, row, kk))
+                          << to_string(f) << " e " << e << " row " << row << " k " << kk;
+                      ++checked;
+                    }
+                  }
+      EXPECT_EQ(checked, 3 * n * k);  // every canonical code exactly once (positions are distinct)
+      EXPECT_EQ(checked + padding, prepared_code_bytes(d) * 8 / bits_of(f));
+    }
+}
+
+TEST(PrepareCodes, SizesPadToBlocksAndBadDescsThrow) {
+  EXPECT_EQ(prepared_code_bytes(desc_of(WeightFormat::int4, 2, 200, 352)), 2 * 208 * 384 / 2);
+  EXPECT_EQ(prepared_code_bytes(desc_of(WeightFormat::fp8_channel, 1, 16, 64)), 16 * 64);
+  std::vector<uint8_t> buf(64);
+  EXPECT_THROW(prepare_codes_host(desc_of(WeightFormat::int4, 0, 16, 64), buf.data(), buf.data()), Error);
+  EXPECT_THROW(prepare_codes_host(desc_of(WeightFormat::int4, 1, 16, 64), nullptr, buf.data()), Error);
+}
+
+}  // namespace
+}  // namespace moeq
