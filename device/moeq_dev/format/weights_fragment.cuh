@@ -93,6 +93,14 @@ struct FragmentScale {
   float zero_point = 0.0f;  // INT
   unsigned scale2 = 0;      // bf16x2 splat of the scale (fast paths)
   unsigned neg_offset2 = 0; // INT4 fast path: bf16x2 splat of -(zero_point + 128)
+  unsigned scale2_folded = 0;  // MX fast path: bf16x2 splat of scale * 2^126 (valid when foldable)
+  bool foldable = false;       // MX: scale <= 2, so scale * 2^126 fits bf16
+};
+
+// Formats whose fast path can fold the e2m1 bias into the scale (MXFP4 with bf16 activations).
+template <class Cfg>
+struct MxFoldable {
+  static constexpr bool value = Cfg::kActBf16 && Cfg::kFormat == WeightFormatId::kMxfp4;
 };
 
 template <class Cfg>
@@ -121,6 +129,9 @@ __device__ __forceinline__ FragmentScale decode_lane_scale(const LaneScale& raw,
       // subnormal 2^-127 and 255 NaN; no fp32 detour (this runs per row and K tile).
       const unsigned b = raw.bits & 0xFFu;
       f.scale2 = (b == 0 ? 0x0040u : b == 255 ? 0x7FC0u : b << 7) * 0x10001u;
+      // 2^(b - 127) * 2^126 = 2^(b - 1): bf16 exponent field b + 126, a normal number for b <= 128.
+      f.foldable = b <= 128;
+      f.scale2_folded = ((b + 126) << 7) * 0x10001u;
     } else if constexpr (F == WeightFormatId::kInt4) {
       f.scale2 = w.scale_dtype == ScaleDtypeId::kBf16 ? (raw.bits & 0xFFFFu) * 0x10001u : bf16x2_splat(f32_to_bf16_rn(f.scale));
     } else {
@@ -200,7 +211,8 @@ namespace moeq_dev {
 // Pair p of a word of eight 4-bit codes: nibbles p (low half) and p + 4 (high half), as the
 // prepared layout stores the (k, k + 1) codes of one fragment register.
 template <class Cfg>
-__device__ __forceinline__ unsigned dequant_pair4(unsigned w, int p, const FragmentScale& s, bool int4_fast) {
+__device__ __forceinline__ unsigned dequant_pair4(unsigned w, int p, const FragmentScale& s, bool int4_fast,
+                                                  bool mx_folded = false) {
   constexpr WeightFormatId F = Cfg::kFormat;
   const unsigned x = (w >> (4 * p)) & 0x000F000Fu;
   if constexpr (FragmentFastPath<Cfg>::value) {
@@ -209,6 +221,9 @@ __device__ __forceinline__ unsigned dequant_pair4(unsigned w, int p, const Fragm
     } else {
       constexpr unsigned kTwoPow126 = 0x7E807E80u;
       const unsigned bits = ((x & 0x00070007u) << 6) | ((x & 0x00080008u) << 12);
+      // NOTE: bits are the e2m1 value times 2^-126 (exact); times 2^(b - 1) it is the exact
+      // value times the scale, as the two-multiply path computes.
+      if (MxFoldable<Cfg>::value && mx_folded) return bf16x2_mul(bits, s.scale2_folded);
       return bf16x2_mul(bf16x2_mul(bits, kTwoPow126), s.scale2);
     }
   }

@@ -258,7 +258,11 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   // PERF: `int4_fast_path` is a constant at each call site below, so the inlined copies have no
   // branch per pair: a run-time flag there split the dequantization into small blocks the
   // scheduler could not interleave with the MMAs (INT4 5-7% slower than canonical codes, run 10).
-  auto compute_prepared = [&](bool int4_fast_path, unsigned base, const LaneScale (&scales)[kTilesN][2]) {
+  // `mx_folded`: every MX scale of this warp's tile is at most 2, so the e2m1 bias 2^126 and the
+  // scale are one bf16 multiplier (FragmentScale::scale2_folded): one multiply per pair, same
+  // exact values.
+  auto compute_prepared = [&](bool int4_fast_path, bool mx_folded, unsigned base,
+                              const FragmentScale (&decoded)[kTilesN][2]) {
     constexpr int kWords = kFourBit ? 4 : 8;
     unsigned words[kTilesN][kWords];
 #pragma unroll
@@ -277,11 +281,6 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
         words[nt][7] = u.w;
       }
     }
-    FragmentScale decoded[kTilesN][2];
-#pragma unroll
-    for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg>(scales[nt][r], p.scaling);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       unsigned tok[kTilesM][4];
@@ -302,7 +301,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 #pragma unroll
           for (int pr = 0; pr < 4; ++pr) {
             if constexpr (kFourBit) {
-              a[pr] = dequant_pair4<Cfg>(words[nt][step], pr, decoded[nt][pr & 1], int4_fast_path);
+              a[pr] = dequant_pair4<Cfg>(words[nt][step], pr, decoded[nt][pr & 1], int4_fast_path, mx_folded);
             } else {
               a[pr] = dequant_pair8<Cfg>(words[nt][2 * step + (pr >> 1)], pr & 1, decoded[nt][pr & 1]);
             }
@@ -323,10 +322,21 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   auto compute_stage = [&](int stage, const LaneScale (&scales)[kTilesN][2]) {
     const unsigned base = smem_base + stage * S::kStageBytes;
     if constexpr (Cfg::kPreparedCodes) {
+      FragmentScale decoded[kTilesN][2];
+      bool foldable = true;
+#pragma unroll
+      for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          decoded[nt][r] = decode_lane_scale<Cfg>(scales[nt][r], p.scaling);
+          foldable = foldable && decoded[nt][r].foldable;
+        }
       if (Cfg::kFormat == WeightFormatId::kInt4 && int4_fast) {
-        compute_prepared(true, base, scales);
+        compute_prepared(true, false, base, decoded);
+      } else if (MxFoldable<Cfg>::value && __all_sync(0xFFFFFFFFu, foldable)) {
+        compute_prepared(false, true, base, decoded);
       } else {
-        compute_prepared(false, base, scales);
+        compute_prepared(false, false, base, decoded);
       }
       return;
     }
