@@ -192,14 +192,14 @@ __device__ __forceinline__ void dequant_word8(unsigned w, const FragmentScale& s
   constexpr WeightFormatId F = Cfg::kFormat;
   if constexpr (FragmentFastPath<Cfg>::value) {
     e4m3_word_to_bf16(w, F == WeightFormatId::kFp8Channel ? kBf16x2One : s.scale2, out);
-    return;
-  }
+  } else {
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const float lo = lane_code_value<Cfg>((w >> (16 * i)) & 0xFFu, s);
-    const float hi = lane_code_value<Cfg>((w >> (16 * i + 8)) & 0xFFu, s);
-    out[i] = Cfg::kActBf16 ? (f32_to_bf16_rn(lo) | (static_cast<unsigned>(f32_to_bf16_rn(hi)) << 16))
-                           : (f32_to_f16_rn(lo) | (static_cast<unsigned>(f32_to_f16_rn(hi)) << 16));
+    for (int i = 0; i < 2; ++i) {
+      const float lo = lane_code_value<Cfg>((w >> (16 * i)) & 0xFFu, s);
+      const float hi = lane_code_value<Cfg>((w >> (16 * i + 8)) & 0xFFu, s);
+      out[i] = Cfg::kActBf16 ? (f32_to_bf16_rn(lo) | (static_cast<unsigned>(f32_to_bf16_rn(hi)) << 16))
+                             : (f32_to_f16_rn(lo) | (static_cast<unsigned>(f32_to_f16_rn(hi)) << 16));
+    }
   }
 }
 
@@ -242,11 +242,12 @@ __device__ __forceinline__ unsigned dequant_pair8(unsigned w, int i, const Fragm
     constexpr unsigned kTwoPow120 = 0x7B807B80u;
     const unsigned bits = ((x & 0x007F007Fu) << 4) | ((x & 0x00800080u) << 8);
     return bf16x2_mul(bf16x2_mul(bits, kTwoPow120), F == WeightFormatId::kFp8Channel ? kBf16x2One : s.scale2);
+  } else {
+    const float lo = lane_code_value<Cfg>(x & 0xFFu, s);
+    const float hi = lane_code_value<Cfg>(x >> 16, s);
+    return Cfg::kActBf16 ? (f32_to_bf16_rn(lo) | (static_cast<unsigned>(f32_to_bf16_rn(hi)) << 16))
+                         : (f32_to_f16_rn(lo) | (static_cast<unsigned>(f32_to_f16_rn(hi)) << 16));
   }
-  const float lo = lane_code_value<Cfg>(x & 0xFFu, s);
-  const float hi = lane_code_value<Cfg>(x >> 16, s);
-  return Cfg::kActBf16 ? (f32_to_bf16_rn(lo) | (static_cast<unsigned>(f32_to_bf16_rn(hi)) << 16))
-                       : (f32_to_f16_rn(lo) | (static_cast<unsigned>(f32_to_f16_rn(hi)) << 16));
 }
 
 }  // namespace moeq_dev

@@ -11,13 +11,6 @@ __device__ __forceinline__ unsigned smem_address(const void* generic) {
   return address;
 }
 
-// ldmatrix.sync.aligned.m8n8.x4.shared.b16: four 8x8 b16 matrices, rows addressed by lanes 0-31.
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* row_address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_address(row_address)));
-}
-
 // mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32: d += a (16x16, row) * b (16x8, col).
 __device__ __forceinline__ void mma_m16n8k16_bf16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
   asm volatile(
