@@ -31,6 +31,8 @@ cuda::GemmWeights device_weights(const WeightView& v) {
 void validate_device_weights(const WeightDesc& w, const WeightView& v, const char* name) {
   const std::string gemm(name);
   const auto elem = [](DType t) { return std::max<int64_t>(1, dtype_bits(t) / 8); };
+  if (v.code_layout != CodeLayout::canonical && v.code_layout != CodeLayout::prepared)
+    throw Error(gemm + ".code_layout = " + std::to_string(static_cast<int>(v.code_layout)) + " is not canonical or prepared");
   require(v.codes, (gemm + ".codes").c_str(), 16);
   require(v.scales, (gemm + ".scales").c_str(), elem(w.scale_dtype));
   if (w.global_scale_elems() > 0) require(v.global_scales, (gemm + ".global_scales").c_str(), 4);

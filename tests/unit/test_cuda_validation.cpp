@@ -60,6 +60,12 @@ TEST(CudaValidation, WeightsNeedEveryPointerAligned) {
   v = good_weights();
   v.bias = address(0x40002);
   EXPECT_THAT(error_of([&] { api::validate_device_weights(w, v, "w13"); }), HasSubstr("w13.bias is not aligned to 4"));
+  v = good_weights();
+  v.code_layout = CodeLayout::prepared;
+  EXPECT_EQ(error_of([&] { api::validate_device_weights(w, v, "w13"); }), "");
+  v.code_layout = static_cast<CodeLayout>(7);
+  EXPECT_THAT(error_of([&] { api::validate_device_weights(w, v, "w13"); }),
+              HasSubstr("w13.code_layout = 7 is not canonical or prepared"));
 }
 
 TEST(CudaValidation, ZeroPointsRequiredWhenDeclared) {
