@@ -1,0 +1,87 @@
+// GEMM tile configs on the host: parsing, legality, shared-memory sizes, the planner's picks.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cuda/moe_gemm.hpp"
+#include "moeq/error.hpp"
+
+namespace moeq {
+namespace {
+
+using ::testing::HasSubstr;
+
+WeightDesc desc_of(WeightFormat f) {
+  WeightDesc w;
+  w.format = f;
+  w.num_experts = 8;
+  w.n = 1536;
+  w.k = 2048;
+  return w;
+}
+
+TEST(GemmTiles, ParseAndPrintRoundTrip) {
+  const cuda::GemmTile t = cuda::parse_gemm_tile("32x128/2x4x1/6");
+  EXPECT_EQ(t.block_m, 32);
+  EXPECT_EQ(t.block_n, 128);
+  EXPECT_EQ(t.warps_m, 2);
+  EXPECT_EQ(t.warps_n, 4);
+  EXPECT_EQ(t.warps_k, 1);
+  EXPECT_EQ(t.stages, 6);
+  EXPECT_EQ(t.threads(), 256);
+  EXPECT_EQ(t.to_string(), "32x128/2x4x1/6");
+  for (const char* bad : {"16x128/1x4/4", "16x128", "16x128/1x4x1/4x", "a/b/c"}) {
+    try {
+      cuda::parse_gemm_tile(bad);
+      ADD_FAILURE() << bad << " parsed";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(std::string("'") + bad + "'"));
+    }
+  }
+}
+
+TEST(GemmTiles, CandidatesAndPlannerTilesAreLegalForEveryFormat) {
+  for (WeightFormat f : {WeightFormat::mxfp4, WeightFormat::nvfp4, WeightFormat::mxfp8, WeightFormat::fp8_channel,
+                         WeightFormat::fp8_block, WeightFormat::int4, WeightFormat::int8}) {
+    const WeightDesc w = desc_of(f);
+    for (const auto& t : cuda::gemm_tile_candidates()) EXPECT_TRUE(cuda::gemm_tile_reasons(t, w).empty()) << t.to_string();
+    for (int bm : {16, 32, 64})
+      for (int64_t slots : {1, 64, 65, 1 << 20}) {
+        const cuda::GemmTile t = cuda::gemm_tile_for(f, bm, slots);
+        EXPECT_EQ(t.block_m, bm);
+        EXPECT_TRUE(cuda::gemm_tile_reasons(t, w).empty()) << t.to_string();
+      }
+  }
+}
+
+TEST(GemmTiles, IllegalTilesSayWhy) {
+  const WeightDesc w = desc_of(WeightFormat::int4);
+  auto reasons = [&](const char* text) {
+    std::string all;
+    for (const auto& r : cuda::gemm_tile_reasons(cuda::parse_gemm_tile(text), w)) all += r + "; ";
+    return all;
+  };
+  EXPECT_THAT(reasons("48x128/1x4x1/4"), HasSubstr("block_m must be 16, 32 or 64"));
+  EXPECT_THAT(reasons("16x96/1x4x1/4"), HasSubstr("block_n must be 32, 64, 128 or 256"));
+  EXPECT_THAT(reasons("16x64/4x1x1/4"), HasSubstr("block_m is not a multiple of 8 x warps_m"));
+  EXPECT_THAT(reasons("16x64/1x8x1/4"), HasSubstr("block_n is not a multiple of 16 x warps_n"));
+  EXPECT_THAT(reasons("16x64/1x4x3/6"), HasSubstr("warps_k must be 1, 2 or 4"));
+  EXPECT_THAT(reasons("16x64/1x4x4/4"), HasSubstr("stages must be a multiple of warps_k, at least twice it"));
+  EXPECT_THAT(reasons("16x64/1x4x1/9"), HasSubstr("stages must be 2 to 8"));
+  // The epilogue of 4 K groups (3 groups of 128 accumulators per thread) plus the output tile.
+  EXPECT_THAT(reasons("64x256/1x4x4/8"), HasSubstr("more than 227 KB of shared memory"));
+}
+
+TEST(GemmTiles, SharedMemoryCoversTheRingAndTheEpilogue) {
+  const WeightDesc w4 = desc_of(WeightFormat::int4), w8 = desc_of(WeightFormat::fp8_block);
+  // Ring: stages x (A rows of 64 bf16 + 16 B padding, codes of 64 k per channel).
+  EXPECT_EQ(cuda::gemm_smem_bytes(cuda::parse_gemm_tile("16x64/1x4x1/4"), w4), 4 * (16 * 144 + 64 * 32));
+  EXPECT_EQ(cuda::gemm_smem_bytes(cuda::parse_gemm_tile("16x64/1x4x2/8"), w8), 8 * (16 * 144 + 64 * 64));
+  // Two stages of a K-grouped tile are smaller than its epilogue: the reduction of 3 groups'
+  // accumulators plus the output tile.
+  const cuda::GemmTile t = cuda::parse_gemm_tile("64x256/1x4x4/8");
+  const int64_t acc = (64 / 8) * (256 / 4 / 16) * 4;
+  EXPECT_GE(cuda::gemm_smem_bytes(t, w4), (t.threads() - t.threads() / 4) * acc * 4 + 64 * (256 * 2 + 16));
+}
+
+}  // namespace
+}  // namespace moeq
