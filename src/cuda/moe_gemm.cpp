@@ -68,14 +68,15 @@ constexpr int kFuncAttributeMaxDynamicSharedBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX
 
 // The loaded function of a spec, with its dynamic shared-memory limit raised to smem_bytes
 // once (the attribute is per function, so it is set when the function enters the table).
-CUfunction loaded_function(const jit::KernelSpec& spec, int64_t smem_bytes = 0) {
+// NOTE: the 48 KB default covers static plus dynamic shared memory.
+CUfunction loaded_function(const jit::KernelSpec& spec, int64_t smem_bytes = 0, int64_t static_smem_bytes = 0) {
   static std::mutex mutex;
   static std::unordered_map<std::string, CUfunction> table;
   const std::string key = spec.entry + "\n" + spec.source;
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = table.find(key); it != table.end()) return it->second;
   const CUfunction f = jit::kernel_cache().function(spec);
-  if (smem_bytes > 48 * 1024)
+  if (smem_bytes + static_smem_bytes > 48 * 1024)
     check(driver().cuFuncSetAttribute(f, kFuncAttributeMaxDynamicSharedBytes, static_cast<int>(smem_bytes)),
           "cuFuncSetAttribute(max dynamic shared memory)");
   table.emplace(key, f);
@@ -138,6 +139,8 @@ std::vector<GemmTile> gemm_tile_candidates() {
   return tiles;
 }
 
+int64_t gemm_static_smem_bytes(const GemmTile& tile) { return 2 * int64_t{tile.block_m} * 4 + 4; }
+
 int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w) {
   const int code_bits = (w.format == WeightFormat::mxfp4 || w.format == WeightFormat::nvfp4 || w.format == WeightFormat::int4) ? 4 : 8;
   const int64_t a_stage = int64_t{tile.block_m} * (64 * 2 + 16);
@@ -155,8 +158,11 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
   if (tile.block_m != 16 && tile.block_m != 32 && tile.block_m != 64) bad("block_m must be 16, 32 or 64");
   if (tile.block_n != 32 && tile.block_n != 64 && tile.block_n != 128 && tile.block_n != 256)
     bad("block_n must be 32, 64, 128 or 256");
-  if (tile.warps_m < 1 || tile.warps_n < 1 || tile.warps_k < 1 || tile.threads() > 512) bad("needs 1 to 16 warps");
-  else {
+  if (tile.warps_m < 1 || tile.warps_n < 1 || tile.warps_k < 1 || tile.threads() > 512) {
+    bad("needs 1 to 16 warps");
+    return r;  // the sizes below divide by the warp counts
+  }
+  {
     if (tile.block_m % (8 * tile.warps_m) != 0) bad("block_m is not a multiple of 8 x warps_m");
     if (tile.block_n % (16 * tile.warps_n) != 0) bad("block_n is not a multiple of 16 x warps_n");
   }
@@ -166,7 +172,8 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
   if (tile.stages < 2 || tile.stages > 8) bad("stages must be 2 to 8");
   // NOTE: 227 KB is the sm_90 opt-in limit; sm_80 allows 163 KB and sm_89 99 KB (the launch
   // checks the device's own limit).
-  if (gemm_smem_bytes(tile, w) > 227 * 1024) bad("needs more than 227 KB of shared memory");
+  if (tile.stages < 1) return r;
+  if (gemm_smem_bytes(tile, w) + gemm_static_smem_bytes(tile) > 227 * 1024) bad("needs more than 227 KB of shared memory");
   return r;
 }
 
@@ -194,7 +201,9 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "  static constexpr int kStages = " << tile.stages << ";\n"
     << "  static constexpr bool kPreparedCodes = " << (prepared_codes ? "true" : "false") << ";\n"
     << "};\n"
-    << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n";
+    << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n"
+    << "static_assert(moeq_dev::MoeGemmShape<MoeGemmCfg>::kSmemBytes == " << gemm_smem_bytes(tile, w)
+    << ", \"host and device disagree on the dynamic shared memory (gemm_smem_bytes)\");\n";
   return {"moeq_moe_gemm", s.str()};
 }
 
@@ -284,15 +293,16 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   p.block_table = as_ptr<const int>(a.block_table);
   p.num_blocks = as_ptr<const int>(a.num_blocks);
 
-  const int64_t smem = gemm_smem_bytes(a.tile, w);
-  if (smem > 48 * 1024) {
+  const int64_t smem = gemm_smem_bytes(a.tile, w), static_smem = gemm_static_smem_bytes(a.tile);
+  if (smem + static_smem > 48 * 1024) {
     // NOTE: the device is selected once per process, so its limit is queried once.
     static const int optin = current_device_info().max_smem_per_block_optin;
-    if (smem > optin)
-      throw Error("moe_gemm: tile " + a.tile.to_string() + " needs " + std::to_string(smem) +
+    if (smem + static_smem > optin)
+      throw Error("moe_gemm: tile " + a.tile.to_string() + " needs " + std::to_string(smem + static_smem) +
                   " bytes of shared memory; this device allows " + std::to_string(optin));
   }
-  const CUfunction f = loaded_function(moe_gemm_kernel_spec(w, a.act_dtype, a.tile, a.prepared_codes), smem);
+  const CUfunction f =
+      loaded_function(moe_gemm_kernel_spec(w, a.act_dtype, a.tile, a.prepared_codes), smem, static_smem);
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(m_blocks);
   shape.grid_y = static_cast<unsigned>((w.n + a.tile.block_n - 1) / a.tile.block_n);

@@ -1,8 +1,9 @@
 #pragma once
 // Host side of the quantized MoE GEMM (device/moeq_dev/kernels/moe_gemm.cuh), version 3:
-// mma.sync m16n8k16 with bf16/f16 activations, a cp.async ring of K tiles, weights read in the
-// canonical layout of CONTRACT §4 and dequantized into B fragments. Enqueues only (no sync, no allocation, no compile after
-// a config's first use): CUDA-graph safe.
+// mma.sync m16n8k16 with bf16/f16 activations, a cp.async ring of K tiles, weight codes in the
+// canonical layout of CONTRACT §4 or the prepared one (moeq::CodeLayout), dequantized into the
+// MMA's A fragments. Enqueues only (no sync, no allocation, no compile after a config's first
+// use): CUDA-graph safe.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,10 +40,14 @@ GemmTile parse_gemm_tile(const std::string& text);
 // The tiles `moeq bench --tile` sweeps and tests/gpu checks one by one: the planner's and the
 // candidates for tuning.
 std::vector<GemmTile> gemm_tile_candidates();
-// Dynamic shared memory of the tile: its ring or its epilogue (mirror of MoeGemmShape::kSmemBytes).
+// Dynamic shared memory of the tile: its ring or its epilogue (mirror of MoeGemmShape::kSmemBytes;
+// the generated source static_asserts that they agree, so tests/jit enforces it).
 int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w);
+// Static shared memory of the kernel (row maps and the block's expert).
+int64_t gemm_static_smem_bytes(const GemmTile& tile);
 
-// One GEMM's weights in device memory, canonical layout (WeightDesc documents each tensor).
+// One GEMM's weights in device memory (WeightDesc documents each tensor); codes canonical or
+// prepared as MoeGemmArgs::prepared_codes says.
 struct GemmWeights {
   CUdeviceptr codes = 0, scales = 0, global_scales = 0, zero_points = 0, bias = 0;
 };

@@ -26,14 +26,16 @@ ExpertsDesc layer(const char* scheme, Activation act) {
 
 TEST(ExpertsGpu, EveryFormatEveryLayoutMatchesOracle) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  int case_index = 0;
   for (const char* scheme : {"mxfp4", "nvfp4", "mxfp8", "fp8-channel", "fp8-block", "int4-g128", "int4-g32-zp", "int8-ch",
                              "int8-g64", "mxfp4:f16", "int4-g128:f16"})
     for (Activation act : {Activation::silu, Activation::swiglu_oai, Activation::relu2_no_mul})
       for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
         for (int64_t m : {1, 7, 129}) {
           io::VerifyCase c{layer(scheme, act), layout, m, 1, static_cast<uint64_t>(m)};
-          // Every other case reads prepared codes (moeq::prepare_codes), the rest canonical ones.
-          c.codes = (m + static_cast<int64_t>(layout)) % 2 == 0 ? CodeLayout::prepared : CodeLayout::canonical;
+          // Every other case reads prepared codes (moeq::prepare_codes), the rest canonical ones:
+          // each layout and each M sees both over the schemes and activations.
+          c.codes = case_index++ % 2 == 0 ? CodeLayout::prepared : CodeLayout::canonical;
           const io::VerifyResult r = io::verify_on_gpu(c);
           EXPECT_TRUE(r.passed) << c.label() << ": rel " << r.error.rel_err << ", max " << r.error.max_err_fraction
                                 << (r.error.finite ? "" : ", non-finite");

@@ -67,8 +67,11 @@ TEST(GemmTiles, IllegalTilesSayWhy) {
   EXPECT_THAT(reasons("16x64/1x4x3/6"), HasSubstr("warps_k must be 1, 2 or 4"));
   EXPECT_THAT(reasons("16x64/1x4x4/4"), HasSubstr("stages must be a multiple of warps_k, at least twice it"));
   EXPECT_THAT(reasons("16x64/1x4x1/9"), HasSubstr("stages must be 2 to 8"));
+  // Zero warps are refused before any size is computed (they used to divide by zero).
+  EXPECT_THAT(reasons("16x64/0x4x1/4"), HasSubstr("needs 1 to 16 warps"));
+  EXPECT_THAT(reasons("16x64/1x4x0/4"), HasSubstr("needs 1 to 16 warps"));
   // NOTE: the 227 KB check is a guard: the largest legal tile, 64x256/1x4x4/8, needs 225 KB
-  // (three K groups' 128 accumulators per thread plus the output tile).
+  // (three K groups' 128 accumulators per thread plus the output tile, plus 516 B static).
   EXPECT_EQ(reasons("64x256/1x4x4/8"), "");
 }
 
@@ -77,7 +80,7 @@ TEST(GemmTiles, SharedMemoryCoversTheRingAndTheEpilogue) {
   // Ring: stages x (A rows of 64 bf16 + 16 B padding, codes of 64 k per channel).
   EXPECT_EQ(cuda::gemm_smem_bytes(cuda::parse_gemm_tile("16x64/1x4x1/4"), w4), 4 * (16 * 144 + 64 * 32));
   EXPECT_EQ(cuda::gemm_smem_bytes(cuda::parse_gemm_tile("16x64/1x4x2/8"), w8), 8 * (16 * 144 + 64 * 64));
-  // Two stages of a K-grouped tile are smaller than its epilogue: the reduction of 3 groups'
+  // The ring of a K-grouped tile (8 stages = two ring steps of 4 tiles) is smaller than its epilogue: the reduction of 3 groups'
   // accumulators plus the output tile.
   const cuda::GemmTile t = cuda::parse_gemm_tile("64x256/1x4x4/8");
   const int64_t acc = (64 / 8) * (256 / 4 / 16) * 4;

@@ -419,8 +419,8 @@ Action add_bench_command(CLI::App& app) {
   cmd->add_option("--scheme", a->schemes, "Weight schemes of gemm1 / gemm2")->capture_default_str();
   cmd->add_option("--codes", a->codes, "gemm1 / gemm2: weight code layouts, prepared and/or canonical")
       ->capture_default_str();
-  cmd->add_option("--tile", a->tiles, "gemm1 / gemm2: tiles to time instead of the planner's, BMxBN/WMxWN/S "
-                                      "(e.g. 16x128/1x4/4)");
+  cmd->add_option("--tile", a->tiles, "gemm1 / gemm2: tiles to time instead of the planner's, BMxBN/WMxWNxWK/S "
+                                      "(e.g. 16x64/1x4x2/8)");
   cmd->add_option("--iterations", a->iterations, "Launches per timed trial")->capture_default_str();
   cmd->add_option("--trials", a->trials, "Timed trials (the median is reported)")->capture_default_str();
   return [a] { return run_bench(*a); };

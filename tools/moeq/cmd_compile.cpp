@@ -25,7 +25,7 @@ struct CompileArgs {
   std::string scheme;
   std::string activation;  // "" = the preset's
   std::string arch;  // "" = the device's, else sm_80 / sm_89 / sm_90a
-  std::vector<std::string> tiles;  // extra GEMM tiles (BMxBN/WMxWN/S), or "candidates"
+  std::vector<std::string> tiles;  // extra GEMM tiles (BMxBN/WMxWNxWK/S), or "candidates"
 };
 
 jit::Arch parse_arch(const std::string& text) {
@@ -124,7 +124,7 @@ Action add_compile_command(CLI::App& app) {
   cmd->add_option("--scheme", a->scheme, "W[:A] (default: the preset's)");
   cmd->add_option("--activation", a->activation, "Override the preset's activation");
   cmd->add_option("--arch", a->arch, "sm_80 | sm_89 | sm_90 | sm_90a (default: the device's)");
-  cmd->add_option("--tile", a->tiles, "Also compile these GEMM tiles (BMxBN/WMxWN/S), or 'candidates' for all "
+  cmd->add_option("--tile", a->tiles, "Also compile these GEMM tiles (BMxBN/WMxWNxWK/S), or 'candidates' for all "
                                       "the tuning candidates");
   return [a] { return run_compile(*a); };
 }

@@ -1,8 +1,8 @@
 #pragma once
-// Dequantization straight into mma.sync B fragments (GEMM v3). A lane owns 16 consecutive codes
-// of one weight row per 64-wide K tile (kernels/moe_gemm.cuh explains the K order), so it needs
-// one scale per row and K tile: every group (MX 32, NVFP4 16, INT 32/64/128, FP8 block 128)
-// holds whole 16-code runs.
+// Dequantization straight into mma.sync A fragments (GEMM v3: the weights are the A operand).
+// A lane owns 16 consecutive codes of each of its two weight rows (g and g + 8) per 64-wide K
+// tile (kernels/moe_gemm.cuh explains the K order), so it needs one scale per row and K tile:
+// every group (MX 32, NVFP4 16, INT 32/64/128, FP8 block 128) holds whole 16-code runs.
 // NOTE: NVRTC-safe: no standard headers.
 #include "moeq_dev/format/weights.cuh"
 

@@ -35,8 +35,9 @@
 //                          kStages = 8;  // a multiple of kWarpsK: kStages / kWarpsK steps in the ring
 //     static constexpr bool kPreparedCodes = false;  // codes in the prepared layout (format/prepared.cuh)
 //   };
-// With prepared codes a lane reads its 16 (32) codes of both fragment rows with one (two)
-// 16-byte loads and every 32-bit word is whole fragment registers: no byte permutes.
+// With prepared codes a lane reads its 32 codes of a 16-channel tile (16 per fragment row) with
+// one 16-byte load (4-bit) or two (8-bit), and every 32-bit word is whole fragment registers: no
+// byte permutes.
 // Group size, scale dtype, zero points, global scales, bias and the layout are run-time
 // parameters (MoeGemmParams): a few uniform branches per K tile; they keep the number of
 // compiled configs small enough for CI to compile every one for every arch.
