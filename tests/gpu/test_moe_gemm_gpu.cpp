@@ -31,14 +31,17 @@ struct GemmCase {
 };
 
 // E = 5 experts, N = 200 (not a multiple of 64; NVFP4 halves of 100), K = 352 (a K tile of 64
-// ends half full) or 640 for 128-wide groups.
-GemmCase make_case(const std::string& scheme) {
+// ends half full; FP8 128x128 blocks end at 96) or 640 for 128-wide INT groups; an optional
+// per-expert bias.
+GemmCase make_case(const std::string& scheme, DType bias) {
   ExpertsDesc d = io::find_preset("tiny").desc;
   io::apply_scheme(scheme, d);
   GemmCase c{scheme, d.w13(), d.act_dtype};
   c.w.num_experts = 5;
   c.w.n = 200;
-  c.w.k = c.w.group_size == 128 ? 640 : 352;
+  const bool int_groups_128 = (c.w.format == WeightFormat::int4 || c.w.format == WeightFormat::int8) && c.w.group_size == 128;
+  c.w.k = int_groups_128 ? 640 : 352;
+  c.w.bias_dtype = bias;
   return c;
 }
 
@@ -47,6 +50,7 @@ uint16_t to_act(float x, DType t) { return t == DType::bf16 ? ref::f32_to_bf16(x
 struct HostWeights {
   std::unique_ptr<ref::QuantizedWeights> q;
   std::vector<double> values;  // [E, N, K], dequantized, rounded to the activation dtype
+  std::vector<double> bias;    // [E, N] as stored (zeros without bias)
 };
 
 HostWeights quantized_weights(const GemmCase& c, std::mt19937& rng) {
@@ -55,12 +59,20 @@ HostWeights quantized_weights(const GemmCase& c, std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const int64_t E = c.w.num_experts, N = c.w.n, K = c.w.k;
   std::vector<float> w(static_cast<size_t>(N * K)), deq(static_cast<size_t>(N * K));
+  std::vector<float> b(static_cast<size_t>(N));
   h.values.resize(static_cast<size_t>(E * N * K));
+  h.bias.resize(static_cast<size_t>(E * N));
   for (int64_t e = 0; e < E; ++e) {
     for (auto& x : w) x = normal(rng) * 0.05f;
     ref::quantize_expert(w.data(), e, *h.q);
     ref::dequantize_expert(c.w, h.q->view(), e, deq.data());
     for (int64_t i = 0; i < N * K; ++i) h.values[static_cast<size_t>(e * N * K + i)] = deq[static_cast<size_t>(i)];
+    if (c.w.bias_dtype != DType::none) {
+      for (auto& x : b) x = normal(rng) * 0.5f;
+      ref::set_bias(b.data(), e, *h.q);
+    }
+    ref::bias_expert(c.w, h.q->view(), e, b.data());
+    for (int64_t n = 0; n < N; ++n) h.bias[static_cast<size_t>(e * N + n)] = b[static_cast<size_t>(n)];
   }
   return h;
 }
@@ -117,6 +129,7 @@ ErrorStats compare(const GemmCase& c, const HostWeights& h, const std::vector<ui
         const uint16_t ab = a[static_cast<size_t>(j.src * K + k)];
         acc += wv * (c.act == DType::bf16 ? ref::bf16_to_f32(ab) : ref::f16_to_f32(ab));
       }
+      acc += h.bias[static_cast<size_t>(j.expert * N + n)];
       const uint16_t ob = out[static_cast<size_t>(j.dst * N + n)];
       const double got = c.act == DType::bf16 ? ref::bf16_to_f32(ob) : ref::f16_to_f32(ob);
       if (!std::isfinite(got)) s.finite = false;
@@ -236,14 +249,18 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
   std::mt19937 rng(2026);
   // The benchmarked schemes on every candidate; the generic (fp32) dequantization paths, NVFP4
   // and the remaining formats on a few tiles with unusual warp layouts.
+  // Biases (f32, bf16, f16) ride on three of them.
   struct Plan {
     const char* scheme;
     bool all_tiles;
+    DType bias;
   };
-  for (const Plan& plan : {Plan{"int4-g128", true}, Plan{"mxfp4", true}, Plan{"fp8-block", true}, Plan{"nvfp4", false},
-                           Plan{"int8-ch", false}, Plan{"int4-g32-zp", false}, Plan{"mxfp8", false},
-                           Plan{"fp8-channel", false}, Plan{"mxfp4:f16", false}}) {
-    const GemmCase c = make_case(plan.scheme);
+  for (const Plan& plan : {Plan{"int4-g128", true, DType::none}, Plan{"mxfp4", true, DType::bf16},
+                           Plan{"fp8-block", true, DType::f32}, Plan{"nvfp4", false, DType::none},
+                           Plan{"int8-ch", false, DType::none}, Plan{"int4-g32-zp", false, DType::none},
+                           Plan{"mxfp8", false, DType::none}, Plan{"fp8-channel", false, DType::none},
+                           Plan{"mxfp4:f16", false, DType::f16}}) {
+    const GemmCase c = make_case(plan.scheme, plan.bias);
     const HostWeights h = quantized_weights(c, rng);
     const DeviceWeights dw = upload(*h.q);
     {  // the GPU transform equals the host one byte for byte
