@@ -1,11 +1,12 @@
-// The prepared code layout on the host (the reference of prepare_codes on the GPU): the map of
-// device/moeq_dev/format/prepared.cuh, written out in plain loops.
+// The prepared code layout on the host (the reference of prepare_codes on the GPU): the index
+// map of device/moeq_dev/format/prepared_map.cuh (shared with the GPU kernel) in plain loops.
 #include <cstring>
 #include <string>
 
 #include "cuda/prepare.hpp"
 #include "moeq/error.hpp"
 #include "moeq/weights.hpp"
+#include "device/moeq_dev/format/prepared_map.cuh"
 
 namespace moeq {
 namespace {
@@ -20,25 +21,6 @@ void require_desc(const WeightDesc& d) {
                 ", k = " + std::to_string(d.k) + "; all must be positive");
   if (code_bits_of(d.format) == 4 && d.k % 2 != 0)
     throw Error("prepare_codes: k = " + std::to_string(d.k) + " is odd for a 4-bit format");
-}
-
-// Mirror of moeq_dev::prepared_source.
-void prepared_source(int code_bits, int lane, int index, int& row, int& k) {
-  const int g = lane / 4, t = lane % 4;
-  int s, p, half;
-  if (code_bits == 4) {
-    const int q = index % 8;
-    s = index / 8;
-    p = q % 4;
-    half = q / 4;
-  } else {
-    const int w = index / 4, b = index % 4;
-    s = w / 2;
-    p = 2 * (w % 2) + (b % 2);
-    half = b / 2;
-  }
-  row = g + 8 * (p & 1);
-  k = 16 * t + 4 * s + 2 * (p >> 1) + half;
 }
 
 }  // namespace
@@ -68,7 +50,7 @@ void prepare_codes_host(const WeightDesc& d, const void* canonical, void* prepar
             uint32_t value = 0;
             for (int c = 0; c < per_word; ++c) {
               int row, kk;
-              prepared_source(bits, lane, word * per_word + c, row, kk);
+              moeq_dev::prepared_source(bits, lane, word * per_word + c, row, kk);
               const int64_t n_abs = j * 16 + row, k_abs = kt * 64 + kk;
               if (n_abs >= d.n || k_abs >= d.k) continue;
               const uint8_t* r = in + (e * d.n + n_abs) * row_bytes;

@@ -15,29 +15,7 @@
 //         (p & 1) (k + 0) and (p & 1) + 2 (k + 1).
 // NOTE: NVRTC-safe: no standard headers.
 
-namespace moeq_dev {
-
-// Canonical (row within the block, k within the tile) of code `index` of lane L's run (4-bit:
-// index = 8 s + q for nibble q of word s; 8-bit: index = 4 w + b for byte b of word w).
-__device__ __forceinline__ void prepared_source(int code_bits, int lane, int index, int& row, int& k) {
-  const int g = lane / 4, t = lane % 4;
-  int s, p, half;
-  if (code_bits == 4) {
-    const int q = index % 8;
-    s = index / 8;
-    p = q % 4;
-    half = q / 4;
-  } else {
-    const int w = index / 4, b = index % 4;
-    s = w / 2;
-    p = 2 * (w % 2) + (b % 2);
-    half = b / 2;
-  }
-  row = g + 8 * (p & 1);
-  k = 16 * t + 4 * s + 2 * (p >> 1) + half;
-}
-
-}  // namespace moeq_dev
+#include "moeq_dev/format/prepared_map.cuh"
 
 // One thread per output 32-bit word of the prepared codes.
 extern "C" __global__ void moeq_prepare_codes(const unsigned char* canonical, unsigned* prepared, long long num_words,
