@@ -142,6 +142,13 @@ __device__ __forceinline__ FragmentScale decode_lane_scale(const LaneScale& raw,
   return f;
 }
 
+// Two fp32 values rounded once to the activation dtype, lo in the low half.
+template <bool kBf16>
+__device__ __forceinline__ unsigned pack_act2(float lo, float hi) {
+  return kBf16 ? (f32_to_bf16_rn(lo) | (static_cast<unsigned>(f32_to_bf16_rn(hi)) << 16))
+               : (f32_to_f16_rn(lo) | (static_cast<unsigned>(f32_to_f16_rn(hi)) << 16));
+}
+
 // fp32 value of one code (before the epilogue's accumulator scales).
 template <class Cfg>
 __device__ __forceinline__ float lane_code_value(unsigned code, const FragmentScale& s) {
@@ -180,8 +187,7 @@ __device__ __forceinline__ void dequant_word4(unsigned w, const FragmentScale& s
   for (int i = 0; i < 4; ++i) {
     const float lo = lane_code_value<Cfg>((w >> (8 * i)) & 0xFu, s);
     const float hi = lane_code_value<Cfg>((w >> (8 * i + 4)) & 0xFu, s);
-    out[i] = Cfg::kActBf16 ? (f32_to_bf16_rn(lo) | (static_cast<unsigned>(f32_to_bf16_rn(hi)) << 16))
-                           : (f32_to_f16_rn(lo) | (static_cast<unsigned>(f32_to_f16_rn(hi)) << 16));
+    out[i] = pack_act2<Cfg::kActBf16>(lo, hi);
   }
 }
 
@@ -197,8 +203,7 @@ __device__ __forceinline__ void dequant_word8(unsigned w, const FragmentScale& s
     for (int i = 0; i < 2; ++i) {
       const float lo = lane_code_value<Cfg>((w >> (16 * i)) & 0xFFu, s);
       const float hi = lane_code_value<Cfg>((w >> (16 * i + 8)) & 0xFFu, s);
-      out[i] = Cfg::kActBf16 ? (f32_to_bf16_rn(lo) | (static_cast<unsigned>(f32_to_bf16_rn(hi)) << 16))
-                             : (f32_to_f16_rn(lo) | (static_cast<unsigned>(f32_to_f16_rn(hi)) << 16));
+      out[i] = pack_act2<Cfg::kActBf16>(lo, hi);
     }
   }
 }
@@ -229,8 +234,7 @@ __device__ __forceinline__ unsigned dequant_pair4(unsigned w, int p, const Fragm
   }
   const float lo = lane_code_value<Cfg>(x & 0xFu, s);
   const float hi = lane_code_value<Cfg>(x >> 16, s);
-  return Cfg::kActBf16 ? (f32_to_bf16_rn(lo) | (static_cast<unsigned>(f32_to_bf16_rn(hi)) << 16))
-                       : (f32_to_f16_rn(lo) | (static_cast<unsigned>(f32_to_f16_rn(hi)) << 16));
+  return pack_act2<Cfg::kActBf16>(lo, hi);
 }
 
 // Pair i of a word of four 8-bit codes: bytes i and i + 2.
@@ -245,8 +249,7 @@ __device__ __forceinline__ unsigned dequant_pair8(unsigned w, int i, const Fragm
   } else {
     const float lo = lane_code_value<Cfg>(x & 0xFFu, s);
     const float hi = lane_code_value<Cfg>(x >> 16, s);
-    return Cfg::kActBf16 ? (f32_to_bf16_rn(lo) | (static_cast<unsigned>(f32_to_bf16_rn(hi)) << 16))
-                         : (f32_to_f16_rn(lo) | (static_cast<unsigned>(f32_to_f16_rn(hi)) << 16));
+    return pack_act2<Cfg::kActBf16>(lo, hi);
   }
 }
 

@@ -255,6 +255,19 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   const unsigned a_lane = (warp_m * S::kWarpM + g) * S::kARowBytes + t * 32;
   const unsigned b_lane = S::kAStageBytes + lane_n0 * S::kCodeRowBytes + t * (S::kCodeRowBytes / 4);
 
+  // B fragments of this lane's token tiles for k16 steps 2h and 2h + 1 (physical k 16t + 8h +
+  // [0, 8)): {step 2h: tok[mt][0], tok[mt][1]; step 2h + 1: tok[mt][2], tok[mt][3]}.
+  auto load_token_fragments = [&](unsigned base, int h, unsigned (&tok)[kTilesM][4]) {
+#pragma unroll
+    for (int mt = 0; mt < kTilesM; ++mt) {
+      const uint4 v = lds_128(base + a_lane + mt * 8 * S::kARowBytes + h * 16);
+      tok[mt][0] = v.x;
+      tok[mt][1] = v.y;
+      tok[mt][2] = v.z;
+      tok[mt][3] = v.w;
+    }
+  };
+
   // Prepared codes: per 16-channel tile one (4-bit) or two (8-bit) 16-byte loads give this
   // lane's words; word pairs are A-fragment registers as they are.
   // PERF: `int4_fast_path` is a constant at each call site below, so the inlined copies have no
@@ -286,14 +299,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       unsigned tok[kTilesM][4];
-#pragma unroll
-      for (int mt = 0; mt < kTilesM; ++mt) {
-        const uint4 v = lds_128(base + a_lane + mt * 8 * S::kARowBytes + h * 16);
-        tok[mt][0] = v.x;
-        tok[mt][1] = v.y;
-        tok[mt][2] = v.z;
-        tok[mt][3] = v.w;
-      }
+      load_token_fragments(base, h, tok);
 #pragma unroll
       for (int nt = 0; nt < kTilesN; ++nt) {
 #pragma unroll
@@ -309,13 +315,8 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
             }
           }
 #pragma unroll
-          for (int mt = 0; mt < kTilesM; ++mt) {
-            if constexpr (Cfg::kActBf16) {
-              mma_m16n8k16_bf16(acc[nt][mt], a, tok[mt][2 * q], tok[mt][2 * q + 1]);
-            } else {
-              mma_m16n8k16_f16(acc[nt][mt], a, tok[mt][2 * q], tok[mt][2 * q + 1]);
-            }
-          }
+          for (int mt = 0; mt < kTilesM; ++mt)
+            mma_m16n8k16<Cfg::kActBf16>(acc[nt][mt], a, tok[mt][2 * q], tok[mt][2 * q + 1]);
         }
       }
     }
@@ -367,16 +368,9 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg>(scales[nt][r], p.scaling);
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {  // k16 steps 2h, 2h + 1: physical k 16t + 8h + [0, 8)
-      unsigned tok[kTilesM][4];  // B fragments: {step 2h: tok[0], tok[1]; step 2h + 1: tok[2], tok[3]}
-#pragma unroll
-      for (int mt = 0; mt < kTilesM; ++mt) {
-        const uint4 v = lds_128(base + a_lane + mt * 8 * S::kARowBytes + h * 16);
-        tok[mt][0] = v.x;
-        tok[mt][1] = v.y;
-        tok[mt][2] = v.z;
-        tok[mt][3] = v.w;
-      }
+    for (int h = 0; h < 2; ++h) {
+      unsigned tok[kTilesM][4];
+      load_token_fragments(base, h, tok);
 #pragma unroll
       for (int nt = 0; nt < kTilesN; ++nt) {
         unsigned lo[4], hi[4];  // channels g and g + 8: (e0, e1), (e2, e3) of step 2h, then step 2h + 1
@@ -399,13 +393,8 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
         const unsigned w_step1[4] = {lo[2], hi[2], lo[3], hi[3]};
 #pragma unroll
         for (int mt = 0; mt < kTilesM; ++mt) {
-          if constexpr (Cfg::kActBf16) {
-            mma_m16n8k16_bf16(acc[nt][mt], w_step0, tok[mt][0], tok[mt][1]);
-            mma_m16n8k16_bf16(acc[nt][mt], w_step1, tok[mt][2], tok[mt][3]);
-          } else {
-            mma_m16n8k16_f16(acc[nt][mt], w_step0, tok[mt][0], tok[mt][1]);
-            mma_m16n8k16_f16(acc[nt][mt], w_step1, tok[mt][2], tok[mt][3]);
-          }
+          mma_m16n8k16<Cfg::kActBf16>(acc[nt][mt], w_step0, tok[mt][0], tok[mt][1]);
+          mma_m16n8k16<Cfg::kActBf16>(acc[nt][mt], w_step1, tok[mt][2], tok[mt][3]);
         }
       }
     }

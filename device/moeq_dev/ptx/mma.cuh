@@ -29,4 +29,14 @@ __device__ __forceinline__ void mma_m16n8k16_f16(float (&d)[4], const unsigned (
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// The bf16 or f16 form by the activation dtype.
+template <bool kBf16>
+__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  if constexpr (kBf16) {
+    mma_m16n8k16_bf16(d, a, b0, b1);
+  } else {
+    mma_m16n8k16_f16(d, a, b0, b1);
+  }
+}
+
 }  // namespace moeq_dev
