@@ -149,6 +149,23 @@ std::vector<uint16_t> random_act(int64_t rows, int64_t K, DType t, std::mt19937&
   return a;
 }
 
+// The arguments both layouts share: dense A [rows, K] and C [rows, N].
+cuda::MoeGemmArgs gemm_args(const GemmCase& c, const DeviceWeights& dw, const cuda::GemmTile& tile, cuda::CUdeviceptr a,
+                            cuda::CUdeviceptr out, bool prepared) {
+  cuda::MoeGemmArgs g;
+  g.weights_desc = c.w;
+  g.weights = dw.ptrs;
+  if (prepared) g.weights.codes = dw.prepared_codes;
+  g.prepared_codes = prepared;
+  g.act_dtype = c.act;
+  g.a = a;
+  g.a_row_stride = c.w.k;
+  g.c = out;
+  g.c_row_stride = c.w.n;
+  g.tile = tile;
+  return g;
+}
+
 // Indexed layout: M tokens, top_k 3 distinct experts each, expert 4 never chosen.
 // prepared: read the prepared codes; `outputs` (when given) receives the raw output.
 ErrorStats run_gather(const GemmCase& c, const cuda::GemmTile& tile, const HostWeights& h, const DeviceWeights& dw,
@@ -169,17 +186,7 @@ ErrorStats run_gather(const GemmCase& c, const cuda::GemmTile& tile, const HostW
   out.fill_bytes(0xFF);  // NaN in bf16 and f16
   cuda::RouteIds route{ids_d.ptr(), DType::i32, M, top_k, E, 0, E, 0};
   cuda::map_and_align(route, tile.block_m, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()}, stream);
-  cuda::MoeGemmArgs g;
-  g.weights_desc = c.w;
-  g.weights = dw.ptrs;
-  if (prepared) g.weights.codes = dw.prepared_codes;
-  g.prepared_codes = prepared;
-  g.act_dtype = c.act;
-  g.a = a_d.ptr();
-  g.a_row_stride = K;
-  g.c = out.ptr();
-  g.c_row_stride = N;
-  g.tile = tile;
+  cuda::MoeGemmArgs g = gemm_args(c, dw, tile, a_d.ptr(), out.ptr(), prepared);
   g.gather = true;
   g.sorted_ids = sorted.ptr();
   g.expert_ids = expert_ids.ptr();
@@ -207,17 +214,7 @@ ErrorStats run_masked(const GemmCase& c, const cuda::GemmTile& tile, const HostW
   cuda::DeviceBuffer table(static_cast<size_t>(max_blocks * 12)), num_blocks(4), out(static_cast<size_t>(E * T * N * 2));
   out.fill_bytes(0xFF);
   cuda::build_segments(c.w, c.act, tile, 0, counts_d.ptr(), DType::i32, T, E, table.ptr(), num_blocks.ptr(), stream);
-  cuda::MoeGemmArgs g;
-  g.weights_desc = c.w;
-  g.weights = dw.ptrs;
-  if (prepared) g.weights.codes = dw.prepared_codes;
-  g.prepared_codes = prepared;
-  g.act_dtype = c.act;
-  g.a = a_d.ptr();
-  g.a_row_stride = K;
-  g.c = out.ptr();
-  g.c_row_stride = N;
-  g.tile = tile;
+  cuda::MoeGemmArgs g = gemm_args(c, dw, tile, a_d.ptr(), out.ptr(), prepared);
   g.gather = false;
   g.block_table = table.ptr();
   g.num_blocks = num_blocks.ptr();
