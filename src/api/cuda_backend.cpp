@@ -96,9 +96,10 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   const int64_t elem = dtype_bytes(c, 1);
   const int64_t hidden_stride = in.hidden_row_stride > 0 ? in.hidden_row_stride : K;
   const int64_t out_stride = out.row_stride > 0 ? out.row_stride : K;
-  const cuda::GemmTile tile = cuda::gemm_tile_for(
-      d.weight_format, static_cast<int>(shape.block_m),
-      shape.layout == Layout::masked ? d.num_experts * shape.max_tokens_per_expert : shape.num_tokens * d.top_k);
+  const int64_t routed_rows =
+      shape.layout == Layout::masked ? d.num_experts * shape.max_tokens_per_expert : shape.num_tokens * d.top_k;
+  const cuda::GemmTile tile = cuda::gemm_tile_for(d.weight_format, static_cast<int>(shape.block_m),
+                                                  shape.batch_invariant ? cuda::kTileForAnyRows : routed_rows);
   const CUdeviceptr error_flags = buffer("error_flags");
   cuda::check(cuda::driver().cuMemsetD8Async(error_flags, 0, 4, stream), "cuMemsetD8Async(error_flags)");
 

@@ -65,7 +65,10 @@ struct Experts::Impl {
     // NOTE: batched input sizes its blocks by T alone (num_tokens is not part of that input), so
     // workspace_bytes(M, T) and apply agree whatever M the caller passes.
     const int64_t block_m_tokens = batched ? tokens_per_expert * desc.global_experts() / desc.top_k : num_tokens;
-    p.block_m = options.block_m > 0 ? options.block_m : plan::choose_block_m(desc, block_m_tokens);
+    p.batch_invariant = options.batch_invariant;
+    p.block_m = options.block_m > 0            ? options.block_m
+                : options.batch_invariant ? plan::kBatchInvariantBlockM
+                                          : plan::choose_block_m(desc, block_m_tokens);
     // NOTE: the GPU GEMM tiles M by 16, 32 or 64 rows; align uses the GEMM's block size.
     if (backend == Backend::cuda && p.block_m == 48) p.block_m = 64;
     return p;

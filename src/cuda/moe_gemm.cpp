@@ -101,12 +101,20 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   // bench/results/2026-11-30-h200-gemm-v3.md, docs/perf-notes.md):
   // - few routed rows (<= 64, e.g. M = 1 at top_k 8): few CTAs, so each warp's serial chain of
   //   K tiles bounds the time; 2-4 K groups per CTA cut it (MXFP4 31 -> 21 us, FP8 31 -> 22).
-  // - 16-token blocks otherwise: 4-bit codes are instruction-bound, 4 warps of 16 channels
-  //   each do best; 8-bit codes want two K groups and an 8-stage ring (bytes in flight).
+  // - 8- and 16-token blocks otherwise: 4-bit codes are instruction-bound, 4 warps of 16
+  //   channels each do best; 8-bit codes want two K groups and an 8-stage ring (bytes in
+  //   flight). 8-token blocks (choose_block_m, up to ~7 rows per expert: M <= 64 on Qwen3)
+  //   halve the MMAs and token loads of 16-token ones, which are mostly padding there.
   // - 64-token blocks: every warp holds all tokens (8 token tiles per dequantized fragment).
   const bool four_bit = format == WeightFormat::mxfp4 || format == WeightFormat::nvfp4 || format == WeightFormat::int4;
   const char* text;
-  if (block_m <= 16) {
+  if (block_m <= 8) {
+    if (num_slots <= 64) {
+      text = format == WeightFormat::int4 ? "8x64/1x4x2/8" : "8x64/1x4x4/8";
+    } else {
+      text = four_bit ? "8x64/1x4x1/4" : "8x64/1x4x2/8";
+    }
+  } else if (block_m <= 16) {
     if (num_slots <= 64) {
       text = format == WeightFormat::int4 ? "16x64/1x4x2/8" : "16x64/1x4x4/8";
     } else {
@@ -132,7 +140,7 @@ GemmTile parse_gemm_tile(const std::string& text) {
 
 std::vector<GemmTile> gemm_tile_candidates() {
   std::vector<GemmTile> tiles;
-  for (const char* text : {"16x32/1x2x4/8", "16x64/1x4x1/4", "16x64/1x4x1/8", "16x64/1x4x2/8", "16x64/1x4x4/8",
+  for (const char* text : {"8x64/1x4x1/4", "8x64/1x4x2/8", "8x64/1x4x4/8", "8x128/1x4x1/4", "8x128/1x8x1/4", "16x32/1x2x4/8", "16x64/1x4x1/4", "16x64/1x4x1/8", "16x64/1x4x2/8", "16x64/1x4x4/8",
                            "16x128/1x8x1/4", "16x128/1x8x2/8", "32x64/1x4x1/6", "32x128/1x8x1/4", "32x128/1x4x2/8",
                            "64x64/1x4x1/4", "64x128/1x4x1/4", "64x128/1x8x1/4", "64x128/1x8x2/4", "64x256/2x4x1/3"})
     tiles.push_back(parse_gemm_tile(text));
@@ -155,7 +163,8 @@ int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w) {
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w) {
   std::vector<std::string> r;
   auto bad = [&](const std::string& what) { r.push_back("GEMM tile " + tile.to_string() + ": " + what); };
-  if (tile.block_m != 16 && tile.block_m != 32 && tile.block_m != 64) bad("block_m must be 16, 32 or 64");
+  if (tile.block_m != 8 && tile.block_m != 16 && tile.block_m != 32 && tile.block_m != 64)
+    bad("block_m must be 8, 16, 32 or 64");
   if (tile.block_n != 32 && tile.block_n != 64 && tile.block_n != 128 && tile.block_n != 256)
     bad("block_n must be 32, 64, 128 or 256");
   if (tile.warps_m < 1 || tile.warps_n < 1 || tile.warps_k < 1 || tile.threads() > 512) {
@@ -188,6 +197,9 @@ std::vector<std::string> moe_gemm_reasons(const WeightDesc& w, DType act_dtype) 
 }
 
 jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes) {
+  // NOTE: only INT formats have a choice of scale dtype and zero points; the others always get
+  // the same text, so they share one compiled kernel.
+  const bool is_int = w.format == WeightFormat::int4 || w.format == WeightFormat::int8;
   std::ostringstream s;
   s << "#include \"moeq_dev/format/weights.cuh\"\n"
     << "struct MoeGemmCfg {\n"
@@ -200,6 +212,8 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "  static constexpr int kWarpsK = " << tile.warps_k << ";\n"
     << "  static constexpr int kStages = " << tile.stages << ";\n"
     << "  static constexpr bool kPreparedCodes = " << (prepared_codes ? "true" : "false") << ";\n"
+    << "  static constexpr int kScaleDtype = " << (is_int ? scale_dtype_id(w.scale_dtype) : 0) << ";\n"
+    << "  static constexpr bool kZeroPoints = " << (is_int && w.has_zero_point ? "true" : "false") << ";\n"
     << "};\n"
     << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n"
     << "static_assert(moeq_dev::MoeGemmShape<MoeGemmCfg>::kSmemBytes == " << gemm_smem_bytes(tile, w)
@@ -216,17 +230,36 @@ jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dty
 
 std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
   std::vector<jit::KernelSpec> specs;
+  auto add = [&](const WeightDesc& w, DType act, const GemmTile& tile, bool prepared) {
+    jit::KernelSpec spec = moe_gemm_kernel_spec(w, act, tile, prepared);
+    const bool seen = std::any_of(specs.begin(), specs.end(), [&](const jit::KernelSpec& o) { return o.source == spec.source; });
+    if (!seen) specs.push_back(std::move(spec));
+  };
   for (WeightFormat f : all_values<WeightFormat>()) {
     WeightDesc w;
     w.format = f;
+    const bool is_int = f == WeightFormat::int4 || f == WeightFormat::int8;
+    if (is_int) w.scale_dtype = DType::bf16;
     for (DType act : {DType::bf16, DType::f16})
-      for (int bm : {16, 32, 64})
+      for (int bm : {8, 16, 32, 64})
         for (int64_t slots : {64, 65})
-          for (bool prepared : {false, true}) {
-            jit::KernelSpec spec = moe_gemm_kernel_spec(w, act, gemm_tile_for(f, bm, slots), prepared);
-            const bool seen = std::any_of(specs.begin(), specs.end(), [&](const jit::KernelSpec& o) { return o.source == spec.source; });
-            if (!seen) specs.push_back(std::move(spec));
-          }
+          for (bool prepared : {false, true}) add(w, act, gemm_tile_for(f, bm, slots), prepared);
+    // The INT scale storage is compile-time (Cfg::kScaleDtype, kZeroPoints): every variant once,
+    // on the most used tile.
+    if (is_int)
+      for (DType scale : {DType::f16, DType::f32})
+        for (bool zero_points : {false, true}) {
+          if (zero_points && f != WeightFormat::int4) continue;
+          WeightDesc v = w;
+          v.scale_dtype = scale;
+          v.has_zero_point = zero_points;
+          for (DType act : {DType::bf16, DType::f16}) add(v, act, gemm_tile_for(f, 8, 65), true);
+        }
+    if (f == WeightFormat::int4) {
+      WeightDesc v = w;
+      v.has_zero_point = true;
+      for (DType act : {DType::bf16, DType::f16}) add(v, act, gemm_tile_for(f, 8, 65), true);
+    }
   }
   return specs;
 }

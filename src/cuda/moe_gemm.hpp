@@ -19,7 +19,7 @@ namespace moeq::cuda {
 // warps (warps_k groups take turns over the K tiles), a ring of `stages` stages (a multiple of
 // warps_k).
 struct GemmTile {
-  int block_m = 16;  // rows (tokens) per CTA: 16, 32 or 64
+  int block_m = 16;  // rows (tokens) per CTA: 8, 16, 32 or 64
   int block_n = 128;
   int warps_m = 1;
   int warps_n = 4;
@@ -29,9 +29,10 @@ struct GemmTile {
   std::string to_string() const;
 };
 
-// The planner's tile for a weight format, block size (16, 32 or 64 tokens) and routed rows
-// (M * top_k).
+// The planner's tile for a weight format, block size (8, 16, 32 or 64 tokens) and routed rows
+// (M * top_k); kTileForAnyRows gives one that does not depend on the rows (batch-invariant mode).
 GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots);
+constexpr int64_t kTileForAnyRows = int64_t{1} << 62;
 // Every reason the tile is not a legal kernel config (shapes, warps, shared memory); empty if legal.
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);
 // "16x128/1x4x2/4": block_m x block_n / warps_m x warps_n x warps_k / stages (the format of

@@ -143,7 +143,7 @@ int64_t valid_shape_m(const ExpertsDesc& d, int64_t global_tokens) {
 int64_t choose_block_m(const ExpertsDesc& d, int64_t num_tokens) {
   const double rows_per_expert =
       static_cast<double>(valid_shape_m(d, num_tokens)) / static_cast<double>(d.num_experts);
-  for (int64_t bm : {16, 32, 48, 64})
+  for (int64_t bm : {8, 16, 32, 48, 64})
     if (rows_per_expert / static_cast<double>(bm) < 0.9) return bm;
   return 64;
 }

@@ -34,6 +34,9 @@ struct PlanShape {
   int64_t num_tokens = 0;           // M (standard)
   int64_t max_tokens_per_expert = 0;  // T (masked)
   int64_t block_m = 64;             // GEMM M block: indexed alignment and segment-table size
+  // batch_invariant: the GEMM tile may not depend on the batch (each row's sum over K, and so
+  // its bits, depend on the tile), so block_m is fixed and the tile is chosen without M.
+  bool batch_invariant = false;
 };
 
 // The spec buffers (quanted_gate_up_input, gate_up_output, activation_output,
@@ -53,6 +56,8 @@ int64_t valid_shape_m(const ExpertsDesc& desc, int64_t global_tokens);
 // Indexed-layout alignment: the smallest of {16, 32, 48, 64} that keeps the expected
 // rows per expert under 90% of a block, else 64.
 int64_t choose_block_m(const ExpertsDesc& desc, int64_t num_tokens);
+// block_m in batch-invariant mode (Options::block_m may set another).
+constexpr int64_t kBatchInvariantBlockM = 16;
 
 // Layout for `auto`: indexed while the expected rows per expert stay under
 // kContiguousMinRowsPerExpert, contiguous beyond.

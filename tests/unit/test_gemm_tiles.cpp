@@ -44,8 +44,8 @@ TEST(GemmTiles, CandidatesAndPlannerTilesAreLegalForEveryFormat) {
                          WeightFormat::fp8_block, WeightFormat::int4, WeightFormat::int8}) {
     const WeightDesc w = desc_of(f);
     for (const auto& t : cuda::gemm_tile_candidates()) EXPECT_TRUE(cuda::gemm_tile_reasons(t, w).empty()) << t.to_string();
-    for (int bm : {16, 32, 64})
-      for (int64_t slots : {1, 64, 65, 1 << 20}) {
+    for (int bm : {8, 16, 32, 64})
+      for (int64_t slots : {int64_t{1}, int64_t{64}, int64_t{65}, int64_t{1} << 20, cuda::kTileForAnyRows}) {
         const cuda::GemmTile t = cuda::gemm_tile_for(f, bm, slots);
         EXPECT_EQ(t.block_m, bm);
         EXPECT_TRUE(cuda::gemm_tile_reasons(t, w).empty()) << t.to_string();
@@ -60,7 +60,7 @@ TEST(GemmTiles, IllegalTilesSayWhy) {
     for (const auto& r : cuda::gemm_tile_reasons(cuda::parse_gemm_tile(text), w)) all += r + "; ";
     return all;
   };
-  EXPECT_THAT(reasons("48x128/1x4x1/4"), HasSubstr("block_m must be 16, 32 or 64"));
+  EXPECT_THAT(reasons("48x128/1x4x1/4"), HasSubstr("block_m must be 8, 16, 32 or 64"));
   EXPECT_THAT(reasons("16x96/1x4x1/4"), HasSubstr("block_n must be 32, 64, 128 or 256"));
   EXPECT_THAT(reasons("16x64/4x1x1/4"), HasSubstr("block_m is not a multiple of 8 x warps_m"));
   EXPECT_THAT(reasons("16x64/1x8x1/4"), HasSubstr("block_n is not a multiple of 16 x warps_n"));

@@ -429,10 +429,12 @@ TEST(WorkspaceChoice, AutoSwitchesToContiguousAsRowsPerExpertGrow) {
 }
 
 TEST(WorkspaceChoice, BlockM) {
-  // E = 8, top_k = 2: M/4 rows per expert; the smallest BM in {16, 32, 48, 64} with rows/BM < 0.9.
+  // E = 8, top_k = 2: M/4 rows per expert; the smallest BM in {8, 16, 32, 48, 64} with rows/BM < 0.9.
   const auto d = make_desc(WeightFormat::int4, ActFormat::none, Activation::silu, 256, 128, 8, 2);
-  EXPECT_EQ(choose_block_m(d, 0), 16);
-  EXPECT_EQ(choose_block_m(d, 1), 16);
+  EXPECT_EQ(choose_block_m(d, 0), 8);
+  EXPECT_EQ(choose_block_m(d, 1), 8);
+  EXPECT_EQ(choose_block_m(d, 28), 8);    // 7 / 8 = 0.875
+  EXPECT_EQ(choose_block_m(d, 29), 16);   // 7.25 / 8 = 0.906
   EXPECT_EQ(choose_block_m(d, 57), 16);   // 14.25 / 16 = 0.89
   EXPECT_EQ(choose_block_m(d, 58), 32);   // 14.5 / 16 = 0.906
   EXPECT_EQ(choose_block_m(d, 115), 32);  // 28.75 / 32 = 0.898

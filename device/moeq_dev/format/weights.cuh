@@ -21,7 +21,9 @@ struct WeightFormatTraits {
   static constexpr int kCodeBits = kFourBit ? 4 : 8;
 };
 
-// How a GEMM's weights are scaled: run-time values (one compiled kernel serves them all).
+// How a GEMM's weights are scaled. The INT scale dtype and whether there are zero points are
+// also compile-time members of the kernel config (Cfg::kScaleDtype, Cfg::kZeroPoints), which
+// the kernels use; the run-time copies here must agree (the host writes both).
 struct WeightScaling {
   const void* scales;
   const float* global_scales;        // NVFP4
@@ -29,6 +31,15 @@ struct WeightScaling {
   int group_size;                    // INT4 / INT8: K per scale, 0 = per channel
   ScaleDtypeId scale_dtype;          // INT4 / INT8
   int num_global_scales;             // NVFP4: 1 or 2 ([gate; up] halves)
+};
+
+// The compile-time scale storage of a config: INT formats take theirs from the config, the
+// others have one fixed by the format.
+template <class Cfg>
+struct ScaleStorage {
+  static constexpr bool kInt = Cfg::kFormat == WeightFormatId::kInt4 || Cfg::kFormat == WeightFormatId::kInt8;
+  static constexpr ScaleDtypeId kDtype = kInt ? static_cast<ScaleDtypeId>(Cfg::kScaleDtype) : ScaleDtypeId::kF32;
+  static constexpr bool kZeroPoints = kInt && Cfg::kZeroPoints;
 };
 
 }  // namespace moeq_dev

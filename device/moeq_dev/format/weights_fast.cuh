@@ -10,6 +10,7 @@ namespace moeq_dev {
 
 constexpr unsigned kBf16x2NegZero = 0x80008000u;  // fma(a, b, -0) == a * b, rounded once
 constexpr unsigned kBf16x2One = 0x3F803F80u;
+constexpr unsigned kF16x2One = 0x3C003C00u;
 
 __device__ __forceinline__ unsigned bf16x2_mul(unsigned a, unsigned b) { return fma_rn_bf16x2(a, b, kBf16x2NegZero); }
 
@@ -24,14 +25,26 @@ __device__ __forceinline__ void interleave_pairs(const unsigned (&p)[4], unsigne
   out[3] = prmt_b32(p[2], p[3], 0x7632u);
 }
 
-// INT4: bf16(128 + code) is exact (bits 0x4300 | code); minus (128 + zp) is exact; one rounding
-// in the multiply by the bf16 scale, as the fp32 path rounds (code - zp) * s once.
-__device__ __forceinline__ void int4_word_to_bf16(unsigned w, unsigned neg_offset2, unsigned scale2, unsigned (&out)[4]) {
+// INT4 codes (w >> 4i) & 0x000F000F as the exact 16-bit pair (code - zp): bf16 bits 0x4300 | code
+// are 128 + code and f16 bits 0x6400 | code are 1024 + code (exact), `neg_offset2` the splat of
+// -(128 + zp) or -(1024 + zp) (exact), so the sum is exact too. The scale is applied by the
+// caller: on the fp32 accumulators (GEMM, groups of >= 64) or one bf16 multiply (below).
+template <bool kBf16>
+__device__ __forceinline__ unsigned int4_pair_unscaled(unsigned shifted_word, unsigned neg_offset2) {
+  const unsigned biased = and_or_b32(shifted_word, 0x000F000Fu, kBf16 ? 0x43004300u : 0x64006400u);
+  return kBf16 ? fma_rn_bf16x2(biased, kBf16x2One, neg_offset2) : fma_rn_f16x2(biased, kF16x2One, neg_offset2);
+}
+
+// INT4 with the bf16 scale on the weights: one rounding in the multiply, as the fp32 path rounds
+// (code - zp) * s once; `unscaled`: the scale is on the accumulators instead.
+template <bool kBf16>
+__device__ __forceinline__ void int4_word_to_act(unsigned w, unsigned neg_offset2, unsigned scale2, bool unscaled,
+                                                 unsigned (&out)[4]) {
   unsigned p[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const unsigned biased = ((w >> (4 * i)) & 0x000F000Fu) | 0x43004300u;
-    p[i] = bf16x2_mul(fma_rn_bf16x2(biased, kBf16x2One, neg_offset2), scale2);
+    p[i] = int4_pair_unscaled<kBf16>(w >> (4 * i), neg_offset2);
+    if (!unscaled) p[i] = bf16x2_mul(p[i], scale2);
   }
   interleave_pairs(p, out);
 }

@@ -17,11 +17,11 @@ struct LaneScaleRow {
 };
 
 template <class Cfg>
-__device__ __forceinline__ int scale_elem_bytes(const WeightScaling& w) {
+__device__ __forceinline__ constexpr int scale_elem_bytes() {
   constexpr WeightFormatId F = Cfg::kFormat;
   if constexpr (F == WeightFormatId::kMxfp4 || F == WeightFormatId::kMxfp8 || F == WeightFormatId::kNvfp4) return 1;
   if constexpr (F == WeightFormatId::kFp8Channel || F == WeightFormatId::kFp8Block) return 4;
-  return w.scale_dtype == ScaleDtypeId::kF32 ? 4 : 2;
+  return ScaleStorage<Cfg>::kDtype == ScaleDtypeId::kF32 ? 4 : 2;
 }
 
 // NOTE: groups are powers of two (MX 32, NVFP4 16, FP8 block 128, INT 32/64/128); one scale per
@@ -54,8 +54,8 @@ __device__ __forceinline__ LaneScaleRow lane_scale_row(const WeightScaling& w, i
     r.scales = base + (static_cast<long long>(e) * blocks_n + n / 128) * blocks_k * 4;
   } else {
     const long long groups = w.group_size > 0 ? K / w.group_size : 1;
-    r.scales = base + row * groups * scale_elem_bytes<Cfg>(w);
-    if (w.zero_points != nullptr) r.zero_points = w.zero_points + row * groups;
+    r.scales = base + row * groups * scale_elem_bytes<Cfg>();
+    if (ScaleStorage<Cfg>::kZeroPoints) r.zero_points = w.zero_points + row * groups;
   }
   return r;
 }
@@ -69,30 +69,33 @@ struct LaneScale {
   unsigned zero_point = 0;
 };
 
+// PERF: the element size and the zero points are compile-time (ScaleStorage): one load per row
+// and K tile, no run-time dtype branches (GEMM v3 spent ~35 instructions per K tile here).
 template <class Cfg>
-__device__ __forceinline__ LaneScale load_lane_scale(const LaneScaleRow& r, int k, int K, int shift, int elem_bytes) {
+__device__ __forceinline__ LaneScale load_lane_scale(const LaneScaleRow& r, int k, int K, int shift) {
   LaneScale s;
   if (r.scales == nullptr || k >= K) return s;
   const int group = k >> shift;
-  const unsigned char* p = r.scales + group * elem_bytes;
-  if (elem_bytes == 1) {
-    s.bits = __ldg(p);
-  } else if (elem_bytes == 2) {
-    s.bits = __ldg(reinterpret_cast<const unsigned short*>(p));
+  constexpr int kBytes = scale_elem_bytes<Cfg>();
+  if constexpr (kBytes == 1) {
+    s.bits = __ldg(r.scales + group);
+  } else if constexpr (kBytes == 2) {
+    s.bits = __ldg(reinterpret_cast<const unsigned short*>(r.scales) + group);
   } else {
-    s.bits = __ldg(reinterpret_cast<const unsigned*>(p));
+    s.bits = __ldg(reinterpret_cast<const unsigned*>(r.scales) + group);
   }
-  if (r.zero_points != nullptr) s.zero_point = __ldg(r.zero_points + group);
+  if constexpr (ScaleStorage<Cfg>::kZeroPoints) s.zero_point = __ldg(r.zero_points + group);
   return s;
 }
 
 // A lane's scale, decoded once per K tile: the fp32 values for the generic path and the
 // bf16x2 multipliers of the fast paths.
 struct FragmentScale {
-  float scale = 1.0f;
+  float scale = 1.0f;       // on the weights (1 when it is on the accumulators)
+  float acc_scale = 1.0f;   // on the fp32 accumulators (decode_lane_scale<Cfg, true>)
   float zero_point = 0.0f;  // INT
   unsigned scale2 = 0;      // bf16x2 splat of the scale (fast paths)
-  unsigned neg_offset2 = 0; // INT4 fast path: bf16x2 splat of -(zero_point + 128)
+  unsigned neg_offset2 = 0; // INT4 fast paths: splat of -(zero_point + 128) (bf16) or -(zero_point + 1024) (f16)
   unsigned scale2_folded = 0;  // MX fast path: bf16x2 splat of scale * 2^126 (valid when foldable)
   bool foldable = false;       // MX: scale <= 2, so scale * 2^126 fits bf16
 };
@@ -103,7 +106,18 @@ struct MxFoldable {
   static constexpr bool value = Cfg::kActBf16 && Cfg::kFormat == WeightFormatId::kMxfp4;
 };
 
+// Formats whose scale can multiply the fp32 accumulators once per K tile instead of every weight:
+// one scale per row over a whole 64-k tile, i.e. INT4 with groups of >= 64 (or per channel; the
+// caller checks the group at run time) and the FP8 128x128 block. Then the dequantized values are
+// exact (INT4 code - zp) or exact up to the 2^120 bias (e4m3), and the fp32 block scale is no
+// longer rounded to bf16.
 template <class Cfg>
+struct AccumulatorScaled {
+  static constexpr bool value = Cfg::kFormat == WeightFormatId::kInt4 || Cfg::kFormat == WeightFormatId::kFp8Block;
+};
+
+// kOnAccumulators: the scale goes to `acc_scale` for the fp32 accumulators; the weights get 1.
+template <class Cfg, bool kOnAccumulators = false>
 __device__ __forceinline__ FragmentScale decode_lane_scale(const LaneScale& raw, const WeightScaling& w) {
   constexpr WeightFormatId F = Cfg::kFormat;
   FragmentScale f;
@@ -116,10 +130,26 @@ __device__ __forceinline__ FragmentScale decode_lane_scale(const LaneScale& raw,
   } else if constexpr (F == WeightFormatId::kFp8Block) {
     f.scale = __uint_as_float(raw.bits);
   } else {
-    f.scale = w.scale_dtype == ScaleDtypeId::kF32  ? __uint_as_float(raw.bits)
-              : w.scale_dtype == ScaleDtypeId::kBf16 ? bf16_to_f32(static_cast<unsigned short>(raw.bits))
-                                                     : f16_to_f32(static_cast<unsigned short>(raw.bits));
-    f.zero_point = w.zero_points != nullptr ? static_cast<float>(raw.zero_point) : F == WeightFormatId::kInt4 ? 8.0f : 128.0f;
+    constexpr ScaleDtypeId D = ScaleStorage<Cfg>::kDtype;
+    f.scale = D == ScaleDtypeId::kF32    ? __uint_as_float(raw.bits)
+              : D == ScaleDtypeId::kBf16 ? __uint_as_float(raw.bits << 16)
+                                         : f16_to_f32(static_cast<unsigned short>(raw.bits));
+    f.zero_point = ScaleStorage<Cfg>::kZeroPoints ? static_cast<float>(raw.zero_point)
+                   : F == WeightFormatId::kInt4   ? 8.0f
+                                                  : 128.0f;
+  }
+  if constexpr (kOnAccumulators) {
+    static_assert(AccumulatorScaled<Cfg>::value, "scale on the accumulators: INT4 or FP8 block");
+    f.acc_scale = f.scale;
+    f.scale = 1.0f;
+    f.scale2 = Cfg::kActBf16 ? kBf16x2One : kF16x2One;
+    if constexpr (F == WeightFormatId::kInt4) {
+      // NOTE: -(128 + zp) in bf16 is 0xC300 | zp and -(1024 + zp) in f16 is 0xE400 | zp, exact
+      // for the zero points [0, 15] that validation admits.
+      const unsigned zp = ScaleStorage<Cfg>::kZeroPoints ? raw.zero_point : 8u;
+      f.neg_offset2 = ((Cfg::kActBf16 ? 0xC300u : 0xE400u) | zp) * 0x10001u;
+    }
+    return f;
   }
   if constexpr (Cfg::kActBf16) {
     // NOTE: exact for MX (powers of two), NVFP4 (e4m3) and INT with bf16 scales; the FP8-block
@@ -133,7 +163,8 @@ __device__ __forceinline__ FragmentScale decode_lane_scale(const LaneScale& raw,
       f.foldable = b <= 128;
       f.scale2_folded = ((b + 126) << 7) * 0x10001u;
     } else if constexpr (F == WeightFormatId::kInt4) {
-      f.scale2 = w.scale_dtype == ScaleDtypeId::kBf16 ? (raw.bits & 0xFFFFu) * 0x10001u : bf16x2_splat(f32_to_bf16_rn(f.scale));
+      f.scale2 = ScaleStorage<Cfg>::kDtype == ScaleDtypeId::kBf16 ? (raw.bits & 0xFFFFu) * 0x10001u
+                                                                  : bf16x2_splat(f32_to_bf16_rn(f.scale));
     } else {
       f.scale2 = bf16x2_splat(f32_to_bf16_rn(f.scale));
     }
@@ -170,12 +201,19 @@ struct FragmentFastPath {
 // One word of eight 4-bit codes (elements 0-7 in nibble order) -> four 16-bit pairs in element
 // order: out[0] = (e0, e1), ..., out[3] = (e6, e7).
 template <class Cfg>
-__device__ __forceinline__ void dequant_word4(unsigned w, const FragmentScale& s, bool int4_fast, unsigned (&out)[4]) {
+__device__ __forceinline__ void dequant_word4(unsigned w, const FragmentScale& s, bool int4_fast, unsigned (&out)[4],
+                                              bool int4_unscaled = false) {
   constexpr WeightFormatId F = Cfg::kFormat;
+  if constexpr (F == WeightFormatId::kInt4) {
+    if (int4_unscaled) {
+      int4_word_to_act<Cfg::kActBf16>(w, s.neg_offset2, 0u, true, out);
+      return;
+    }
+  }
   if constexpr (FragmentFastPath<Cfg>::value) {
     if constexpr (F == WeightFormatId::kInt4) {
       if (int4_fast) {
-        int4_word_to_bf16(w, s.neg_offset2, s.scale2, out);
+        int4_word_to_act<true>(w, s.neg_offset2, s.scale2, false, out);
         return;
       }
     } else {
@@ -215,14 +253,18 @@ namespace moeq_dev {
 
 // Pair p of a word of eight 4-bit codes: nibbles p (low half) and p + 4 (high half), as the
 // prepared layout stores the (k, k + 1) codes of one fragment register.
+// `int4_unscaled`: INT4 with the scale on the accumulators (any activation dtype).
 template <class Cfg>
 __device__ __forceinline__ unsigned dequant_pair4(unsigned w, int p, const FragmentScale& s, bool int4_fast,
-                                                  bool mx_folded = false) {
+                                                  bool mx_folded = false, bool int4_unscaled = false) {
   constexpr WeightFormatId F = Cfg::kFormat;
+  if constexpr (F == WeightFormatId::kInt4) {
+    if (int4_unscaled) return int4_pair_unscaled<Cfg::kActBf16>(w >> (4 * p), s.neg_offset2);
+  }
   const unsigned x = (w >> (4 * p)) & 0x000F000Fu;
   if constexpr (FragmentFastPath<Cfg>::value) {
     if constexpr (F == WeightFormatId::kInt4) {
-      if (int4_fast) return bf16x2_mul(fma_rn_bf16x2(x | 0x43004300u, kBf16x2One, s.neg_offset2), s.scale2);
+      if (int4_fast) return bf16x2_mul(int4_pair_unscaled<true>(w >> (4 * p), s.neg_offset2), s.scale2);
     } else {
       constexpr unsigned kTwoPow126 = 0x7E807E80u;
       const unsigned bits = ((x & 0x00070007u) << 6) | ((x & 0x00080008u) << 12);
@@ -239,13 +281,15 @@ __device__ __forceinline__ unsigned dequant_pair4(unsigned w, int p, const Fragm
 
 // Pair i of a word of four 8-bit codes: bytes i and i + 2.
 template <class Cfg>
-__device__ __forceinline__ unsigned dequant_pair8(unsigned w, int i, const FragmentScale& s) {
+__device__ __forceinline__ unsigned dequant_pair8(unsigned w, int i, const FragmentScale& s, bool unscaled = false) {
   constexpr WeightFormatId F = Cfg::kFormat;
   const unsigned x = (w >> (8 * i)) & 0x00FF00FFu;
   if constexpr (FragmentFastPath<Cfg>::value) {
     constexpr unsigned kTwoPow120 = 0x7B807B80u;
     const unsigned bits = ((x & 0x007F007Fu) << 4) | ((x & 0x00800080u) << 8);
-    return bf16x2_mul(bf16x2_mul(bits, kTwoPow120), F == WeightFormatId::kFp8Channel ? kBf16x2One : s.scale2);
+    // FP8 per channel, and FP8 block with `unscaled`: the scale is on the accumulators.
+    if (F == WeightFormatId::kFp8Channel || unscaled) return bf16x2_mul(bits, kTwoPow120);
+    return bf16x2_mul(bf16x2_mul(bits, kTwoPow120), s.scale2);
   } else {
     const float lo = lane_code_value<Cfg>(x & 0xFFu, s);
     const float hi = lane_code_value<Cfg>(x >> 16, s);

@@ -34,13 +34,16 @@
 //     static constexpr int kBlockM = 16, kBlockN = 64, kWarpsM = 1, kWarpsN = 4, kWarpsK = 2,
 //                          kStages = 8;  // a multiple of kWarpsK: kStages / kWarpsK steps in the ring
 //     static constexpr bool kPreparedCodes = false;  // codes in the prepared layout (format/prepared.cuh)
+//     static constexpr int kScaleDtype = 0;          // INT formats: ScaleDtypeId of the scales
+//     static constexpr bool kZeroPoints = false;     // INT4: zero points given
 //   };
 // With prepared codes a lane reads its 32 codes of a 16-channel tile (16 per fragment row) with
 // one 16-byte load (4-bit) or two (8-bit), and every 32-bit word is whole fragment registers: no
 // byte permutes.
-// Group size, scale dtype, zero points, global scales, bias and the layout are run-time
-// parameters (MoeGemmParams): a few uniform branches per K tile; they keep the number of
-// compiled configs small enough for CI to compile every one for every arch.
+// The INT scale dtype and zero points are compile-time (each changes the per-tile scale loads);
+// group size, global scales, bias and the layout are run-time parameters (MoeGemmParams): a few
+// uniform branches per K tile; they keep the number of compiled configs small enough for CI to
+// compile every one for every arch.
 // Host preconditions (src/cuda/moe_gemm.cpp): K % 32 == 0, N % 2 == 0, 16-byte aligned A rows
 // and code rows, 4-byte aligned C rows, dynamic shared memory = MoeGemmShape::kSmemBytes, grid
 // = (the largest possible number of M blocks, ceil(N / BN)): blocks past the device-side count
@@ -83,6 +86,16 @@ __device__ __forceinline__ float load_bias_value(const void* bias, long long ind
 template <bool kBf16>
 __device__ __forceinline__ unsigned short to_act_bits(float x) {
   return kBf16 ? f32_to_bf16_rn(x) : f32_to_f16_rn(x);
+}
+
+template <int kTilesN, int kTilesM>
+__device__ __forceinline__ void zero_accumulators(float (&acc)[kTilesN][kTilesM][4]) {
+#pragma unroll
+  for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+    for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[nt][mt][i] = 0.0f;
 }
 
 template <class Cfg>
@@ -162,20 +175,31 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
                           : p.codes + static_cast<long long>(e) * N * row_bytes;
   const unsigned smem_base = smem_address(smem);
 
-  // Copy descriptors, fixed over K: each thread's A and code chunks of a stage. A null source
-  // (padding row, channel past N) zero-fills.
-  const unsigned short* a_src[kPerThreadA];
+  // Copy descriptors: each thread's A and code chunks of a stage, as running pointers that
+  // issue_stage advances one K tile per call (it is called for K tiles 0, 1, 2, ... in order).
+  // A chunk is copied while k0 < its end; past it it zero-fills and reads nothing. Padding rows
+  // and channels past N (end 0) keep a step of 0, so their pointer stays a valid address.
+  // NOTE: in a partial last K tile (K % 64 == 32) the chunks past K point at most 112 bytes past
+  // their row; nothing is read there (src-size 0) and no later tile uses them.
+  // PERF: GEMM v3 recomputed a 64-bit address, a null test and a select per chunk and tile
+  // (~14 instructions per chunk in the SASS); this is a compare, a 64-bit add and the copy.
+  const unsigned short* a_next[kPerThreadA];
+  int a_end[kPerThreadA], a_step[kPerThreadA];
   unsigned a_dst[kPerThreadA];
 #pragma unroll
   for (int j = 0; j < kPerThreadA; ++j) {
     const int c = tid + j * T;
     const bool in_tile = kChunksA % T == 0 || c < kChunksA;
-    const int r = c / (BK / 8), cc = c % (BK / 8);
+    const int r = (in_tile ? c : 0) / (BK / 8), cc = c % (BK / 8);
     const int src = in_tile ? row_src[r] : -1;
-    a_src[j] = src >= 0 ? p.a + static_cast<long long>(src) * p.a_row_stride + cc * 8 : nullptr;
+    a_next[j] = src >= 0 ? p.a + static_cast<long long>(src) * p.a_row_stride + cc * 8 : p.a;
+    a_end[j] = src >= 0 ? K - cc * 8 : 0;
+    a_step[j] = src >= 0 ? BK : 0;
     a_dst[j] = r * S::kARowBytes + cc * 16;
   }
-  const unsigned char* b_src[kPerThreadB];
+  constexpr int kCodeTileBytes = Cfg::kPreparedCodes ? kPreparedBlockBytes : BK * S::kCodeBits / 8;
+  const unsigned char* b_next[kPerThreadB];
+  int b_end[kPerThreadB], b_step[kPerThreadB];  // end in codes
   unsigned b_dst[kPerThreadB];
 #pragma unroll
   for (int j = 0; j < kPerThreadB; ++j) {
@@ -183,40 +207,37 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     const bool in_tile = kChunksB % T == 0 || c < kChunksB;
     if constexpr (Cfg::kPreparedCodes) {
       // Chunk c is 16 bytes of 16-channel block c / (block / 16); a block's K tiles are
-      // kPreparedBlockBytes apart in memory.
+      // kPreparedBlockBytes apart in memory and every tile exists (zero-padded past K).
       const int blk = c / (kPreparedBlockBytes / 16), within = c % (kPreparedBlockBytes / 16);
       const int j16 = n0 / 16 + blk;
-      b_src[j] = in_tile && j16 < tiles_n16
-                     ? codes_e + static_cast<long long>(j16) * tiles_k * kPreparedBlockBytes + within * 16
-                     : nullptr;
+      const bool valid = in_tile && j16 < tiles_n16;
+      b_next[j] = valid ? codes_e + static_cast<long long>(j16) * tiles_k * kPreparedBlockBytes + within * 16 : p.codes;
+      b_end[j] = valid ? tiles_k * BK : 0;
+      b_step[j] = valid ? kCodeTileBytes : 0;
       b_dst[j] = S::kAStageBytes + blk * kPreparedBlockBytes + within * 16;
     } else {
       const int r = c / S::kCodeChunksPerRow, cc = c % S::kCodeChunksPerRow;
-      b_src[j] = in_tile && n0 + r < N ? codes_e + static_cast<long long>(n0 + r) * row_bytes + cc * 16 : nullptr;
+      const bool valid = in_tile && n0 + r < N;
+      b_next[j] = valid ? codes_e + static_cast<long long>(n0 + r) * row_bytes + cc * 16 : p.codes;
+      b_end[j] = valid ? K - cc * S::kCodesPerChunk : 0;
+      b_step[j] = valid ? kCodeTileBytes : 0;
       b_dst[j] = S::kAStageBytes + r * S::kCodeRowBytes + cc * 16;
     }
   }
-  const int a_chunk_k = (tid % (BK / 8)) * 8;  // k offset of this thread's A chunks (T % 8 == 0)
-  const int b_chunk_k = (tid % S::kCodeChunksPerRow) * S::kCodesPerChunk;
   auto issue_stage = [&](int stage, int kt) {
     const int k0 = kt * BK;
     const unsigned base = smem_base + stage * S::kStageBytes;
 #pragma unroll
     for (int j = 0; j < kPerThreadA; ++j) {
       if (kChunksA % T != 0 && tid + j * T >= kChunksA) continue;
-      const bool valid = a_src[j] != nullptr && k0 + a_chunk_k < K;
-      cp_async_16(base + a_dst[j], valid ? a_src[j] + k0 : p.a, valid);
+      cp_async_16(base + a_dst[j], a_next[j], k0 < a_end[j]);
+      a_next[j] += a_step[j];
     }
 #pragma unroll
     for (int j = 0; j < kPerThreadB; ++j) {
       if (kChunksB % T != 0 && tid + j * T >= kChunksB) continue;
-      if constexpr (Cfg::kPreparedCodes) {
-        const bool valid = b_src[j] != nullptr;
-        cp_async_16(base + b_dst[j], valid ? b_src[j] + static_cast<long long>(kt) * kPreparedBlockBytes : p.codes, valid);
-      } else {
-        const bool valid = b_src[j] != nullptr && k0 + b_chunk_k < K;
-        cp_async_16(base + b_dst[j], valid ? b_src[j] + k0 * S::kCodeBits / 8 : p.codes, valid);
-      }
+      cp_async_16(base + b_dst[j], b_next[j], k0 < b_end[j]);
+      b_next[j] += b_step[j];
     }
   };
 
@@ -225,14 +246,26 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   const int warp_mn = warp % (Cfg::kWarpsM * Cfg::kWarpsN);
   const int warp_m = warp_mn / Cfg::kWarpsN, warp_n = warp_mn % Cfg::kWarpsN;
   const int lane_n0 = warp_n * S::kWarpN + g;  // channel of (tile nt, half r): + nt * 16 + r * 8
-  const bool int4_fast = p.scaling.scale_dtype == ScaleDtypeId::kBf16;
+  constexpr bool int4_fast = ScaleStorage<Cfg>::kDtype == ScaleDtypeId::kBf16;
 
   LaneScaleRow scale_rows[kTilesN][2];
 #pragma unroll
   for (int nt = 0; nt < kTilesN; ++nt)
 #pragma unroll
     for (int r = 0; r < 2; ++r) scale_rows[nt][r] = lane_scale_row<Cfg>(p.scaling, e, n0 + lane_n0 + nt * 16 + r * 8, N, K);
-  const int group_shift = scale_group_shift<Cfg>(p.scaling), scale_bytes = scale_elem_bytes<Cfg>(p.scaling);
+  const int group_shift = scale_group_shift<Cfg>(p.scaling);
+  // Scales on the fp32 accumulators (AccumulatorScaled: INT4 with groups of >= 64, FP8 block):
+  // each K tile's MMAs go to fresh tile accumulators, added with the tile's scale per row.
+  // PERF: only for warp tiles of <= 2 token tiles, where the 4 FFMA per 16 x 8 tile cost less
+  // than the 16 bf16 multiplies per 16-channel tile they save.
+  constexpr bool kAccScaleTile = AccumulatorScaled<Cfg>::value && kTilesM <= 2;
+  const bool acc_scales = kAccScaleTile && (Cfg::kFormat == WeightFormatId::kFp8Block || group_shift >= 6);
+  // The k whose scale a lane loads, within a K tile: its own 16 codes' on the weights; the tile's
+  // first k on the accumulators, where every lane multiplies sums over the whole tile.
+  // NOTE: not the lane's own k there: in a partial last tile (K % 64 == 32) lanes 2 and 3 are
+  // past K and would load no scale (0) for sums that include lanes 0 and 1 (the GPU test's
+  // FP8-block K = 352 caught it).
+  const int scale_k = acc_scales ? 0 : 16 * t;
   LaneScale scale_ring[kSteps][kTilesN][2];  // this warp's tile of each ring step
   auto load_scales = [&](LaneScale (&slot)[kTilesN][2], int kt) {
     if constexpr (Cfg::kFormat == WeightFormatId::kFp8Channel) return;  // on the accumulators
@@ -240,16 +273,11 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     for (int nt = 0; nt < kTilesN; ++nt)
 #pragma unroll
       for (int r = 0; r < 2; ++r)
-        slot[nt][r] = load_lane_scale<Cfg>(scale_rows[nt][r], kt * BK + 16 * t, K, group_shift, scale_bytes);
+        slot[nt][r] = load_lane_scale<Cfg>(scale_rows[nt][r], scale_k + kt * BK, K, group_shift);
   };
 
   float acc[kTilesN][kTilesM][4];
-#pragma unroll
-  for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-    for (int mt = 0; mt < kTilesM; ++mt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[nt][mt][i] = 0.0f;
+  zero_accumulators(acc);
 
   // Byte offsets (within a stage) of this lane's token rows and code rows.
   const unsigned a_lane = (warp_m * S::kWarpM + g) * S::kARowBytes + t * 32;
@@ -276,8 +304,9 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   // `mx_folded`: every MX scale of this warp's tile is at most 2, so the e2m1 bias 2^126 and the
   // scale are one bf16 multiplier (FragmentScale::scale2_folded): one multiply per pair, same
   // exact values.
-  auto compute_prepared = [&](bool int4_fast_path, bool mx_folded, unsigned base,
-                              const FragmentScale (&decoded)[kTilesN][2]) {
+  // `unscaled`: the scale is on the accumulators (acc_scales); the MMAs add into `dst`.
+  auto compute_prepared = [&](bool int4_fast_path, bool mx_folded, bool unscaled, unsigned base,
+                              const FragmentScale (&decoded)[kTilesN][2], float (&dst)[kTilesN][kTilesM][4]) {
     constexpr int kWords = kFourBit ? 4 : 8;
     unsigned words[kTilesN][kWords];
 #pragma unroll
@@ -309,40 +338,21 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 #pragma unroll
           for (int pr = 0; pr < 4; ++pr) {
             if constexpr (kFourBit) {
-              a[pr] = dequant_pair4<Cfg>(words[nt][step], pr, decoded[nt][pr & 1], int4_fast_path, mx_folded);
+              a[pr] = dequant_pair4<Cfg>(words[nt][step], pr, decoded[nt][pr & 1], int4_fast_path, mx_folded, unscaled);
             } else {
-              a[pr] = dequant_pair8<Cfg>(words[nt][2 * step + (pr >> 1)], pr & 1, decoded[nt][pr & 1]);
+              a[pr] = dequant_pair8<Cfg>(words[nt][2 * step + (pr >> 1)], pr & 1, decoded[nt][pr & 1], unscaled);
             }
           }
 #pragma unroll
           for (int mt = 0; mt < kTilesM; ++mt)
-            mma_m16n8k16<Cfg::kActBf16>(acc[nt][mt], a, tok[mt][2 * q], tok[mt][2 * q + 1]);
+            mma_m16n8k16<Cfg::kActBf16>(dst[nt][mt], a, tok[mt][2 * q], tok[mt][2 * q + 1]);
         }
       }
     }
   };
 
-  auto compute_stage = [&](int stage, const LaneScale (&scales)[kTilesN][2]) {
-    const unsigned base = smem_base + stage * S::kStageBytes;
-    if constexpr (Cfg::kPreparedCodes) {
-      FragmentScale decoded[kTilesN][2];
-      bool foldable = true;
-#pragma unroll
-      for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          decoded[nt][r] = decode_lane_scale<Cfg>(scales[nt][r], p.scaling);
-          foldable = foldable && decoded[nt][r].foldable;
-        }
-      if (Cfg::kFormat == WeightFormatId::kInt4 && int4_fast) {
-        compute_prepared(true, false, base, decoded);
-      } else if (MxFoldable<Cfg>::value && __all_sync(0xFFFFFFFFu, foldable)) {
-        compute_prepared(false, true, base, decoded);
-      } else {
-        compute_prepared(false, false, base, decoded);
-      }
-      return;
-    }
+  auto compute_canonical = [&](bool int4_unscaled, unsigned base, const FragmentScale (&decoded)[kTilesN][2],
+                               float (&dst)[kTilesN][kTilesM][4]) {
     constexpr int kWords = kFourBit ? 2 : 4;
     unsigned code_words[kTilesN][2][kWords];
 #pragma unroll
@@ -362,11 +372,6 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
           code_words[nt][r][3] = v.w;
         }
       }
-    FragmentScale decoded[kTilesN][2];
-#pragma unroll
-    for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg>(scales[nt][r], p.scaling);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       unsigned tok[kTilesM][4];
@@ -375,8 +380,8 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
       for (int nt = 0; nt < kTilesN; ++nt) {
         unsigned lo[4], hi[4];  // channels g and g + 8: (e0, e1), (e2, e3) of step 2h, then step 2h + 1
         if constexpr (kFourBit) {
-          dequant_word4<Cfg>(code_words[nt][0][h], decoded[nt][0], int4_fast, lo);
-          dequant_word4<Cfg>(code_words[nt][1][h], decoded[nt][1], int4_fast, hi);
+          dequant_word4<Cfg>(code_words[nt][0][h], decoded[nt][0], int4_fast, lo, int4_unscaled);
+          dequant_word4<Cfg>(code_words[nt][1][h], decoded[nt][1], int4_fast, hi, int4_unscaled);
         } else {
 #pragma unroll
           for (int q = 0; q < 2; ++q) {
@@ -393,10 +398,57 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
         const unsigned w_step1[4] = {lo[2], hi[2], lo[3], hi[3]};
 #pragma unroll
         for (int mt = 0; mt < kTilesM; ++mt) {
-          mma_m16n8k16<Cfg::kActBf16>(acc[nt][mt], w_step0, tok[mt][0], tok[mt][1]);
-          mma_m16n8k16<Cfg::kActBf16>(acc[nt][mt], w_step1, tok[mt][2], tok[mt][3]);
+          mma_m16n8k16<Cfg::kActBf16>(dst[nt][mt], w_step0, tok[mt][0], tok[mt][1]);
+          mma_m16n8k16<Cfg::kActBf16>(dst[nt][mt], w_step1, tok[mt][2], tok[mt][3]);
         }
       }
+    }
+  };
+
+  auto compute_stage = [&](int stage, const LaneScale (&scales)[kTilesN][2]) {
+    const unsigned base = smem_base + stage * S::kStageBytes;
+    if constexpr (kAccScaleTile) {
+      if (acc_scales) {
+        FragmentScale decoded[kTilesN][2];
+#pragma unroll
+        for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+          for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg, true>(scales[nt][r], p.scaling);
+        float tile_acc[kTilesN][kTilesM][4];
+        zero_accumulators(tile_acc);
+        if constexpr (Cfg::kPreparedCodes) {
+          compute_prepared(false, false, true, base, decoded, tile_acc);
+        } else {
+          compute_canonical(true, base, decoded, tile_acc);
+        }
+#pragma unroll
+        for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+          for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[nt][mt][i] = fmaf(tile_acc[nt][mt][i], decoded[nt][i >> 1].acc_scale, acc[nt][mt][i]);
+        return;
+      }
+    }
+    FragmentScale decoded[kTilesN][2];
+    bool foldable = true;
+#pragma unroll
+    for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        decoded[nt][r] = decode_lane_scale<Cfg>(scales[nt][r], p.scaling);
+        foldable = foldable && decoded[nt][r].foldable;
+      }
+    if constexpr (Cfg::kPreparedCodes) {
+      if (Cfg::kFormat == WeightFormatId::kInt4 && int4_fast) {
+        compute_prepared(true, false, false, base, decoded, acc);
+      } else if (MxFoldable<Cfg>::value && __all_sync(0xFFFFFFFFu, foldable)) {
+        compute_prepared(false, true, false, base, decoded, acc);
+      } else {
+        compute_prepared(false, false, false, base, decoded, acc);
+      }
+    } else {
+      compute_canonical(false, base, decoded, acc);
     }
   };
 

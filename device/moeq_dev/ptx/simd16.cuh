@@ -25,6 +25,22 @@ __device__ __forceinline__ unsigned fma_rn_bf16x2(unsigned a, unsigned b, unsign
   return d;
 }
 
+// fma.rn.f16x2 (sm_53+): per-lane a * b + c, one rounding to nearest even.
+__device__ __forceinline__ unsigned fma_rn_f16x2(unsigned a, unsigned b, unsigned c) {
+  unsigned d;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+// lop3.b32 (a & mask) | bits in one instruction.
+// PERF: written as C++, ptxas splits it into two LOP3s with immediate operands (SASS of the
+// INT4 dequantization, GEMM v3); the constants as register operands keep it one.
+__device__ __forceinline__ unsigned and_or_b32(unsigned a, unsigned mask, unsigned bits) {
+  unsigned d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "r"(mask), "r"(bits));
+  return d;
+}
+
 // max.bf16x2 (sm_80+): per-lane maximum (a NaN lane returns the other operand's lane).
 __device__ __forceinline__ unsigned max_bf16x2(unsigned a, unsigned b) {
   unsigned d;
