@@ -97,33 +97,39 @@ std::string GemmTile::to_string() const {
 }
 
 GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
-  // PERF: the fastest candidate per regime on the H200, Qwen3-30B-A3B GEMM1 (runs 4-7,
-  // bench/results/2026-11-30-h200-gemm-v3.md, docs/perf-notes.md):
+  // PERF: the fastest candidate per regime on the H200, Qwen3-30B-A3B GEMM1 (GEMM v4 sweeps,
+  // bench/results/2026-11-30-h200-gemm-v4.md, docs/perf-notes.md):
   // - few routed rows (<= 64, e.g. M = 1 at top_k 8): few CTAs, so each warp's serial chain of
-  //   K tiles bounds the time; 2-4 K groups per CTA cut it (MXFP4 31 -> 21 us, FP8 31 -> 22).
-  // - 8- and 16-token blocks otherwise: 4-bit codes are instruction-bound, 4 warps of 16
-  //   channels each do best; 8-bit codes want two K groups and an 8-stage ring (bytes in
-  //   flight). 8-token blocks (choose_block_m, up to ~7 rows per expert: M <= 64 on Qwen3)
-  //   halve the MMAs and token loads of 16-token ones, which are mostly padding there.
-  // - 64-token blocks: every warp holds all tokens (8 token tiles per dequantized fragment).
+  //   K tiles bounds the time; 4 K groups of 2 warps of 16 channels cut it most (v4 sweep:
+  //   INT4 16.3, MXFP4 17.0, FP8-block 18.7 us at M = 1).
+  // - 8- and 16-token blocks otherwise: 4-bit codes are instruction-bound and do best with
+  //   4 warps of 32 channels (the token fragments and per-tile overhead serve 2 channel tiles;
+  //   v4 sweep, M = 16: INT4 51.6 us, MXFP4 60.8); 8-bit codes with 16-token blocks of 4 warps
+  //   of 16 channels (FP8-block 85.2 us at M = 16, 119.7 at M = 64). 8-token blocks
+  //   (choose_block_m: 4-bit codes up to ~7 rows per expert, M <= 64 on Qwen3) halve the MMAs
+  //   and token loads of 16-token ones, which are mostly padding there.
+  // - 32-token blocks (M = 256): 8 warps of 16 channels (INT4 122 us, FP8-block 144).
+  // - 64-token blocks: every warp holds all tokens and 32 channels (8 x 2 MMA tiles per K step:
+  //   each token fragment serves 2 channel tiles); INT4 761 us at M = 4096, 8-12% faster than
+  //   16 channels per warp.
   const bool four_bit = format == WeightFormat::mxfp4 || format == WeightFormat::nvfp4 || format == WeightFormat::int4;
   const char* text;
   if (block_m <= 8) {
     if (num_slots <= 64) {
-      text = format == WeightFormat::int4 ? "8x64/1x4x2/8" : "8x64/1x4x4/8";
+      text = "8x32/1x2x4/8";
     } else {
-      text = four_bit ? "8x64/1x4x1/4" : "8x64/1x4x2/8";
+      text = four_bit ? "8x128/1x4x1/4" : "8x128/1x8x1/4";
     }
   } else if (block_m <= 16) {
     if (num_slots <= 64) {
       text = format == WeightFormat::int4 ? "16x64/1x4x2/8" : "16x64/1x4x4/8";
     } else {
-      text = four_bit ? "16x64/1x4x1/4" : "16x64/1x4x2/8";
+      text = four_bit ? "16x128/1x4x1/4" : "16x64/1x4x1/4";
     }
   } else if (block_m <= 32) {
-    text = four_bit ? "32x128/1x8x1/4" : "32x128/1x4x2/8";
+    text = "32x128/1x8x1/4";
   } else {
-    text = four_bit ? "64x128/1x8x1/4" : "64x128/1x4x1/4";
+    text = "64x128/1x4x1/4";
   }
   return parse_gemm_tile(text);
 }

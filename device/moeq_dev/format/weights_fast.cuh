@@ -65,15 +65,17 @@ __device__ __forceinline__ void e2m1_word_to_bf16(unsigned w, unsigned scale2, u
 }
 
 // e4m3: magnitude bits shifted into a bf16's low exponent / high mantissa bits give the value
-// times 2^-120 (subnormals included). out[0] = (e0, e1), out[1] = (e2, e3).
-__device__ __forceinline__ void e4m3_word_to_bf16(unsigned w, unsigned scale2, unsigned (&out)[2]) {
+// times 2^-120 (subnormals included); `scaled`: times scale2 too. out[0] = (e0, e1),
+// out[1] = (e2, e3).
+__device__ __forceinline__ void e4m3_word_to_bf16(unsigned w, unsigned scale2, bool scaled, unsigned (&out)[2]) {
   constexpr unsigned kTwoPow120 = 0x7B807B80u;  // bf16 2^120 in both lanes
   unsigned p[2];
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     const unsigned x = (w >> (8 * i)) & 0x00FF00FFu;  // (e_i, e_{i+2})
     const unsigned bits = ((x & 0x007F007Fu) << 4) | ((x & 0x00800080u) << 8);
-    p[i] = bf16x2_mul(bf16x2_mul(bits, kTwoPow120), scale2);
+    p[i] = bf16x2_mul(bits, kTwoPow120);
+    if (scaled) p[i] = bf16x2_mul(p[i], scale2);
   }
   out[0] = prmt_b32(p[0], p[1], 0x5410u);
   out[1] = prmt_b32(p[0], p[1], 0x7632u);

@@ -198,21 +198,30 @@ struct FragmentFastPath {
   static constexpr bool value = Cfg::kActBf16 && Cfg::kFormat != WeightFormatId::kInt8;
 };
 
+// How a K tile's codes become A-fragment values (chosen per tile by the GEMM; constant at each
+// inlined call site, so no branch survives in the dequantization):
+enum class DequantPath : int {
+  kGeneric,   // fp32 decode x scale, one rounding (INT8, f16 activations, INT4 with f16/f32 scales)
+  kFast,      // bf16 bit tricks with the scale on the weights (FragmentFastPath)
+  kFolded,    // MXFP4: the e2m1 bias 2^126 and the scale are one multiplier (MxFoldable)
+  kUnscaled,  // the scale is on the accumulators (AccumulatorScaled): exact values (INT4 code - zp,
+              // e4m3 value) in bf16 or f16
+};
+
 // One word of eight 4-bit codes (elements 0-7 in nibble order) -> four 16-bit pairs in element
 // order: out[0] = (e0, e1), ..., out[3] = (e6, e7).
 template <class Cfg>
-__device__ __forceinline__ void dequant_word4(unsigned w, const FragmentScale& s, bool int4_fast, unsigned (&out)[4],
-                                              bool int4_unscaled = false) {
+__device__ __forceinline__ void dequant_word4(unsigned w, const FragmentScale& s, DequantPath path, unsigned (&out)[4]) {
   constexpr WeightFormatId F = Cfg::kFormat;
   if constexpr (F == WeightFormatId::kInt4) {
-    if (int4_unscaled) {
+    if (path == DequantPath::kUnscaled) {
       int4_word_to_act<Cfg::kActBf16>(w, s.neg_offset2, 0u, true, out);
       return;
     }
   }
   if constexpr (FragmentFastPath<Cfg>::value) {
     if constexpr (F == WeightFormatId::kInt4) {
-      if (int4_fast) {
+      if (path == DequantPath::kFast) {
         int4_word_to_act<true>(w, s.neg_offset2, s.scale2, false, out);
         return;
       }
@@ -230,12 +239,13 @@ __device__ __forceinline__ void dequant_word4(unsigned w, const FragmentScale& s
 }
 
 // One word of four 8-bit codes -> out[0] = (e0, e1), out[1] = (e2, e3).
-// NOTE: the FP8-block fp32 scale is rounded to bf16 on the fast path (docs/numerics.md).
+// NOTE: with the scale on the weights (kFast) the FP8-block fp32 scale is rounded to bf16
+// (docs/numerics.md); kUnscaled leaves it to the accumulators.
 template <class Cfg>
-__device__ __forceinline__ void dequant_word8(unsigned w, const FragmentScale& s, unsigned (&out)[2]) {
+__device__ __forceinline__ void dequant_word8(unsigned w, const FragmentScale& s, DequantPath path, unsigned (&out)[2]) {
   constexpr WeightFormatId F = Cfg::kFormat;
   if constexpr (FragmentFastPath<Cfg>::value) {
-    e4m3_word_to_bf16(w, F == WeightFormatId::kFp8Channel ? kBf16x2One : s.scale2, out);
+    e4m3_word_to_bf16(w, s.scale2, F != WeightFormatId::kFp8Channel && path != DequantPath::kUnscaled, out);
   } else {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
@@ -253,24 +263,22 @@ namespace moeq_dev {
 
 // Pair p of a word of eight 4-bit codes: nibbles p (low half) and p + 4 (high half), as the
 // prepared layout stores the (k, k + 1) codes of one fragment register.
-// `int4_unscaled`: INT4 with the scale on the accumulators (any activation dtype).
 template <class Cfg>
-__device__ __forceinline__ unsigned dequant_pair4(unsigned w, int p, const FragmentScale& s, bool int4_fast,
-                                                  bool mx_folded = false, bool int4_unscaled = false) {
+__device__ __forceinline__ unsigned dequant_pair4(unsigned w, int p, const FragmentScale& s, DequantPath path) {
   constexpr WeightFormatId F = Cfg::kFormat;
   if constexpr (F == WeightFormatId::kInt4) {
-    if (int4_unscaled) return int4_pair_unscaled<Cfg::kActBf16>(w >> (4 * p), s.neg_offset2);
+    if (path == DequantPath::kUnscaled) return int4_pair_unscaled<Cfg::kActBf16>(w >> (4 * p), s.neg_offset2);
   }
   const unsigned x = (w >> (4 * p)) & 0x000F000Fu;
   if constexpr (FragmentFastPath<Cfg>::value) {
     if constexpr (F == WeightFormatId::kInt4) {
-      if (int4_fast) return bf16x2_mul(int4_pair_unscaled<true>(w >> (4 * p), s.neg_offset2), s.scale2);
+      if (path == DequantPath::kFast) return bf16x2_mul(int4_pair_unscaled<true>(w >> (4 * p), s.neg_offset2), s.scale2);
     } else {
       constexpr unsigned kTwoPow126 = 0x7E807E80u;
       const unsigned bits = ((x & 0x00070007u) << 6) | ((x & 0x00080008u) << 12);
       // NOTE: bits are the e2m1 value times 2^-126 (exact); times 2^(b - 1) it is the exact
       // value times the scale, as the two-multiply path computes.
-      if (MxFoldable<Cfg>::value && mx_folded) return bf16x2_mul(bits, s.scale2_folded);
+      if (MxFoldable<Cfg>::value && path == DequantPath::kFolded) return bf16x2_mul(bits, s.scale2_folded);
       return bf16x2_mul(bf16x2_mul(bits, kTwoPow126), s.scale2);
     }
   }
@@ -281,14 +289,14 @@ __device__ __forceinline__ unsigned dequant_pair4(unsigned w, int p, const Fragm
 
 // Pair i of a word of four 8-bit codes: bytes i and i + 2.
 template <class Cfg>
-__device__ __forceinline__ unsigned dequant_pair8(unsigned w, int i, const FragmentScale& s, bool unscaled = false) {
+__device__ __forceinline__ unsigned dequant_pair8(unsigned w, int i, const FragmentScale& s, DequantPath path) {
   constexpr WeightFormatId F = Cfg::kFormat;
   const unsigned x = (w >> (8 * i)) & 0x00FF00FFu;
   if constexpr (FragmentFastPath<Cfg>::value) {
     constexpr unsigned kTwoPow120 = 0x7B807B80u;
     const unsigned bits = ((x & 0x007F007Fu) << 4) | ((x & 0x00800080u) << 8);
-    // FP8 per channel, and FP8 block with `unscaled`: the scale is on the accumulators.
-    if (F == WeightFormatId::kFp8Channel || unscaled) return bf16x2_mul(bits, kTwoPow120);
+    // FP8 per channel, and FP8 block with kUnscaled: the scale is on the accumulators.
+    if (F == WeightFormatId::kFp8Channel || path == DequantPath::kUnscaled) return bf16x2_mul(bits, kTwoPow120);
     return bf16x2_mul(bf16x2_mul(bits, kTwoPow120), s.scale2);
   } else {
     const float lo = lane_code_value<Cfg>(x & 0xFFu, s);

@@ -298,15 +298,14 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 
   // Prepared codes: per 16-channel tile one (4-bit) or two (8-bit) 16-byte loads give this
   // lane's words; word pairs are A-fragment registers as they are.
-  // PERF: `int4_fast_path` is a constant at each call site below, so the inlined copies have no
-  // branch per pair: a run-time flag there split the dequantization into small blocks the
-  // scheduler could not interleave with the MMAs (INT4 5-7% slower than canonical codes, run 10).
-  // `mx_folded`: every MX scale of this warp's tile is at most 2, so the e2m1 bias 2^126 and the
-  // scale are one bf16 multiplier (FragmentScale::scale2_folded): one multiply per pair, same
-  // exact values.
-  // `unscaled`: the scale is on the accumulators (acc_scales); the MMAs add into `dst`.
-  auto compute_prepared = [&](bool int4_fast_path, bool mx_folded, bool unscaled, unsigned base,
-                              const FragmentScale (&decoded)[kTilesN][2], float (&dst)[kTilesN][kTilesM][4]) {
+  // PERF: `path` is a constant at each call site below, so the inlined copies have no branch
+  // per pair: a run-time flag there split the dequantization into small blocks the scheduler
+  // could not interleave with the MMAs (INT4 5-7% slower than canonical codes, run 10).
+  // DequantPath::kFolded: every MX scale of this warp's tile is at most 2, so the e2m1 bias
+  // 2^126 and the scale are one bf16 multiplier (FragmentScale::scale2_folded): one multiply per
+  // pair, same exact values.
+  auto compute_prepared = [&](DequantPath path, unsigned base, const FragmentScale (&decoded)[kTilesN][2],
+                              float (&dst)[kTilesN][kTilesM][4]) {
     constexpr int kWords = kFourBit ? 4 : 8;
     unsigned words[kTilesN][kWords];
 #pragma unroll
@@ -338,9 +337,9 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 #pragma unroll
           for (int pr = 0; pr < 4; ++pr) {
             if constexpr (kFourBit) {
-              a[pr] = dequant_pair4<Cfg>(words[nt][step], pr, decoded[nt][pr & 1], int4_fast_path, mx_folded, unscaled);
+              a[pr] = dequant_pair4<Cfg>(words[nt][step], pr, decoded[nt][pr & 1], path);
             } else {
-              a[pr] = dequant_pair8<Cfg>(words[nt][2 * step + (pr >> 1)], pr & 1, decoded[nt][pr & 1], unscaled);
+              a[pr] = dequant_pair8<Cfg>(words[nt][2 * step + (pr >> 1)], pr & 1, decoded[nt][pr & 1], path);
             }
           }
 #pragma unroll
@@ -351,7 +350,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     }
   };
 
-  auto compute_canonical = [&](bool int4_unscaled, unsigned base, const FragmentScale (&decoded)[kTilesN][2],
+  auto compute_canonical = [&](DequantPath path, unsigned base, const FragmentScale (&decoded)[kTilesN][2],
                                float (&dst)[kTilesN][kTilesM][4]) {
     constexpr int kWords = kFourBit ? 2 : 4;
     unsigned code_words[kTilesN][2][kWords];
@@ -380,14 +379,14 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
       for (int nt = 0; nt < kTilesN; ++nt) {
         unsigned lo[4], hi[4];  // channels g and g + 8: (e0, e1), (e2, e3) of step 2h, then step 2h + 1
         if constexpr (kFourBit) {
-          dequant_word4<Cfg>(code_words[nt][0][h], decoded[nt][0], int4_fast, lo, int4_unscaled);
-          dequant_word4<Cfg>(code_words[nt][1][h], decoded[nt][1], int4_fast, hi, int4_unscaled);
+          dequant_word4<Cfg>(code_words[nt][0][h], decoded[nt][0], path, lo);
+          dequant_word4<Cfg>(code_words[nt][1][h], decoded[nt][1], path, hi);
         } else {
 #pragma unroll
           for (int q = 0; q < 2; ++q) {
             unsigned out0[2], out1[2];
-            dequant_word8<Cfg>(code_words[nt][0][2 * h + q], decoded[nt][0], out0);
-            dequant_word8<Cfg>(code_words[nt][1][2 * h + q], decoded[nt][1], out1);
+            dequant_word8<Cfg>(code_words[nt][0][2 * h + q], decoded[nt][0], path, out0);
+            dequant_word8<Cfg>(code_words[nt][1][2 * h + q], decoded[nt][1], path, out1);
             lo[2 * q] = out0[0];
             lo[2 * q + 1] = out0[1];
             hi[2 * q] = out1[0];
@@ -405,6 +404,15 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     }
   };
 
+  auto compute = [&](DequantPath path, unsigned base, const FragmentScale (&decoded)[kTilesN][2],
+                     float (&dst)[kTilesN][kTilesM][4]) {
+    if constexpr (Cfg::kPreparedCodes) {
+      compute_prepared(path, base, decoded, dst);
+    } else {
+      compute_canonical(path, base, decoded, dst);
+    }
+  };
+
   auto compute_stage = [&](int stage, const LaneScale (&scales)[kTilesN][2]) {
     const unsigned base = smem_base + stage * S::kStageBytes;
     if constexpr (kAccScaleTile) {
@@ -416,11 +424,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
           for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg, true>(scales[nt][r], p.scaling);
         float tile_acc[kTilesN][kTilesM][4];
         zero_accumulators(tile_acc);
-        if constexpr (Cfg::kPreparedCodes) {
-          compute_prepared(false, false, true, base, decoded, tile_acc);
-        } else {
-          compute_canonical(true, base, decoded, tile_acc);
-        }
+        compute(DequantPath::kUnscaled, base, decoded, tile_acc);
 #pragma unroll
         for (int nt = 0; nt < kTilesN; ++nt)
 #pragma unroll
@@ -439,16 +443,14 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
         decoded[nt][r] = decode_lane_scale<Cfg>(scales[nt][r], p.scaling);
         foldable = foldable && decoded[nt][r].foldable;
       }
-    if constexpr (Cfg::kPreparedCodes) {
-      if (Cfg::kFormat == WeightFormatId::kInt4 && int4_fast) {
-        compute_prepared(true, false, false, base, decoded, acc);
-      } else if (MxFoldable<Cfg>::value && __all_sync(0xFFFFFFFFu, foldable)) {
-        compute_prepared(false, true, false, base, decoded, acc);
-      } else {
-        compute_prepared(false, false, false, base, decoded, acc);
-      }
+    if (Cfg::kFormat == WeightFormatId::kInt4 && int4_fast) {
+      compute(DequantPath::kFast, base, decoded, acc);
+    } else if (Cfg::kPreparedCodes && MxFoldable<Cfg>::value && __all_sync(0xFFFFFFFFu, foldable)) {
+      compute(DequantPath::kFolded, base, decoded, acc);
     } else {
-      compute_canonical(false, base, decoded, acc);
+      compute(FragmentFastPath<Cfg>::value && Cfg::kFormat != WeightFormatId::kInt4 ? DequantPath::kFast
+                                                                                    : DequantPath::kGeneric,
+              base, decoded, acc);
     }
   };
 
