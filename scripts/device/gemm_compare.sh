@@ -5,6 +5,8 @@
 # here and carried (its kernels are embedded in it); warm both into one MOEQ_CACHE_DIR first.
 # Usage: gemm_compare.sh BASE_MOEQ BUILD PRESET [SCHEME...]
 #   env: TOKENS (default "1 16 64 256 1024 4096"), KERNELS (default "gemm1"), OUT
+# Writes $OUT/cmp_PRESET.txt (every case, base then new, under "== scheme who" headers) and
+# $OUT/cublas_PRESET.txt.
 set -u
 base="$1"
 build="$2"
@@ -20,8 +22,9 @@ for scheme in "${schemes[@]}"; do
   for who in base new; do
     bin="$base"
     [ "$who" = new ] && bin="$build/moeq"
+    echo "== $scheme $who" >>"$out/cmp_$preset.txt"
     timeout 300 "$bin" bench --kernel "${kernels[@]}" --preset "$preset" --scheme "$scheme" --tokens "${tokens[@]}" \
-      --trials 5 >"$out/cmp_${preset}_${scheme}_$who.txt" 2>&1
+      --trials 5 >>"$out/cmp_$preset.txt" 2>&1
     echo "bench $who $preset $scheme rc=$?"
   done
 done

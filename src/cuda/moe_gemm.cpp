@@ -99,9 +99,10 @@ std::string GemmTile::to_string() const {
 GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   // PERF: the fastest candidate per regime on the H200, Qwen3-30B-A3B GEMM1 (GEMM v4 sweeps,
   // bench/results/2026-11-30-h200-gemm-v4.md, docs/perf-notes.md):
-  // - few routed rows (<= 64, e.g. M = 1 at top_k 8): few CTAs, so each warp's serial chain of
-  //   K tiles bounds the time; 4 K groups of 2 warps of 16 channels cut it most (v4 sweep:
-  //   INT4 16.3, MXFP4 17.0, FP8-block 18.7 us at M = 1).
+  // - few routed rows (<= kFewRoutedRows, e.g. M = 1 at top_k 8): few CTAs, so each warp's
+  //   serial chain of K tiles bounds the time; 4 K groups of 2 warps of 16 channels cut it most
+  //   (v4 sweep: INT4 16.3, MXFP4 17.0, FP8-block 18.7 us at M = 1). Not at 64 rows: gpt-oss-120b
+  //   M = 16 (64 rows, 180 channel blocks) ran at 41% of copy with it.
   // - 8- and 16-token blocks otherwise: 4-bit codes are instruction-bound and do best with
   //   4 warps of 32 channels (the token fragments and per-tile overhead serve 2 channel tiles;
   //   v4 sweep, M = 16: INT4 51.6 us, MXFP4 60.8); 8-bit codes with 16-token blocks of 4 warps
@@ -115,13 +116,13 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   const bool four_bit = format == WeightFormat::mxfp4 || format == WeightFormat::nvfp4 || format == WeightFormat::int4;
   const char* text;
   if (block_m <= 8) {
-    if (num_slots <= 64) {
+    if (num_slots <= kFewRoutedRows) {
       text = "8x32/1x2x4/8";
     } else {
       text = four_bit ? "8x128/1x4x1/4" : "8x128/1x8x1/4";
     }
   } else if (block_m <= 16) {
-    if (num_slots <= 64) {
+    if (num_slots <= kFewRoutedRows) {
       text = format == WeightFormat::int4 ? "16x64/1x4x2/8" : "16x64/1x4x4/8";
     } else {
       text = four_bit ? "16x128/1x4x1/4" : "16x64/1x4x1/4";
@@ -248,7 +249,7 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
     if (is_int) w.scale_dtype = DType::bf16;
     for (DType act : {DType::bf16, DType::f16})
       for (int bm : {8, 16, 32, 64})
-        for (int64_t slots : {64, 65})
+        for (int64_t slots : {kFewRoutedRows, kFewRoutedRows + 1})
           for (bool prepared : {false, true}) add(w, act, gemm_tile_for(f, bm, slots), prepared);
     // The INT scale storage is compile-time (Cfg::kScaleDtype, kZeroPoints): every variant once,
     // on the most used tile.

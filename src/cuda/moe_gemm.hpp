@@ -33,6 +33,8 @@ struct GemmTile {
 // (M * top_k); kTileForAnyRows gives one that does not depend on the rows (batch-invariant mode).
 GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots);
 constexpr int64_t kTileForAnyRows = int64_t{1} << 62;
+// Up to this many routed rows the planner takes a tile of 4 K groups (few CTAs).
+constexpr int64_t kFewRoutedRows = 32;
 // Every reason the tile is not a legal kernel config (shapes, warps, shared memory); empty if legal.
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);
 // "16x128/1x4x2/4": block_m x block_n / warps_m x warps_n x warps_k / stages (the format of

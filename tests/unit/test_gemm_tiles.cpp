@@ -45,7 +45,7 @@ TEST(GemmTiles, CandidatesAndPlannerTilesAreLegalForEveryFormat) {
     const WeightDesc w = desc_of(f);
     for (const auto& t : cuda::gemm_tile_candidates()) EXPECT_TRUE(cuda::gemm_tile_reasons(t, w).empty()) << t.to_string();
     for (int bm : {8, 16, 32, 64})
-      for (int64_t slots : {int64_t{1}, int64_t{64}, int64_t{65}, int64_t{1} << 20, cuda::kTileForAnyRows}) {
+      for (int64_t slots : {int64_t{1}, cuda::kFewRoutedRows, cuda::kFewRoutedRows + 1, int64_t{1} << 20, cuda::kTileForAnyRows}) {
         const cuda::GemmTile t = cuda::gemm_tile_for(f, bm, slots);
         EXPECT_EQ(t.block_m, bm);
         EXPECT_TRUE(cuda::gemm_tile_reasons(t, w).empty()) << t.to_string();
