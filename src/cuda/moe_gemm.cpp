@@ -99,10 +99,12 @@ std::string GemmTile::to_string() const {
 GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   // PERF: the fastest candidate per regime on the H200, Qwen3-30B-A3B GEMM1 (GEMM v4 sweeps,
   // bench/results/2026-11-30-h200-gemm-v4.md, docs/perf-notes.md):
-  // - few routed rows (<= kFewRoutedRows, e.g. M = 1 at top_k 8): few CTAs, so each warp's
-  //   serial chain of K tiles bounds the time; 4 K groups of 2 warps of 16 channels cut it most
-  //   (v4 sweep: INT4 16.3, MXFP4 17.0, FP8-block 18.7 us at M = 1). Not at 64 rows: gpt-oss-120b
-  //   M = 16 (64 rows, 180 channel blocks) ran at 41% of copy with it.
+  // - few routed rows (<= kFewRoutedRows, e.g. M = 1-4 at top_k 8): few CTAs, so each warp's
+  //   serial chain of K tiles and the latency of each ring step bound the time; 4 K groups of
+  //   one warp of 32 channels with a 16-stage ring (4 steps in flight) do best (v4 sweeps:
+  //   Qwen3 M = 4 INT4 27.8 us against 32.8 with 8 stages; DeepSeek-V3 M = 1 INT4 69.1 against
+  //   80.3). Not at 64 rows: gpt-oss-120b M = 16 (64 rows, 180 channel blocks) ran at 41% of
+  //   copy with a 4-K-group tile, 56% with the standard one.
   // - 8- and 16-token blocks otherwise: 4-bit codes are instruction-bound and do best with
   //   4 warps of 32 channels (the token fragments and per-tile overhead serve 2 channel tiles;
   //   v4 sweep, M = 16: INT4 51.6 us, MXFP4 60.8); 8-bit codes with 16-token blocks of 4 warps
@@ -117,7 +119,7 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   const char* text;
   if (block_m <= 8) {
     if (num_slots <= kFewRoutedRows) {
-      text = "8x32/1x2x4/8";
+      text = "8x32/1x1x4/16";
     } else {
       text = four_bit ? "8x128/1x4x1/4" : "8x128/1x8x1/4";
     }
@@ -147,7 +149,7 @@ GemmTile parse_gemm_tile(const std::string& text) {
 
 std::vector<GemmTile> gemm_tile_candidates() {
   std::vector<GemmTile> tiles;
-  for (const char* text : {"8x64/1x4x1/4", "8x64/1x4x2/8", "8x64/1x4x4/8", "8x128/1x4x1/4", "8x128/1x8x1/4", "16x32/1x2x4/8", "16x64/1x4x1/4", "16x64/1x4x1/8", "16x64/1x4x2/8", "16x64/1x4x4/8",
+  for (const char* text : {"8x32/1x1x4/16", "8x32/1x2x4/16", "8x32/1x2x2/16", "8x64/1x4x1/4", "8x64/1x4x2/8", "8x64/1x4x4/8", "8x128/1x4x1/4", "8x128/1x8x1/4", "16x32/1x2x4/8", "16x64/1x4x1/4", "16x64/1x4x1/8", "16x64/1x4x2/8", "16x64/1x4x4/8",
                            "16x128/1x8x1/4", "16x128/1x8x2/8", "32x64/1x4x1/6", "32x128/1x8x1/4", "32x128/1x4x2/8",
                            "64x64/1x4x1/4", "64x128/1x4x1/4", "64x128/1x8x1/4", "64x128/1x8x2/4", "64x256/2x4x1/3"})
     tiles.push_back(parse_gemm_tile(text));
@@ -185,7 +187,10 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
   if (tile.warps_k != 1 && tile.warps_k != 2 && tile.warps_k != 4) bad("warps_k must be 1, 2 or 4");
   else if (tile.stages % tile.warps_k != 0 || tile.stages / tile.warps_k < 2)
     bad("stages must be a multiple of warps_k, at least twice it");
-  if (tile.stages < 2 || tile.stages > 8) bad("stages must be 2 to 8");
+  // NOTE: the K loop is unrolled once per ring step (stages / warps_k), so that is capped at 8;
+  // 16 stages serve 4 K groups with 4 steps in the ring (deep prefetch where few CTAs run).
+  if (tile.stages < 2 || tile.stages > 16) bad("stages must be 2 to 16");
+  else if (tile.warps_k >= 1 && tile.stages / tile.warps_k > 8) bad("stages / warps_k (ring steps) must be at most 8");
   // NOTE: 227 KB is the sm_90 opt-in limit; sm_80 allows 163 KB and sm_89 99 KB (the launch
   // checks the device's own limit).
   if (tile.stages < 1) return r;

@@ -66,7 +66,9 @@ TEST(GemmTiles, IllegalTilesSayWhy) {
   EXPECT_THAT(reasons("16x64/1x8x1/4"), HasSubstr("block_n is not a multiple of 16 x warps_n"));
   EXPECT_THAT(reasons("16x64/1x4x3/6"), HasSubstr("warps_k must be 1, 2 or 4"));
   EXPECT_THAT(reasons("16x64/1x4x4/4"), HasSubstr("stages must be a multiple of warps_k, at least twice it"));
-  EXPECT_THAT(reasons("16x64/1x4x1/9"), HasSubstr("stages must be 2 to 8"));
+  EXPECT_THAT(reasons("16x64/1x4x1/17"), HasSubstr("stages must be 2 to 16"));
+  EXPECT_THAT(reasons("16x64/1x4x1/9"), HasSubstr("ring steps) must be at most 8"));
+  EXPECT_EQ(reasons("8x32/1x2x4/16"), "");
   // Zero warps are refused before any size is computed (they used to divide by zero).
   EXPECT_THAT(reasons("16x64/0x4x1/4"), HasSubstr("needs 1 to 16 warps"));
   EXPECT_THAT(reasons("16x64/1x4x0/4"), HasSubstr("needs 1 to 16 warps"));
