@@ -18,6 +18,7 @@ read -r -a tokens <<<"${TOKENS:-1 16 64 256 1024 4096}"
 read -r -a kernels <<<"${KERNELS:-gemm1}"
 out="${OUT:-/tmp/moeq-out}"
 mkdir -p "$out"
+: >"$out/cmp_$preset.txt"
 for scheme in "${schemes[@]}"; do
   for who in base new; do
     bin="$base"

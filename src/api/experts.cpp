@@ -69,7 +69,7 @@ struct Experts::Impl {
     p.block_m = options.block_m > 0            ? options.block_m
                 : options.batch_invariant ? plan::kBatchInvariantBlockM
                                           : plan::choose_block_m(desc, block_m_tokens);
-    // NOTE: the GPU GEMM tiles M by 16, 32 or 64 rows; align uses the GEMM's block size.
+    // NOTE: the GPU GEMM tiles M by 8, 16, 32 or 64 rows; align uses the GEMM's block size.
     if (backend == Backend::cuda && p.block_m == 48) p.block_m = 64;
     return p;
   }

@@ -99,12 +99,14 @@ std::string GemmTile::to_string() const {
 GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   // PERF: the fastest candidate per regime on the H200, Qwen3-30B-A3B GEMM1 (GEMM v4 sweeps,
   // bench/results/2026-11-30-h200-gemm-v4.md, docs/perf-notes.md):
-  // - few routed rows (<= kFewRoutedRows, e.g. M = 1-4 at top_k 8): few CTAs, so each warp's
-  //   serial chain of K tiles and the latency of each ring step bound the time; 4 K groups of
-  //   one warp of 32 channels with a 16-stage ring (4 steps in flight) do best (v4 sweeps:
-  //   Qwen3 M = 4 INT4 27.8 us against 32.8 with 8 stages; DeepSeek-V3 M = 1 INT4 69.1 against
-  //   80.3). Not at 64 rows: gpt-oss-120b M = 16 (64 rows, 180 channel blocks) ran at 41% of
-  //   copy with a 4-K-group tile, 56% with the standard one.
+  // - few routed rows (<= kFewRoutedRows, e.g. M = 1-4 at top_k 8) in 8-row blocks: few CTAs,
+  //   so each warp's serial chain of K tiles and the latency of each ring step bound the time;
+  //   4 K groups of one warp of 32 channels with a 16-stage ring (4 ring steps, 3 prefetched;
+  //   8 stages prefetch 1) do best (v4 sweeps: Qwen3 M = 4 INT4 27.8 us, 29.9 with 2 warps of
+  //   16 channels and 16 stages, 32.8 with 8 stages; DeepSeek-V3 M = 1 INT4 69.1 against 80.3).
+  //   Not at 64 rows: gpt-oss-120b M = 16 (64 rows, 180 channel blocks) ran at 41% of copy with
+  //   a 4-K-group tile, 56% with the standard one. (16-row blocks get few rows only when
+  //   Options::block_m forces them: 2 or 4 K groups, from the v3 sweeps.)
   // - 8- and 16-token blocks otherwise: 4-bit codes are instruction-bound and do best with
   //   4 warps of 32 channels (the token fragments and per-tile overhead serve 2 channel tiles;
   //   v4 sweep, M = 16: INT4 51.6 us, MXFP4 60.8); 8-bit codes with 16-token blocks of 4 warps
@@ -113,7 +115,7 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   //   and token loads of 16-token ones, which are mostly padding there.
   // - 32-token blocks (M = 256): 8 warps of 16 channels (INT4 122 us, FP8-block 144).
   // - 64-token blocks: every warp holds all tokens and 32 channels (8 x 2 MMA tiles per K step:
-  //   each token fragment serves 2 channel tiles); INT4 761 us at M = 4096, 8-12% faster than
+  //   each token fragment serves 2 channel tiles); INT4 761 us at M = 4096, 8-15% faster than
   //   16 channels per warp.
   const bool four_bit = format == WeightFormat::mxfp4 || format == WeightFormat::nvfp4 || format == WeightFormat::int4;
   const char* text;
@@ -149,7 +151,7 @@ GemmTile parse_gemm_tile(const std::string& text) {
 
 std::vector<GemmTile> gemm_tile_candidates() {
   std::vector<GemmTile> tiles;
-  for (const char* text : {"8x32/1x1x4/16", "8x32/1x2x4/16", "8x32/1x2x2/16", "8x64/1x4x1/4", "8x64/1x4x2/8", "8x64/1x4x4/8", "8x128/1x4x1/4", "8x128/1x8x1/4", "16x32/1x2x4/8", "16x64/1x4x1/4", "16x64/1x4x1/8", "16x64/1x4x2/8", "16x64/1x4x4/8",
+  for (const char* text : {"8x32/1x1x4/16", "8x32/1x2x4/16", "8x32/1x2x2/16", "16x128/1x4x1/4", "8x64/1x4x1/4", "8x64/1x4x2/8", "8x64/1x4x4/8", "8x128/1x4x1/4", "8x128/1x8x1/4", "16x32/1x2x4/8", "16x64/1x4x1/4", "16x64/1x4x1/8", "16x64/1x4x2/8", "16x64/1x4x4/8",
                            "16x128/1x8x1/4", "16x128/1x8x2/8", "32x64/1x4x1/6", "32x128/1x8x1/4", "32x128/1x4x2/8",
                            "64x64/1x4x1/4", "64x128/1x4x1/4", "64x128/1x8x1/4", "64x128/1x8x2/4", "64x256/2x4x1/3"})
     tiles.push_back(parse_gemm_tile(text));
@@ -240,6 +242,17 @@ jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dty
   return spec;
 }
 
+std::vector<GemmTile> planner_tiles(WeightFormat format) {
+  std::vector<GemmTile> tiles;
+  for (int block_m : {8, 16, 32, 64})
+    for (int64_t rows : {kFewRoutedRows, kFewRoutedRows + 1, kTileForAnyRows}) {
+      const GemmTile t = gemm_tile_for(format, block_m, rows);
+      const bool seen = std::any_of(tiles.begin(), tiles.end(), [&](const GemmTile& o) { return o.to_string() == t.to_string(); });
+      if (!seen) tiles.push_back(t);
+    }
+  return tiles;
+}
+
 std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
   std::vector<jit::KernelSpec> specs;
   auto add = [&](const WeightDesc& w, DType act, const GemmTile& tile, bool prepared) {
@@ -248,29 +261,26 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
     if (!seen) specs.push_back(std::move(spec));
   };
   for (WeightFormat f : all_values<WeightFormat>()) {
-    WeightDesc w;
-    w.format = f;
     const bool is_int = f == WeightFormat::int4 || f == WeightFormat::int8;
-    if (is_int) w.scale_dtype = DType::bf16;
-    for (DType act : {DType::bf16, DType::f16})
-      for (int bm : {8, 16, 32, 64})
-        for (int64_t slots : {kFewRoutedRows, kFewRoutedRows + 1})
-          for (bool prepared : {false, true}) add(w, act, gemm_tile_for(f, bm, slots), prepared);
-    // The INT scale storage is compile-time (Cfg::kScaleDtype, kZeroPoints): every variant once,
-    // on the most used tile.
-    if (is_int)
-      for (DType scale : {DType::f16, DType::f32})
+    for (DType act : {DType::bf16, DType::f16}) {
+      WeightDesc w;
+      w.format = f;
+      if (is_int) w.scale_dtype = act;  // the default INT scale dtype is the activation dtype
+      for (const GemmTile& tile : planner_tiles(f))
+        for (bool prepared : {false, true}) add(w, act, tile, prepared);
+      // The INT scale storage is compile-time (Cfg::kScaleDtype, kZeroPoints): the other
+      // variants the legality admits (f32 scales for INT8 only, zero points for INT4 only) once,
+      // on the 8-row tile of many rows.
+      if (!is_int) continue;
+      const GemmTile tile = gemm_tile_for(f, 8, kFewRoutedRows + 1);
+      for (DType scale : {DType::bf16, DType::f16, DType::f32})
         for (bool zero_points : {false, true}) {
-          if (zero_points && f != WeightFormat::int4) continue;
+          if ((scale == DType::f32 && f != WeightFormat::int8) || (zero_points && f != WeightFormat::int4)) continue;
           WeightDesc v = w;
           v.scale_dtype = scale;
           v.has_zero_point = zero_points;
-          for (DType act : {DType::bf16, DType::f16}) add(v, act, gemm_tile_for(f, 8, 65), true);
+          add(v, act, tile, true);
         }
-    if (f == WeightFormat::int4) {
-      WeightDesc v = w;
-      v.has_zero_point = true;
-      for (DType act : {DType::bf16, DType::f16}) add(v, act, gemm_tile_for(f, 8, 65), true);
     }
   }
   return specs;

@@ -33,8 +33,11 @@ struct GemmTile {
 // (M * top_k); kTileForAnyRows gives one that does not depend on the rows (batch-invariant mode).
 GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots);
 constexpr int64_t kTileForAnyRows = int64_t{1} << 62;
-// Up to this many routed rows the planner takes a tile of 4 K groups (few CTAs).
+// Up to this many routed rows the planner takes a tile of K groups (few CTAs).
 constexpr int64_t kFewRoutedRows = 32;
+// Every tile gemm_tile_for can return for the format (each once): what tests/jit, `moeq
+// compile` and the candidate list must cover.
+std::vector<GemmTile> planner_tiles(WeightFormat format);
 // Every reason the tile is not a legal kernel config (shapes, warps, shared memory); empty if legal.
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);
 // "16x128/1x4x2/4": block_m x block_n / warps_m x warps_n x warps_k / stages (the format of
@@ -92,8 +95,9 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
 // The segment-table builder lives in the same module as the GEMM of that config.
 jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile,
                                               bool prepared_codes = false);
-// Every config the planner can emit: 7 formats with their scale / zero-point / bias / global
-// variants, bf16 and f16, block_m 16/32/64, gather and segments.
+// Every config the planner can emit (planner_tiles, canonical and prepared codes, bf16 and f16,
+// INT scales in the activation dtype), plus the other INT scale dtypes and zero points on one
+// tile; the source text does not depend on bias, global scales or the layout.
 std::vector<jit::KernelSpec> moe_gemm_kernel_specs();
 
 }  // namespace moeq::cuda

@@ -53,8 +53,9 @@ WorkspacePlan plan_workspaces(const ExpertsDesc& desc, const PlanShape& shape);
 // ceil(global_tokens * top_k * E / E_g).
 int64_t valid_shape_m(const ExpertsDesc& desc, int64_t global_tokens);
 
-// Indexed-layout alignment: the smallest of {16, 32, 48, 64} that keeps the expected
-// rows per expert under 90% of a block, else 64.
+// Indexed-layout alignment: 8 below one expected row per expert (and, for 4-bit weight codes,
+// below 90% of 8 rows), else the smallest of {16, 32, 48, 64} that keeps the expected rows per
+// expert under 90% of a block, else 64.
 int64_t choose_block_m(const ExpertsDesc& desc, int64_t num_tokens);
 // block_m in batch-invariant mode (Options::block_m may set another).
 constexpr int64_t kBatchInvariantBlockM = 16;

@@ -73,7 +73,8 @@ TEST(ExpertsGpu, BatchInvariantPrefixRowsAreBitIdentical) {
       const ExpertsDesc d = layer(scheme, Activation::silu);
       io::VerifyCase full{d, layout, 129, 1, 77}, prefix{d, layout, 7, 1, 77};  // same seed: same first tokens
       const auto a = io::verify_on_gpu(full, o), b = io::verify_on_gpu(prefix, o);
-      ASSERT_TRUE(a.passed && b.passed);
+      EXPECT_TRUE(a.passed && b.passed) << scheme << " " << to_string(layout);
+      if (!a.passed || !b.passed) continue;
       EXPECT_EQ(0, std::memcmp(a.output.data(), b.output.data(), b.output.size())) << scheme << " " << to_string(layout);
     }
 }

@@ -39,8 +39,9 @@ GemmCase make_case(const std::string& scheme, DType bias) {
   GemmCase c{scheme, d.w13(), d.act_dtype};
   c.w.num_experts = 5;
   c.w.n = 200;
-  const bool int_groups_128 = (c.w.format == WeightFormat::int4 || c.w.format == WeightFormat::int8) && c.w.group_size == 128;
-  c.w.k = int_groups_128 ? 640 : 352;
+  // K = 352 ends in a partial 64-wide tile; INT groups of 64 or 128 need K % group == 0.
+  const bool int_groups_64 = (c.w.format == WeightFormat::int4 || c.w.format == WeightFormat::int8) && c.w.group_size >= 64;
+  c.w.k = int_groups_64 ? 640 : 352;
   c.w.bias_dtype = bias;
   return c;
 }
@@ -244,9 +245,10 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
   cuda::ensure_context();
   cuda::Stream stream;
   std::mt19937 rng(2026);
-  // The benchmarked schemes on every candidate; the generic (fp32) dequantization paths, NVFP4
-  // and the remaining formats on a few tiles with unusual warp layouts.
-  // Biases (f32, bf16, f16) ride on three of them.
+  // The benchmarked schemes on every candidate; the generic (fp32) dequantization paths, NVFP4,
+  // the remaining formats and INT4 with zero points or one scale per channel (scales on the
+  // accumulators; per channel with a partial last K tile) on a few tiles: unusual warp layouts,
+  // an 8-row block and the few-rows tile. Biases (f32, bf16, f16) ride on three of them.
   struct Plan {
     const char* scheme;
     bool all_tiles;
@@ -256,7 +258,8 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
                            Plan{"fp8-block", true, DType::f32}, Plan{"nvfp4", false, DType::none},
                            Plan{"int8-ch", false, DType::none}, Plan{"int4-g32-zp", false, DType::none},
                            Plan{"mxfp8", false, DType::none}, Plan{"fp8-channel", false, DType::none},
-                           Plan{"mxfp4:f16", false, DType::f16}}) {
+                           Plan{"mxfp4:f16", false, DType::f16}, Plan{"int4-g64-zp", false, DType::none},
+                           Plan{"int4-ch", false, DType::none}, Plan{"int4-g128:f16", false, DType::none}}) {
     const GemmCase c = make_case(plan.scheme, plan.bias);
     const HostWeights h = quantized_weights(c, rng);
     const DeviceWeights dw = upload(*h.q);
@@ -269,7 +272,9 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
     }
     for (const cuda::GemmTile& tile : cuda::gemm_tile_candidates()) {
       const std::string text = tile.to_string();
-      if (!plan.all_tiles && text != "16x32/1x2x4/8" && text != "32x128/1x4x2/8" && text != "64x256/2x4x1/3") continue;
+      const bool few_tiles_tile = text == "16x32/1x2x4/8" || text == "32x128/1x4x2/8" || text == "64x256/2x4x1/3" ||
+                                  text == "8x128/1x4x1/4" || text == "8x32/1x1x4/16";
+      if (!plan.all_tiles && !few_tiles_tile) continue;
       for (int64_t M : {1, 45}) {
         std::vector<uint16_t> canonical_out, prepared_out;
         const std::mt19937 inputs(rng());  // the same routing and activations for both layouts

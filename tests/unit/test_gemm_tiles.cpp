@@ -2,6 +2,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+
 #include "cuda/moe_gemm.hpp"
 #include "moeq/error.hpp"
 
@@ -49,6 +52,23 @@ TEST(GemmTiles, CandidatesAndPlannerTilesAreLegalForEveryFormat) {
         const cuda::GemmTile t = cuda::gemm_tile_for(f, bm, slots);
         EXPECT_EQ(t.block_m, bm);
         EXPECT_TRUE(cuda::gemm_tile_reasons(t, w).empty()) << t.to_string();
+      }
+  }
+}
+
+TEST(GemmTiles, EveryPlannerTileIsACandidate) {
+  // The candidates are what tests/gpu checks against the reference tile by tile.
+  std::set<std::string> candidates;
+  for (const auto& t : cuda::gemm_tile_candidates()) candidates.insert(t.to_string());
+  for (WeightFormat f : all_values<WeightFormat>()) {
+    const auto tiles = cuda::planner_tiles(f);
+    EXPECT_GE(tiles.size(), 4u);
+    for (const auto& t : tiles) EXPECT_TRUE(candidates.count(t.to_string())) << t.to_string();
+    for (int bm : {8, 16, 32, 64})
+      for (int64_t rows : {int64_t{1}, cuda::kFewRoutedRows + 7, int64_t{100000}}) {
+        const std::string chosen = cuda::gemm_tile_for(f, bm, rows).to_string();
+        EXPECT_TRUE(std::any_of(tiles.begin(), tiles.end(), [&](const cuda::GemmTile& t) { return t.to_string() == chosen; }))
+            << chosen;
       }
   }
 }

@@ -42,9 +42,7 @@ jit::Arch parse_arch(const std::string& text) {
 // Extra tiles (`--tile`) are compiled for the GEMMs too, e.g. ahead of `moeq bench --tile`.
 std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std::vector<std::string>& extra_tiles) {
   std::vector<jit::KernelSpec> specs = cuda::routing_kernel_specs();
-  std::vector<cuda::GemmTile> tiles;
-  for (int block_m : {16, 32, 64})
-    for (int64_t slots : {64, 65}) tiles.push_back(cuda::gemm_tile_for(d.weight_format, block_m, slots));
+  std::vector<cuda::GemmTile> tiles = cuda::planner_tiles(d.weight_format);
   for (const auto& text : extra_tiles) {
     if (text == "candidates") {
       for (const auto& t : cuda::gemm_tile_candidates()) tiles.push_back(t);

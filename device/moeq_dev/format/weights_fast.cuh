@@ -44,7 +44,10 @@ __device__ __forceinline__ void int4_word_to_act(unsigned w, unsigned neg_offset
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     p[i] = int4_pair_unscaled<kBf16>(w >> (4 * i), neg_offset2);
-    if (!unscaled) p[i] = bf16x2_mul(p[i], scale2);
+    // NOTE: f16 pairs only come unscaled (the scale on the accumulators).
+    if constexpr (kBf16) {
+      if (!unscaled) p[i] = bf16x2_mul(p[i], scale2);
+    }
   }
   interleave_pairs(p, out);
 }

@@ -192,7 +192,7 @@ __device__ __forceinline__ float lane_code_value(unsigned code, const FragmentSc
 }
 
 // Whether the bf16 fast paths (format/weights_fast.cuh) serve this config: INT8 cannot hold
-// 128 + code in bf16; INT4 takes it only with bf16 scales (checked at run time by the caller).
+// 128 + code in bf16; INT4 takes it only with bf16 scales (ScaleStorage, checked by the caller).
 template <class Cfg>
 struct FragmentFastPath {
   static constexpr bool value = Cfg::kActBf16 && Cfg::kFormat != WeightFormatId::kInt8;

@@ -1,5 +1,5 @@
 #pragma once
-// Entry point of the quantized MoE GEMM, version 3 (mma.sync m16n8k16, 16-bit activations):
+// Entry point of the quantized MoE GEMM, version 4 (mma.sync m16n8k16, 16-bit activations):
 //   C[dst(r), n] = round(sum_k A[src(r), k] * W_e[n, k] * accumulator scale + bias_e[n])
 // for the rows r of each M block, whose expert e and row mapping come from the layout:
 //   gather (indexed): block b has expert expert_ids[b] and slots sorted_ids[b*BM + i];
@@ -179,8 +179,9 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   // issue_stage advances one K tile per call (it is called for K tiles 0, 1, 2, ... in order).
   // A chunk is copied while k0 < its end; past it it zero-fills and reads nothing. Padding rows
   // and channels past N (end 0) keep a step of 0, so their pointer stays a valid address.
-  // NOTE: in a partial last K tile (K % 64 == 32) the chunks past K point at most 112 bytes past
-  // their row; nothing is read there (src-size 0) and no later tile uses them.
+  // NOTE: in a partial last K tile (K % 64 == 32) the chunks past K point at most 48 bytes past
+  // their row's end (A: 24 elements; 8-bit codes: 16 bytes), which for the last row of a buffer
+  // is past the allocation; nothing is read there (src-size 0) and no later tile uses them.
   // PERF: GEMM v3 recomputed a 64-bit address, a null test and a select per chunk and tile
   // (~14 instructions per chunk in the SASS); this is a compare, a 64-bit add and the copy.
   const unsigned short* a_next[kPerThreadA];
@@ -443,7 +444,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
         decoded[nt][r] = decode_lane_scale<Cfg>(scales[nt][r], p.scaling);
         foldable = foldable && decoded[nt][r].foldable;
       }
-    if (Cfg::kFormat == WeightFormatId::kInt4 && int4_fast) {
+    if (Cfg::kFormat == WeightFormatId::kInt4 && int4_fast && FragmentFastPath<Cfg>::value) {
       compute(DequantPath::kFast, base, decoded, acc);
     } else if (Cfg::kPreparedCodes && MxFoldable<Cfg>::value && __all_sync(0xFFFFFFFFu, foldable)) {
       compute(DequantPath::kFolded, base, decoded, acc);
