@@ -11,9 +11,7 @@
 namespace moeq {
 namespace {
 
-int code_bits_of(WeightFormat f) {
-  return (f == WeightFormat::mxfp4 || f == WeightFormat::nvfp4 || f == WeightFormat::int4) ? 4 : 8;
-}
+int code_bits_of(WeightFormat f) { return dtype_bits(weight_format_code_dtype(f)); }
 
 void require_desc(const WeightDesc& d) {
   if (d.num_experts <= 0 || d.n <= 0 || d.k <= 0)

@@ -117,7 +117,7 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   // - 64-token blocks: every warp holds all tokens and 32 channels (8 x 2 MMA tiles per K step:
   //   each token fragment serves 2 channel tiles); INT4 761 us at M = 4096, 8-15% faster than
   //   16 channels per warp.
-  const bool four_bit = format == WeightFormat::mxfp4 || format == WeightFormat::nvfp4 || format == WeightFormat::int4;
+  const bool four_bit = dtype_bits(weight_format_code_dtype(format)) == 4;
   const char* text;
   if (block_m <= 8) {
     if (num_slots <= kFewRoutedRows) {
@@ -161,7 +161,7 @@ std::vector<GemmTile> gemm_tile_candidates() {
 int64_t gemm_static_smem_bytes(const GemmTile& tile) { return 2 * int64_t{tile.block_m} * 4 + 4; }
 
 int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w) {
-  const int code_bits = (w.format == WeightFormat::mxfp4 || w.format == WeightFormat::nvfp4 || w.format == WeightFormat::int4) ? 4 : 8;
+  const int code_bits = dtype_bits(weight_format_code_dtype(w.format));
   const int64_t a_stage = int64_t{tile.block_m} * (64 * 2 + 16);
   const int64_t b_stage = int64_t{tile.block_n} * (64 * code_bits / 8);
   const int64_t ring = tile.stages * (a_stage + b_stage);
@@ -192,7 +192,7 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
   // NOTE: the K loop is unrolled once per ring step (stages / warps_k), so that is capped at 8;
   // 16 stages serve 4 K groups with 4 steps in the ring (deep prefetch where few CTAs run).
   if (tile.stages < 2 || tile.stages > 16) bad("stages must be 2 to 16");
-  else if (tile.warps_k >= 1 && tile.stages / tile.warps_k > 8) bad("stages / warps_k (ring steps) must be at most 8");
+  else if (tile.stages / tile.warps_k > 8) bad("stages / warps_k (ring steps) must be at most 8");
   // NOTE: 227 KB is the sm_90 opt-in limit; sm_80 allows 163 KB and sm_89 99 KB (the launch
   // checks the device's own limit).
   if (tile.stages < 1) return r;

@@ -17,7 +17,7 @@ void prepare_codes(const WeightDesc& d, const void* canonical, void* prepared, C
   if ((reinterpret_cast<uintptr_t>(canonical) | reinterpret_cast<uintptr_t>(prepared)) % 16 != 0)
     throw Error("prepare_codes: the canonical and prepared codes must be 16-byte aligned");
   ensure_context();
-  const int bits = (d.format == WeightFormat::mxfp4 || d.format == WeightFormat::nvfp4 || d.format == WeightFormat::int4) ? 4 : 8;
+  const int bits = dtype_bits(weight_format_code_dtype(d.format));
   const long long words = prepared_code_bytes(d) / 4;
   if (words == 0) return;
   const int n = static_cast<int>(d.n), k = static_cast<int>(d.k);

@@ -146,8 +146,7 @@ int64_t choose_block_m(const ExpertsDesc& d, int64_t num_tokens) {
   // PERF: 8-row blocks halve the padded MMAs at a few rows per expert; 4-bit codes gain
   // (instruction-bound), 8-bit codes only below one row per expert (GEMM v4 sweep on the H200:
   // FP8-block at M = 16-64 is 1-5% faster with 16-row blocks, at M = 1 10% slower).
-  const bool four_bit = d.weight_format == WeightFormat::mxfp4 || d.weight_format == WeightFormat::nvfp4 ||
-                        d.weight_format == WeightFormat::int4;
+  const bool four_bit = dtype_bits(weight_format_code_dtype(d.weight_format)) == 4;
   if (rows_per_expert < 1.0 || (four_bit && rows_per_expert < 0.9 * 8)) return 8;
   for (int64_t bm : {16, 32, 48, 64})
     if (rows_per_expert / static_cast<double>(bm) < 0.9) return bm;

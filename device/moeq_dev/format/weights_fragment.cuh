@@ -1,5 +1,5 @@
 #pragma once
-// Dequantization straight into mma.sync A fragments (GEMM v3: the weights are the A operand).
+// Dequantization straight into mma.sync A fragments (GEMM v3 and v4: the weights are the A operand).
 // A lane owns 16 consecutive codes of each of its two weight rows (g and g + 8) per 64-wide K
 // tile (kernels/moe_gemm.cuh explains the K order), so it needs one scale per row and K tile:
 // every group (MX 32, NVFP4 16, INT 32/64/128, FP8 block 128) holds whole 16-code runs.
@@ -201,7 +201,8 @@ struct FragmentFastPath {
 // How a K tile's codes become A-fragment values (chosen per tile by the GEMM; constant at each
 // inlined call site, so no branch survives in the dequantization):
 enum class DequantPath : int {
-  kGeneric,   // fp32 decode x scale, one rounding (INT8, f16 activations, INT4 with f16/f32 scales)
+  kGeneric,   // fp32 decode x scale, one rounding (INT8, f16 activations, INT4 with f16 scales,
+              // where the scale stays on the weights)
   kFast,      // bf16 bit tricks with the scale on the weights (FragmentFastPath)
   kFolded,    // MXFP4: the e2m1 bias 2^126 and the scale are one multiplier (MxFoldable)
   kUnscaled,  // the scale is on the accumulators (AccumulatorScaled): exact values (INT4 code - zp,

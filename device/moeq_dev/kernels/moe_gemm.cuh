@@ -444,14 +444,14 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
         decoded[nt][r] = decode_lane_scale<Cfg>(scales[nt][r], p.scaling);
         foldable = foldable && decoded[nt][r].foldable;
       }
-    if (Cfg::kFormat == WeightFormatId::kInt4 && int4_fast && FragmentFastPath<Cfg>::value) {
-      compute(DequantPath::kFast, base, decoded, acc);
-    } else if (Cfg::kPreparedCodes && MxFoldable<Cfg>::value && __all_sync(0xFFFFFFFFu, foldable)) {
+    // INT4 takes the bf16 bit tricks only with bf16 scales (they multiply the pair as they are).
+    constexpr DequantPath kWeightsPath =
+        FragmentFastPath<Cfg>::value && (Cfg::kFormat != WeightFormatId::kInt4 || int4_fast) ? DequantPath::kFast
+                                                                                            : DequantPath::kGeneric;
+    if (Cfg::kPreparedCodes && MxFoldable<Cfg>::value && __all_sync(0xFFFFFFFFu, foldable)) {
       compute(DequantPath::kFolded, base, decoded, acc);
     } else {
-      compute(FragmentFastPath<Cfg>::value && Cfg::kFormat != WeightFormatId::kInt4 ? DequantPath::kFast
-                                                                                    : DequantPath::kGeneric,
-              base, decoded, acc);
+      compute(kWeightsPath, base, decoded, acc);
     }
   };
 
@@ -495,14 +495,17 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     float* reduce = reinterpret_cast<float*>(smem);
     constexpr int kGroupThreads = T / G;
     const int slot = warp_mn * 32 + lane;
+    // Accumulator (nt, mt, i) of group q >= 1, for this thread's place in its group.
+    auto partial = [&](int q, int nt, int mt, int i) -> float& {
+      return reduce[(((q - 1) * kTilesN + nt) * kTilesM * 4 + mt * 4 + i) * kGroupThreads + slot];
+    };
     if (warp_k > 0) {
 #pragma unroll
       for (int nt = 0; nt < kTilesN; ++nt)
 #pragma unroll
         for (int mt = 0; mt < kTilesM; ++mt)
 #pragma unroll
-          for (int i = 0; i < 4; ++i)
-            reduce[(((warp_k - 1) * kTilesN + nt) * kTilesM * 4 + mt * 4 + i) * kGroupThreads + slot] = acc[nt][mt][i];
+          for (int i = 0; i < 4; ++i) partial(warp_k, nt, mt, i) = acc[nt][mt][i];
     }
     __syncthreads();
     if (warp_k == 0) {
@@ -513,8 +516,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 #pragma unroll
           for (int mt = 0; mt < kTilesM; ++mt)
 #pragma unroll
-            for (int i = 0; i < 4; ++i)
-              acc[nt][mt][i] += reduce[(((q - 1) * kTilesN + nt) * kTilesM * 4 + mt * 4 + i) * kGroupThreads + slot];
+            for (int i = 0; i < 4; ++i) acc[nt][mt][i] += partial(q, nt, mt, i);
     }
   }
   // 2) accumulator scales (FP8 per channel, NVFP4 global), + bias, one rounding, into the
