@@ -131,7 +131,7 @@ int64_t align_capacity(int64_t num_slots, int64_t num_experts, int64_t block_m) 
   require_at_least("num_slots", num_slots, 0);
   require_at_least("num_experts", num_experts, 1);
   require_at_least("block_m", block_m, 1);
-  return round_up(num_slots + num_experts * (block_m - 1), block_m);
+  return round_up(num_slots + std::min(num_experts, num_slots) * (block_m - 1), block_m);
 }
 
 void align(const int32_t* local_ids, int64_t num_slots, int64_t num_experts, int64_t block_m,

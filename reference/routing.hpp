@@ -19,7 +19,8 @@ std::vector<int32_t> to_local_expert_ids(const void* topk_ids, DType ids_dtype, 
 
 // ---- Indexed layout ----
 // Capacity of sorted_ids for num_slots = M*top_k slots, E local experts and block BM:
-// num_slots + E*(BM-1), rounded up to a multiple of BM. expert_ids holds capacity/BM entries.
+// num_slots + min(E, num_slots)*(BM-1) (at most that many experts have slots to pad), rounded up
+// to a multiple of BM. expert_ids holds capacity/BM entries.
 int64_t align_capacity(int64_t num_slots, int64_t num_experts, int64_t block_m);
 
 // Per local expert in increasing order, the slots routed to it in increasing f, each expert's

@@ -75,6 +75,7 @@ LoadedDriver load_driver() {
   MOEQ_RESOLVE(cuFuncSetAttribute);
   MOEQ_RESOLVE(cuFuncGetAttribute);
   MOEQ_RESOLVE(cuLaunchKernel);
+  MOEQ_RESOLVE(cuLaunchKernelEx);
   MOEQ_RESOLVE(cuMemAlloc_v2);
   MOEQ_RESOLVE(cuMemFree_v2);
   MOEQ_RESOLVE(cuMemcpyHtoD_v2);

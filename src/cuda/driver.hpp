@@ -49,6 +49,28 @@ constexpr int kStreamCaptureModeGlobal = 0;       // CU_STREAM_CAPTURE_MODE_GLOB
 constexpr int kStreamCaptureModeThreadLocal = 1;  // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
 constexpr int kStreamCaptureModeRelaxed = 2;      // CU_STREAM_CAPTURE_MODE_RELAXED
 
+// CUlaunchAttribute and CUlaunchConfig of cuda.h, for cuLaunchKernelEx (thread-block clusters).
+constexpr int kLaunchAttributeClusterDimension = 4;  // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+struct LaunchAttribute {
+  int id = 0;
+  char pad[4] = {};
+  union alignas(8) Value {
+    char bytes[64];
+    struct {
+      unsigned x, y, z;
+    } cluster_dim;
+  } value = {};
+};
+struct LaunchConfig {
+  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned block_x = 1, block_y = 1, block_z = 1;
+  unsigned shared_bytes = 0;
+  CUstream stream = nullptr;
+  LaunchAttribute* attrs = nullptr;
+  unsigned num_attrs = 0;
+};
+static_assert(sizeof(LaunchAttribute) == 72 && sizeof(LaunchConfig) == 56, "the cuda.h layouts (64-bit)");
+
 // One pointer per driver entry point; each member is named after the exported symbol it holds
 // (the versioned `_v2` names where the driver exports several ABI versions).
 struct Driver {
@@ -72,6 +94,7 @@ struct Driver {
   CUresult (*cuLaunchKernel)(CUfunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                              unsigned block_x, unsigned block_y, unsigned block_z,
                              unsigned shared_bytes, CUstream stream, void** params, void** extra);
+  CUresult (*cuLaunchKernelEx)(const LaunchConfig* config, CUfunction function, void** params, void** extra);
   CUresult (*cuMemAlloc_v2)(CUdeviceptr* ptr, size_t num_bytes);
   CUresult (*cuMemFree_v2)(CUdeviceptr ptr);
   CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr dst, const void* src, size_t num_bytes);

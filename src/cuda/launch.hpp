@@ -19,4 +19,26 @@ void launch(CUfunction function, const LaunchShape& s, CUstream stream, const Ar
         "cuLaunchKernel");
 }
 
+// The same with the grid in clusters of cluster_z CTAs along z (sm_90; the grid's z must be a
+// multiple of it).
+template <typename... Args>
+void launch_clusters(CUfunction function, const LaunchShape& s, unsigned cluster_z, CUstream stream, const Args&... args) {
+  void* params[] = {const_cast<void*>(static_cast<const void*>(&args))..., nullptr};
+  LaunchAttribute cluster;
+  cluster.id = kLaunchAttributeClusterDimension;
+  cluster.value.cluster_dim = {1, 1, cluster_z};
+  LaunchConfig config;
+  config.grid_x = s.grid_x;
+  config.grid_y = s.grid_y;
+  config.grid_z = s.grid_z;
+  config.block_x = s.block_x;
+  config.block_y = s.block_y;
+  config.block_z = s.block_z;
+  config.shared_bytes = s.smem_bytes;
+  config.stream = stream;
+  config.attrs = &cluster;
+  config.num_attrs = 1;
+  check(driver().cuLaunchKernelEx(&config, function, params, nullptr), "cuLaunchKernelEx (clusters)");
+}
+
 }  // namespace moeq::cuda

@@ -93,6 +93,7 @@ void require_aligned(CUdeviceptr p, int64_t bytes, const char* name) {
 std::string GemmTile::to_string() const {
   std::ostringstream s;
   s << block_m << "x" << block_n << "/" << warps_m << "x" << warps_n << "x" << warps_k << "/" << stages;
+  if (split_k != 1) s << "/k" << split_k;
   return s.str();
 }
 
@@ -143,9 +144,12 @@ GemmTile parse_gemm_tile(const std::string& text) {
   GemmTile t;
   char x1 = 0, slash1 = 0, x2 = 0, x3 = 0, slash2 = 0, rest = 0;
   std::istringstream in(text);
+  char slash3 = 0, k = 0;
   in >> t.block_m >> x1 >> t.block_n >> slash1 >> t.warps_m >> x2 >> t.warps_n >> x3 >> t.warps_k >> slash2 >> t.stages;
-  if (!in || x1 != 'x' || slash1 != '/' || x2 != 'x' || x3 != 'x' || slash2 != '/' || (in >> rest))
-    throw Error("GEMM tile '" + text + "' is not BMxBN/WMxWNxWK/S (e.g. 16x128/1x4x2/4)");
+  bool ok = in && x1 == 'x' && slash1 == '/' && x2 == 'x' && x3 == 'x' && slash2 == '/';
+  if (ok && (in >> slash3)) ok = slash3 == '/' && (in >> k >> t.split_k) && k == 'k';
+  if (!ok || (in >> rest))
+    throw Error("GEMM tile '" + text + "' is not BMxBN/WMxWNxWK/S[/kN] (e.g. 16x128/1x4x2/4 or 8x128/1x4x1/4/k2)");
   return t;
 }
 
@@ -153,7 +157,11 @@ std::vector<GemmTile> gemm_tile_candidates() {
   std::vector<GemmTile> tiles;
   for (const char* text : {"8x32/1x1x4/16", "8x32/1x2x4/16", "8x32/1x2x2/16", "16x128/1x4x1/4", "8x64/1x4x1/4", "8x64/1x4x2/8", "8x64/1x4x4/8", "8x128/1x4x1/4", "8x128/1x8x1/4", "16x32/1x2x4/8", "16x64/1x4x1/4", "16x64/1x4x1/8", "16x64/1x4x2/8", "16x64/1x4x4/8",
                            "16x128/1x8x1/4", "16x128/1x8x2/8", "32x64/1x4x1/6", "32x128/1x8x1/4", "32x128/1x4x2/8",
-                           "64x64/1x4x1/4", "64x128/1x4x1/4", "64x128/1x8x1/4", "64x128/1x8x2/4", "64x256/2x4x1/3"})
+                           "64x64/1x4x1/4", "64x128/1x4x1/4", "64x128/1x8x1/4", "64x128/1x8x2/4", "64x256/2x4x1/3",
+                           // K split over clusters of 2 or 4 CTAs, and deeper rings for the 8-row tile
+                           "8x128/1x4x1/8", "8x128/1x4x1/4/k2", "8x128/1x4x1/4/k4", "8x128/1x8x1/4/k2",
+                           "8x32/1x1x4/16/k2", "8x32/1x1x4/16/k4", "8x32/1x1x1/8/k4", "16x64/1x4x1/4/k2",
+                           "16x64/1x4x1/8/k2", "64x128/1x4x1/4/k2"})
     tiles.push_back(parse_gemm_tile(text));
   return tiles;
 }
@@ -168,7 +176,8 @@ int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w) {
   const int64_t acc_per_thread = int64_t{tile.block_m / tile.warps_m / 8} * (tile.block_n / tile.warps_n / 16) * 4;
   const int64_t reduce = int64_t{tile.threads() - tile.threads() / tile.warps_k} * acc_per_thread * 4;
   const int64_t epilogue = reduce + int64_t{tile.block_m} * (tile.block_n * 2 + 16);
-  return std::max(ring, epilogue);
+  const int64_t split = tile.split_k > 1 ? int64_t{tile.threads() / tile.warps_k} * acc_per_thread * 4 : 0;
+  return std::max({ring, epilogue, split});
 }
 
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w) {
@@ -187,6 +196,7 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
     if (tile.block_n % (16 * tile.warps_n) != 0) bad("block_n is not a multiple of 16 x warps_n");
   }
   if (tile.warps_k != 1 && tile.warps_k != 2 && tile.warps_k != 4) bad("warps_k must be 1, 2 or 4");
+  if (tile.split_k != 1 && tile.split_k != 2 && tile.split_k != 4) bad("split_k must be 1, 2 or 4");
   else if (tile.stages % tile.warps_k != 0 || tile.stages / tile.warps_k < 2)
     bad("stages must be a multiple of warps_k, at least twice it");
   // NOTE: the K loop is unrolled once per ring step (stages / warps_k), so that is capped at 8;
@@ -225,6 +235,7 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "  static constexpr int kWarpsN = " << tile.warps_n << ";\n"
     << "  static constexpr int kWarpsK = " << tile.warps_k << ";\n"
     << "  static constexpr int kStages = " << tile.stages << ";\n"
+    << "  static constexpr int kSplitK = " << tile.split_k << ";\n"
     << "  static constexpr bool kPreparedCodes = " << (prepared_codes ? "true" : "false") << ";\n"
     << "  static constexpr int kScaleDtype = " << (is_int ? scale_dtype_id(w.scale_dtype) : 0) << ";\n"
     << "  static constexpr bool kZeroPoints = " << (is_int && w.has_zero_point ? "true" : "false") << ";\n"
@@ -287,7 +298,7 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
 }
 
 int64_t segment_capacity(int64_t rows, int64_t num_experts, int64_t block_m) {
-  return (rows + block_m - 1) / block_m + num_experts;
+  return (rows + block_m - 1) / block_m + std::min(num_experts, rows);  // at most min(E, rows) segments
 }
 
 void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, CUdeviceptr offsets,
@@ -312,6 +323,10 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   const WeightDesc& w = a.weights_desc;
   auto reasons = moe_gemm_reasons(w, a.act_dtype);
   for (auto& reason : gemm_tile_reasons(a.tile, w)) reasons.push_back(reason);
+  // NOTE: the device is selected once per process, so its attributes are queried once.
+  static const DeviceInfo device = current_device_info();
+  GemmTile tile = a.tile;
+  if (device.cc_major < 9) tile.split_k = 1;  // clusters are sm_90+; the sums are the same tile's
   if (!reasons.empty()) throw Error("moe_gemm: " + reasons.front());
   if (a.a == 0 || a.c == 0 || a.weights.codes == 0 || a.weights.scales == 0 ||
       (w.num_global_scales > 0 && a.weights.global_scales == 0) || (w.has_zero_point && a.weights.zero_points == 0) ||
@@ -348,22 +363,22 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   p.block_table = as_ptr<const int>(a.block_table);
   p.num_blocks = as_ptr<const int>(a.num_blocks);
 
-  const int64_t smem = gemm_smem_bytes(a.tile, w), static_smem = gemm_static_smem_bytes(a.tile);
-  if (smem + static_smem > 48 * 1024) {
-    // NOTE: the device is selected once per process, so its limit is queried once.
-    static const int optin = current_device_info().max_smem_per_block_optin;
-    if (smem + static_smem > optin)
-      throw Error("moe_gemm: tile " + a.tile.to_string() + " needs " + std::to_string(smem + static_smem) +
-                  " bytes of shared memory; this device allows " + std::to_string(optin));
-  }
-  const CUfunction f =
-      loaded_function(moe_gemm_kernel_spec(w, a.act_dtype, a.tile, a.prepared_codes), smem, static_smem);
+  const int64_t smem = gemm_smem_bytes(tile, w), static_smem = gemm_static_smem_bytes(tile);
+  if (smem + static_smem > device.max_smem_per_block_optin)
+    throw Error("moe_gemm: tile " + tile.to_string() + " needs " + std::to_string(smem + static_smem) +
+                " bytes of shared memory; this device allows " + std::to_string(device.max_smem_per_block_optin));
+  const CUfunction f = loaded_function(moe_gemm_kernel_spec(w, a.act_dtype, tile, a.prepared_codes), smem, static_smem);
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(m_blocks);
-  shape.grid_y = static_cast<unsigned>((w.n + a.tile.block_n - 1) / a.tile.block_n);
-  shape.block_x = static_cast<unsigned>(a.tile.threads());
+  shape.grid_y = static_cast<unsigned>((w.n + tile.block_n - 1) / tile.block_n);
+  shape.grid_z = static_cast<unsigned>(tile.split_k);
+  shape.block_x = static_cast<unsigned>(tile.threads());
   shape.smem_bytes = static_cast<unsigned>(smem);
-  launch(f, shape, stream, p);
+  if (tile.split_k > 1) {
+    launch_clusters(f, shape, static_cast<unsigned>(tile.split_k), stream, p);
+  } else {
+    launch(f, shape, stream, p);
+  }
 }
 
 }  // namespace moeq::cuda

@@ -17,7 +17,7 @@ namespace moeq::cuda {
 
 // One CTA's tile: block_m tokens x block_n channels, K tiles of 64, warps_m x warps_n x warps_k
 // warps (warps_k groups take turns over the K tiles), a ring of `stages` stages (a multiple of
-// warps_k).
+// warps_k); split_k CTAs (a cluster, sm_90) share one output tile, each over a part of K.
 struct GemmTile {
   int block_m = 16;  // rows (tokens) per CTA: 8, 16, 32 or 64
   int block_n = 128;
@@ -25,6 +25,7 @@ struct GemmTile {
   int warps_n = 4;
   int warps_k = 1;
   int stages = 4;
+  int split_k = 1;  // 1, 2 or 4; below sm_90 (no clusters) the launch runs the tile with 1
   int threads() const { return 32 * warps_m * warps_n * warps_k; }
   std::string to_string() const;
 };
@@ -40,8 +41,9 @@ constexpr int64_t kFewRoutedRows = 32;
 std::vector<GemmTile> planner_tiles(WeightFormat format);
 // Every reason the tile is not a legal kernel config (shapes, warps, shared memory); empty if legal.
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);
-// "16x128/1x4x2/4": block_m x block_n / warps_m x warps_n x warps_k / stages (the format of
-// to_string; the K tile is always 64). Throws moeq::Error naming the text when it does not parse.
+// "16x128/1x4x2/4": block_m x block_n / warps_m x warps_n x warps_k / stages, then "/k2" or
+// "/k4" when K is split over a cluster of CTAs (the format of to_string; the K tile is always
+// 64). Throws moeq::Error naming the text when it does not parse.
 GemmTile parse_gemm_tile(const std::string& text);
 // The tiles `moeq bench --tile` sweeps and tests/gpu checks one by one: the planner's and the
 // candidates for tuning.
@@ -83,7 +85,7 @@ struct MoeGemmArgs {
 std::vector<std::string> moe_gemm_reasons(const WeightDesc& w, DType act_dtype);
 void moe_gemm(const MoeGemmArgs& args, CUstream stream);
 
-// Segment table of the contiguous / masked layouts: at most ceil(rows / BM) + E blocks of
+// Segment table of the contiguous / masked layouts: at most ceil(rows / BM) + min(E, rows) blocks of
 // {expert, first row, rows}, int32 x 3 each, plus the count (int32 [1]).
 int64_t segment_capacity(int64_t rows, int64_t num_experts, int64_t block_m);
 // offsets: int64 [E+1] (contiguous), or 0 with counts [E] (i32/i64) and rows_per_expert = T.

@@ -273,7 +273,8 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
     for (const cuda::GemmTile& tile : cuda::gemm_tile_candidates()) {
       const std::string text = tile.to_string();
       const bool few_tiles_tile = text == "16x32/1x2x4/8" || text == "32x128/1x4x2/8" || text == "64x256/2x4x1/3" ||
-                                  text == "8x128/1x4x1/4" || text == "8x32/1x1x4/16";
+                                  text == "8x128/1x4x1/4" || text == "8x32/1x1x4/16" || text == "8x128/1x4x1/4/k2" ||
+                                  text == "8x32/1x1x4/16/k4";
       if (!plan.all_tiles && !few_tiles_tile) continue;
       for (int64_t M : {1, 45}) {
         std::vector<uint16_t> canonical_out, prepared_out;

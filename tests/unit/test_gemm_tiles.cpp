@@ -32,7 +32,12 @@ TEST(GemmTiles, ParseAndPrintRoundTrip) {
   EXPECT_EQ(t.stages, 6);
   EXPECT_EQ(t.threads(), 256);
   EXPECT_EQ(t.to_string(), "32x128/2x4x1/6");
-  for (const char* bad : {"16x128/1x4/4", "16x128", "16x128/1x4x1/4x", "a/b/c"}) {
+  const cuda::GemmTile split = cuda::parse_gemm_tile("8x128/1x4x1/4/k2");
+  EXPECT_EQ(split.split_k, 2);
+  EXPECT_EQ(split.to_string(), "8x128/1x4x1/4/k2");
+  EXPECT_EQ(t.split_k, 1);
+  for (const char* bad : {"16x128/1x4/4", "16x128", "16x128/1x4x1/4x", "a/b/c", "8x128/1x4x1/4/2", "8x128/1x4x1/4/k",
+                          "8x128/1x4x1/4/k2/"}) {
     try {
       cuda::parse_gemm_tile(bad);
       ADD_FAILURE() << bad << " parsed";
@@ -88,6 +93,8 @@ TEST(GemmTiles, IllegalTilesSayWhy) {
   EXPECT_THAT(reasons("16x64/1x4x4/4"), HasSubstr("stages must be a multiple of warps_k, at least twice it"));
   EXPECT_THAT(reasons("16x64/1x4x1/17"), HasSubstr("stages must be 2 to 16"));
   EXPECT_THAT(reasons("16x64/1x4x1/9"), HasSubstr("ring steps) must be at most 8"));
+  EXPECT_THAT(reasons("16x64/1x4x1/4/k3"), HasSubstr("split_k must be 1, 2 or 4"));
+  EXPECT_EQ(reasons("8x32/1x1x4/16/k4"), "");
   EXPECT_EQ(reasons("8x32/1x2x4/16"), "");
   // Zero warps are refused before any size is computed (they used to divide by zero).
   EXPECT_THAT(reasons("16x64/0x4x1/4"), HasSubstr("needs 1 to 16 warps"));
@@ -107,6 +114,10 @@ TEST(GemmTiles, SharedMemoryCoversTheRingAndTheEpilogue) {
   const cuda::GemmTile t = cuda::parse_gemm_tile("64x256/1x4x4/8");
   const int64_t acc = (64 / 8) * (256 / 4 / 16) * 4;
   EXPECT_GE(cuda::gemm_smem_bytes(t, w4), (t.threads() - t.threads() / 4) * acc * 4 + 64 * (256 * 2 + 16));
+  // Split K: the other ranks' sums (K group 0's accumulators, 16 bytes per MMA tile and thread)
+  // fit too.
+  const cuda::GemmTile split = cuda::parse_gemm_tile("8x32/1x1x4/16/k4");
+  EXPECT_GE(cuda::gemm_smem_bytes(split, w4), 32 * (1 * 2 * 4) * 4);
 }
 
 }  // namespace

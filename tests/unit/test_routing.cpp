@@ -170,6 +170,9 @@ void check_align(const std::vector<int32_t>& local, int64_t num_experts, int64_t
 TEST(RoutingAlign, SmallCaseByHand) {
   const std::vector<int32_t> local = {1, 0, 1, -1, 0, 2};
   ASSERT_EQ(align_capacity(6, 3, 4), 16);
+  // Fewer slots than experts: at most one padded block per slot (M = 1, top_k = 8, E = 128).
+  EXPECT_EQ(align_capacity(8, 128, 8), 64);
+  EXPECT_EQ(align_capacity(0, 128, 16), 0);
   std::vector<int32_t> sorted(16), experts(4);
   int32_t padded = 0;
   align(local.data(), 6, 3, 4, sorted.data(), experts.data(), &padded);

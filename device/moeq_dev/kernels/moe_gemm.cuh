@@ -27,12 +27,18 @@
 // (group j computes tiles j, j + kWarpsK, ...), which divides each warp's serial chain of tiles
 // (the latency that bounds small M); the groups' accumulators are added in group order at the
 // end, so the result does not depend on timing.
+// Split K (kSplitK > 1, sm_90): a cluster of kSplitK CTAs along z shares one output tile, CTA
+// rank z taking the K tiles [z T / kSplitK, (z + 1) T / kSplitK); the other ranks hand their
+// fp32 sums to rank 0 through distributed shared memory, which adds them in rank order (no
+// workspace, no atomics, deterministic). It multiplies the CTAs where too few run (M = 1) or
+// where one tile's K chain is long against the waves of CTAs (the last wave running part full).
 // The generated source defines, before including this file:
 //   struct MoeGemmCfg {
 //     static constexpr moeq_dev::WeightFormatId kFormat = moeq_dev::WeightFormatId::kInt4;
 //     static constexpr bool kActBf16 = true;      // else f16 (A, C and the MMA type)
 //     static constexpr int kBlockM = 16, kBlockN = 64, kWarpsM = 1, kWarpsN = 4, kWarpsK = 2,
 //                          kStages = 8;  // a multiple of kWarpsK: kStages / kWarpsK steps in the ring
+//     static constexpr int kSplitK = 1;              // CTAs per cluster along K (1, 2 or 4; > 1 needs sm_90)
 //     static constexpr bool kPreparedCodes = false;  // codes in the prepared layout (format/prepared.cuh)
 //     static constexpr int kScaleDtype = 0;          // INT formats: ScaleDtypeId of the scales
 //     static constexpr bool kZeroPoints = false;     // INT4: zero points given
@@ -46,11 +52,13 @@
 // compile every one for every arch.
 // Host preconditions (src/cuda/moe_gemm.cpp): K % 32 == 0, N % 2 == 0, 16-byte aligned A rows
 // and code rows, 4-byte aligned C rows, dynamic shared memory = MoeGemmShape::kSmemBytes, grid
-// = (the largest possible number of M blocks, ceil(N / BN)): blocks past the device-side count
-// exit at once, so a captured graph stays valid for any routing.
+// = (the largest possible number of M blocks, ceil(N / BN), kSplitK) in clusters of (1, 1,
+// kSplitK): blocks past the device-side count exit at once (a cluster's CTAs share the M block,
+// so they exit together), so a captured graph stays valid for any routing.
 #include "moeq_dev/format/prepared.cuh"
 #include "moeq_dev/format/weights_fragment.cuh"
 #include "moeq_dev/moe/segments.cuh"
+#include "moeq_dev/ptx/cluster.cuh"
 #include "moeq_dev/ptx/cp_async.cuh"
 #include "moeq_dev/ptx/mma.cuh"
 
@@ -102,7 +110,7 @@ template <class Cfg>
 struct MoeGemmShape {
   static constexpr int kBlockM = Cfg::kBlockM, kBlockN = Cfg::kBlockN, kBlockK = 64;
   static constexpr int kWarpsM = Cfg::kWarpsM, kWarpsN = Cfg::kWarpsN, kWarpsK = Cfg::kWarpsK;
-  static constexpr int kStages = Cfg::kStages;
+  static constexpr int kStages = Cfg::kStages, kSplitK = Cfg::kSplitK;
   static constexpr int kThreads = 32 * kWarpsM * kWarpsN * kWarpsK;
   static constexpr int kWarpM = kBlockM / kWarpsM, kWarpN = kBlockN / kWarpsN;
   static constexpr int kTilesM = kWarpM / 8, kTilesN = kWarpN / 16;  // 8 tokens, 16 channels
@@ -119,10 +127,14 @@ struct MoeGemmShape {
   static constexpr int kReduceBytes = kWarpsK > 1 ? (kThreads - kThreads / kWarpsK) * kAccPerThread * 4 : 0;
   static constexpr int kOutRowBytes = kBlockN * 2 + 16;
   static constexpr int kEpilogueBytes = kReduceBytes + kBlockM * kOutRowBytes;
+  // Split K: ranks > 0 leave their K group 0's sums here for rank 0 to read.
+  static constexpr int kSplitBytes = kSplitK > 1 ? kThreads / kWarpsK * kAccPerThread * 4 : 0;
   static constexpr int kRingBytes = kStages * kStageBytes;
-  static constexpr int kSmemBytes = kRingBytes > kEpilogueBytes ? kRingBytes : kEpilogueBytes;
+  static constexpr int kRingOrEpilogue = kRingBytes > kEpilogueBytes ? kRingBytes : kEpilogueBytes;
+  static constexpr int kSmemBytes = kRingOrEpilogue > kSplitBytes ? kRingOrEpilogue : kSplitBytes;
   static_assert(kBlockM % (8 * kWarpsM) == 0 && kBlockN % (16 * kWarpsN) == 0, "warp tile shape");
   static_assert(kWarpsK == 1 || kWarpsK == 2 || kWarpsK == 4, "1, 2 or 4 K groups");
+  static_assert(kSplitK == 1 || kSplitK == 2 || kSplitK == 4, "1, 2 or 4 CTAs along K");
   static_assert(kStages % kWarpsK == 0 && kStages / kWarpsK >= 2, "at least two ring steps of kWarpsK tiles");
 };
 
@@ -174,9 +186,13 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
       Cfg::kPreparedCodes ? p.codes + static_cast<long long>(e) * tiles_n16 * tiles_k * kPreparedBlockBytes
                           : p.codes + static_cast<long long>(e) * N * row_bytes;
   const unsigned smem_base = smem_address(smem);
+  // This CTA's K tiles [kt_begin, kt_begin + num_k_tiles): all of them unless K is split.
+  const int split_rank = S::kSplitK > 1 ? static_cast<int>(cluster_cta_rank()) : 0;
+  const int kt_begin = split_rank * tiles_k / S::kSplitK;
+  const int num_k_tiles = (split_rank + 1) * tiles_k / S::kSplitK - kt_begin;
 
   // Copy descriptors: each thread's A and code chunks of a stage, as running pointers that
-  // issue_stage advances one K tile per call (it is called for K tiles 0, 1, 2, ... in order).
+  // issue_stage advances one K tile per call (it is called for this CTA's K tiles in order).
   // A chunk is copied while k0 < its end; past it it zero-fills and reads nothing. Padding rows
   // and channels past N (end 0) keep a step of 0, so their pointer stays a valid address.
   // NOTE: in a partial last K tile (K % 64 == 32) the chunks past K point at most 48 bytes past
@@ -193,9 +209,9 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     const bool in_tile = kChunksA % T == 0 || c < kChunksA;
     const int r = (in_tile ? c : 0) / (BK / 8), cc = c % (BK / 8);
     const int src = in_tile ? row_src[r] : -1;
-    a_next[j] = src >= 0 ? p.a + static_cast<long long>(src) * p.a_row_stride + cc * 8 : p.a;
     a_end[j] = src >= 0 ? K - cc * 8 : 0;
     a_step[j] = src >= 0 ? BK : 0;
+    a_next[j] = (src >= 0 ? p.a + static_cast<long long>(src) * p.a_row_stride + cc * 8 : p.a) + kt_begin * a_step[j];
     a_dst[j] = r * S::kARowBytes + cc * 16;
   }
   constexpr int kCodeTileBytes = Cfg::kPreparedCodes ? kPreparedBlockBytes : BK * S::kCodeBits / 8;
@@ -212,16 +228,17 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
       const int blk = c / (kPreparedBlockBytes / 16), within = c % (kPreparedBlockBytes / 16);
       const int j16 = n0 / 16 + blk;
       const bool valid = in_tile && j16 < tiles_n16;
-      b_next[j] = valid ? codes_e + static_cast<long long>(j16) * tiles_k * kPreparedBlockBytes + within * 16 : p.codes;
       b_end[j] = valid ? tiles_k * BK : 0;
       b_step[j] = valid ? kCodeTileBytes : 0;
+      b_next[j] = (valid ? codes_e + static_cast<long long>(j16) * tiles_k * kPreparedBlockBytes + within * 16 : p.codes) +
+                  kt_begin * b_step[j];
       b_dst[j] = S::kAStageBytes + blk * kPreparedBlockBytes + within * 16;
     } else {
       const int r = c / S::kCodeChunksPerRow, cc = c % S::kCodeChunksPerRow;
       const bool valid = in_tile && n0 + r < N;
-      b_next[j] = valid ? codes_e + static_cast<long long>(n0 + r) * row_bytes + cc * 16 : p.codes;
       b_end[j] = valid ? K - cc * S::kCodesPerChunk : 0;
       b_step[j] = valid ? kCodeTileBytes : 0;
+      b_next[j] = (valid ? codes_e + static_cast<long long>(n0 + r) * row_bytes + cc * 16 : p.codes) + kt_begin * b_step[j];
       b_dst[j] = S::kAStageBytes + r * S::kCodeRowBytes + cc * 16;
     }
   }
@@ -455,16 +472,15 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     }
   };
 
-  // The ring: kSteps steps of G tiles; step j holds tiles jG .. jG + G - 1 in stages
+  // The ring: kSteps steps of G tiles; step j holds this CTA's tiles jG .. jG + G - 1 in stages
   // (j % kSteps) * G + group. One commit group per step; the loop is unrolled by kSteps so every
   // stage and scale-ring index is a compile-time constant.
-  const int num_k_tiles = (K + BK - 1) / BK;
   const int num_steps = (num_k_tiles + G - 1) / G;
   auto issue_step = [&](int slot, int j) {
 #pragma unroll
     for (int q = 0; q < G; ++q)
-      if (j * G + q < num_k_tiles) issue_stage(slot * G + q, j * G + q);
-    if (j * G + warp_k < num_k_tiles) load_scales(scale_ring[slot], j * G + warp_k);
+      if (j * G + q < num_k_tiles) issue_stage(slot * G + q, kt_begin + j * G + q);
+    if (j * G + warp_k < num_k_tiles) load_scales(scale_ring[slot], kt_begin + j * G + warp_k);
   };
 #pragma unroll
   for (int j = 0; j < kSteps - 1; ++j) {
@@ -519,7 +535,44 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
             for (int i = 0; i < 4; ++i) acc[nt][mt][i] += partial(q, nt, mt, i);
     }
   }
-  // 2) accumulator scales (FP8 per channel, NVFP4 global), + bias, one rounding, into the
+  // 2) Split K: ranks > 0 leave K group 0's sums in their shared memory; rank 0 adds them in
+  // rank order, then every rank passes a second cluster barrier (a CTA's shared memory must
+  // outlive the reads of it) and only rank 0 goes on.
+  if constexpr (S::kSplitK > 1) {
+    constexpr int kGroupThreads = T / G;
+    const int slot = warp_mn * 32 + lane;
+    // 16 bytes per (nt, mt) and thread: one vector store and one remote vector load each.
+    auto partial_offset = [&](int nt, int mt) -> unsigned { return ((nt * kTilesM + mt) * kGroupThreads + slot) * 16; };
+    if constexpr (G > 1) __syncthreads();  // group 0 has read the K-group partials this overwrites
+    if (split_rank != 0 && warp_k == 0) {
+#pragma unroll
+      for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+        for (int mt = 0; mt < kTilesM; ++mt)
+          *reinterpret_cast<float4*>(smem + partial_offset(nt, mt)) =
+              make_float4(acc[nt][mt][0], acc[nt][mt][1], acc[nt][mt][2], acc[nt][mt][3]);
+    }
+    cluster_sync_all();
+    if (split_rank == 0 && warp_k == 0) {
+#pragma unroll
+      for (int rank = 1; rank < S::kSplitK; ++rank) {
+        const unsigned remote = cluster_map_shared(smem_base, rank);
+#pragma unroll
+        for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+          for (int mt = 0; mt < kTilesM; ++mt) {
+            const float4 v = ld_cluster_f32x4(remote + partial_offset(nt, mt));
+            acc[nt][mt][0] += v.x;
+            acc[nt][mt][1] += v.y;
+            acc[nt][mt][2] += v.z;
+            acc[nt][mt][3] += v.w;
+          }
+      }
+    }
+    cluster_sync_all();
+    if (split_rank != 0) return;
+  }
+  // 3) accumulator scales (FP8 per channel, NVFP4 global), + bias, one rounding, into the
   // output tile [BM tokens][BN channels] in shared memory.
   unsigned char* out_tile = smem + S::kReduceBytes;
   if (warp_k == 0) {
@@ -549,7 +602,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
       }
   }
   __syncthreads();
-  // 3) rows out: 16-byte stores where the row and N allow, else 4-byte channel pairs.
+  // 4) rows out: 16-byte stores where the row and N allow, else 4-byte channel pairs.
   const bool wide = ((reinterpret_cast<unsigned long long>(p.c) | static_cast<unsigned long long>(p.c_row_stride) * 2) & 15) == 0;
   constexpr int kChunksOut = BM * (BN / 8);
   for (int c = tid; c < kChunksOut; c += T) {

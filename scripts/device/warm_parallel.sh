@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Warms MOEQ_CACHE_DIR on the device machine itself, one `moeq compile` process per core: a
+# device-header change invalidates every cached kernel, and the tests plus the tile candidates
+# come to more cubins than the 64 MiB a device call may carry. NVRTC compiles one kernel at a
+# time per process, so the processes run side by side (16 cores on the H200 machine).
+# Usage: warm_parallel.sh MOEQ [JOBS]   (env MOEQ_CACHE_DIR must be set)
+set -u
+moeq="$1"
+jobs="${2:-$(nproc)}"
+: "${MOEQ_CACHE_DIR:?set MOEQ_CACHE_DIR}"
+{
+  # Every tuning candidate for the schemes tests/gpu checks tile by tile (and `moeq bench --tile` times).
+  for scheme in int4-g128 mxfp4 fp8-block nvfp4 int8-ch int4-g32-zp mxfp8 fp8-channel mxfp4:f16 int4-g64-zp \
+                int4-ch int4-g128:f16; do
+    echo "--preset tiny --scheme $scheme --tile candidates"
+  done
+  # The planner's kernels of `moeq verify` and the experts tests (warm_cache.sh's list).
+  for scheme in int4-g128 mxfp4 nvfp4 mxfp8 fp8-channel fp8-block int8-ch int8-g64 int4-g32-zp int4-g64-zp \
+                mxfp4:f16 int4-g128:f16; do
+    for activation in silu swiglu-oai relu2-no-mul gelu gelu-no-mul; do
+      echo "--preset tiny --scheme $scheme --activation $activation"
+    done
+  done
+} | xargs -P "$jobs" -L 1 sh -c "\"$moeq\" compile --arch sm_90a \$0 \"\$@\" | tail -1" | sort | uniq -c
+"$moeq" cache info
