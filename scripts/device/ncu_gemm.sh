@@ -12,7 +12,7 @@ for spec in "$@"; do
   read -r preset scheme m kernel <<<"$spec"
   name="ncu_${preset}_${scheme}_${m}_${kernel}.txt"
   # NOTE: skip the warm-up launches; the bench replays a graph of the same kernel afterwards.
-  timeout 240 ncu --clock-control none -k regex:'^moeq_moe_gemm$' --launch-skip 3 --launch-count 1 \
+  timeout 240 ncu --clock-control none --print-details all -k regex:'^moeq_moe_gemm$' --launch-skip 3 --launch-count 1 \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
     --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
     "$moeq" bench --kernel "$kernel" --preset "$preset" --scheme "$scheme" --tokens "$m" --trials 1 \

@@ -94,6 +94,7 @@ std::string GemmTile::to_string() const {
   std::ostringstream s;
   s << block_m << "x" << block_n << "/" << warps_m << "x" << warps_n << "x" << warps_k << "/" << stages;
   if (split_k != 1) s << "/k" << split_k;
+  if (min_ctas != 0) s << "/o" << min_ctas;
   return s.str();
 }
 
@@ -117,7 +118,11 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   // - 32-token blocks (M = 256): 8 warps of 16 channels (INT4 122 us, FP8-block 144).
   // - 64-token blocks: every warp holds all tokens and 32 channels (8 x 2 MMA tiles per K step:
   //   each token fragment serves 2 channel tiles); INT4 761 us at M = 4096, 8-15% faster than
-  //   16 channels per warp.
+  //   16 channels per warp. INT4 caps the registers at 168 for 3 CTAs per SM (/o3; ncu: 194
+  //   registers held it to 2, 8 warps per SM): 768 -> 726 us at M = 4096, 255 -> 240 at 1024
+  //   (GEMM v5 sweep); FP8-block got slower with the cap (853 -> 937 us), MXFP4 is untimed.
+  // - Split K over clusters (/k2, /k4) lost in every regime timed (GEMM v5): the planner does
+  //   not use it.
   const bool four_bit = dtype_bits(weight_format_code_dtype(format)) == 4;
   const char* text;
   if (block_m <= 8) {
@@ -135,7 +140,7 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   } else if (block_m <= 32) {
     text = "32x128/1x8x1/4";
   } else {
-    text = "64x128/1x4x1/4";
+    text = format == WeightFormat::int4 ? "64x128/1x4x1/4/o3" : "64x128/1x4x1/4";
   }
   return parse_gemm_tile(text);
 }
@@ -144,12 +149,18 @@ GemmTile parse_gemm_tile(const std::string& text) {
   GemmTile t;
   char x1 = 0, slash1 = 0, x2 = 0, x3 = 0, slash2 = 0, rest = 0;
   std::istringstream in(text);
-  char slash3 = 0, k = 0;
   in >> t.block_m >> x1 >> t.block_n >> slash1 >> t.warps_m >> x2 >> t.warps_n >> x3 >> t.warps_k >> slash2 >> t.stages;
   bool ok = in && x1 == 'x' && slash1 == '/' && x2 == 'x' && x3 == 'x' && slash2 == '/';
-  if (ok && (in >> slash3)) ok = slash3 == '/' && (in >> k >> t.split_k) && k == 'k';
+  // Optional suffixes, each once and in this order: /kN (split_k), /oN (min_ctas).
+  char last = 0;
+  for (char slash = 0, key = 0; ok && (in >> slash);) {
+    int value = 0;
+    ok = slash == '/' && (in >> key >> value) && ((key == 'k' && last == 0) || (key == 'o' && last != 'o'));
+    if (ok) (key == 'k' ? t.split_k : t.min_ctas) = value;
+    last = key;
+  }
   if (!ok || (in >> rest))
-    throw Error("GEMM tile '" + text + "' is not BMxBN/WMxWNxWK/S[/kN] (e.g. 16x128/1x4x2/4 or 8x128/1x4x1/4/k2)");
+    throw Error("GEMM tile '" + text + "' is not BMxBN/WMxWNxWK/S[/kN][/oN] (e.g. 16x128/1x4x2/4 or 8x128/1x4x1/4/k2)");
   return t;
 }
 
@@ -161,7 +172,10 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            // K split over clusters of 2 or 4 CTAs, and deeper rings for the 8-row tile
                            "8x128/1x4x1/8", "8x128/1x4x1/4/k2", "8x128/1x4x1/4/k4", "8x128/1x8x1/4/k2",
                            "8x32/1x1x4/16/k2", "8x32/1x1x4/16/k4", "8x32/1x1x1/8/k4", "16x64/1x4x1/4/k2",
-                           "16x64/1x4x1/8/k2", "64x128/1x4x1/4/k2"})
+                           "16x64/1x4x1/8/k2", "64x128/1x4x1/4/k2",
+                           // registers capped for more CTAs per SM (the v5 ncu profiles: register-bound occupancy)
+                           "8x128/1x4x1/4/o6", "8x128/1x4x1/4/o8", "16x64/1x4x1/4/o8", "64x128/1x4x1/4/o3",
+                           "32x128/1x8x1/4/o2"})
     tiles.push_back(parse_gemm_tile(text));
   return tiles;
 }
@@ -197,6 +211,8 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
   }
   if (tile.warps_k != 1 && tile.warps_k != 2 && tile.warps_k != 4) bad("warps_k must be 1, 2 or 4");
   if (tile.split_k != 1 && tile.split_k != 2 && tile.split_k != 4) bad("split_k must be 1, 2 or 4");
+  if (tile.min_ctas < 0 || tile.min_ctas > 16 || tile.min_ctas * tile.threads() > 2048)
+    bad("min_ctas must be 0 to 16, with at most 2048 threads per SM");
   else if (tile.stages % tile.warps_k != 0 || tile.stages / tile.warps_k < 2)
     bad("stages must be a multiple of warps_k, at least twice it");
   // NOTE: the K loop is unrolled once per ring step (stages / warps_k), so that is capped at 8;
@@ -206,6 +222,8 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
   // NOTE: 227 KB is the sm_90 opt-in limit; sm_80 allows 163 KB and sm_89 99 KB (the launch
   // checks the device's own limit).
   if (tile.stages < 1) return r;
+  // NOTE: min_ctas only caps the registers; where that many CTAs need more shared memory than an
+  // SM has (8-bit codes), fewer run, as without it.
   if (gemm_smem_bytes(tile, w) + gemm_static_smem_bytes(tile) > 227 * 1024) bad("needs more than 227 KB of shared memory");
   return r;
 }
@@ -236,6 +254,7 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "  static constexpr int kWarpsK = " << tile.warps_k << ";\n"
     << "  static constexpr int kStages = " << tile.stages << ";\n"
     << "  static constexpr int kSplitK = " << tile.split_k << ";\n"
+    << "  static constexpr int kMinCtasPerSm = " << tile.min_ctas << ";\n"
     << "  static constexpr bool kPreparedCodes = " << (prepared_codes ? "true" : "false") << ";\n"
     << "  static constexpr int kScaleDtype = " << (is_int ? scale_dtype_id(w.scale_dtype) : 0) << ";\n"
     << "  static constexpr bool kZeroPoints = " << (is_int && w.has_zero_point ? "true" : "false") << ";\n"

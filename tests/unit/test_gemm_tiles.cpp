@@ -36,8 +36,14 @@ TEST(GemmTiles, ParseAndPrintRoundTrip) {
   EXPECT_EQ(split.split_k, 2);
   EXPECT_EQ(split.to_string(), "8x128/1x4x1/4/k2");
   EXPECT_EQ(t.split_k, 1);
+  EXPECT_EQ(t.min_ctas, 0);
+  const cuda::GemmTile capped = cuda::parse_gemm_tile("64x128/1x4x1/4/k2/o3");
+  EXPECT_EQ(capped.split_k, 2);
+  EXPECT_EQ(capped.min_ctas, 3);
+  EXPECT_EQ(capped.to_string(), "64x128/1x4x1/4/k2/o3");
+  EXPECT_EQ(cuda::parse_gemm_tile("8x128/1x4x1/4/o6").to_string(), "8x128/1x4x1/4/o6");
   for (const char* bad : {"16x128/1x4/4", "16x128", "16x128/1x4x1/4x", "a/b/c", "8x128/1x4x1/4/2", "8x128/1x4x1/4/k",
-                          "8x128/1x4x1/4/k2/"}) {
+                          "8x128/1x4x1/4/k2/", "8x128/1x4x1/4/o2/k2", "8x128/1x4x1/4/o2/o2", "8x128/1x4x1/4/x2"}) {
     try {
       cuda::parse_gemm_tile(bad);
       ADD_FAILURE() << bad << " parsed";
@@ -95,6 +101,7 @@ TEST(GemmTiles, IllegalTilesSayWhy) {
   EXPECT_THAT(reasons("16x64/1x4x1/9"), HasSubstr("ring steps) must be at most 8"));
   EXPECT_THAT(reasons("16x64/1x4x1/4/k3"), HasSubstr("split_k must be 1, 2 or 4"));
   EXPECT_EQ(reasons("8x32/1x1x4/16/k4"), "");
+  EXPECT_THAT(reasons("64x128/1x8x1/4/o9"), HasSubstr("min_ctas must be 0 to 16, with at most 2048 threads per SM"));
   EXPECT_EQ(reasons("8x32/1x2x4/16"), "");
   // Zero warps are refused before any size is computed (they used to divide by zero).
   EXPECT_THAT(reasons("16x64/0x4x1/4"), HasSubstr("needs 1 to 16 warps"));

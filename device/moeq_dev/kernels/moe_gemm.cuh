@@ -39,6 +39,7 @@
 //     static constexpr int kBlockM = 16, kBlockN = 64, kWarpsM = 1, kWarpsN = 4, kWarpsK = 2,
 //                          kStages = 8;  // a multiple of kWarpsK: kStages / kWarpsK steps in the ring
 //     static constexpr int kSplitK = 1;              // CTAs per cluster along K (1, 2 or 4; > 1 needs sm_90)
+//     static constexpr int kMinCtasPerSm = 0;        // > 0: __launch_bounds__ registers for that many CTAs per SM
 //     static constexpr bool kPreparedCodes = false;  // codes in the prepared layout (format/prepared.cuh)
 //     static constexpr int kScaleDtype = 0;          // INT formats: ScaleDtypeId of the scales
 //     static constexpr bool kZeroPoints = false;     // INT4: zero points given
@@ -623,7 +624,9 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 
 }  // namespace moeq_dev
 
-extern "C" __global__ void __launch_bounds__(moeq_dev::MoeGemmShape<MoeGemmCfg>::kThreads) moeq_moe_gemm(moeq_dev::MoeGemmParams params) {
+extern "C" __global__ void __launch_bounds__(moeq_dev::MoeGemmShape<MoeGemmCfg>::kThreads,
+                                             MoeGemmCfg::kMinCtasPerSm > 0 ? MoeGemmCfg::kMinCtasPerSm : 1)
+    moeq_moe_gemm(moeq_dev::MoeGemmParams params) {
   moeq_dev::moe_gemm_block<MoeGemmCfg>(params);
 }
 
