@@ -9,10 +9,23 @@ moeq="$1"
 jobs="${2:-$(nproc)}"
 : "${MOEQ_CACHE_DIR:?set MOEQ_CACHE_DIR}"
 {
-  # Every tuning candidate for the schemes tests/gpu checks tile by tile (and `moeq bench --tile` times).
-  for scheme in int4-g128 mxfp4 fp8-block nvfp4 int8-ch int4-g32-zp mxfp8 fp8-channel mxfp4:f16 int4-g64-zp \
-                int4-ch int4-g128:f16; do
-    echo "--preset tiny --scheme $scheme --tile candidates"
+  # Every tuning candidate for the schemes tests/gpu checks on every tile (and `moeq bench --tile`
+  # times); the few tiles test_moe_gemm_gpu.cpp checks the other schemes on.
+  # NOTE: the candidate list is read from gemm_tile_candidates() and cut into 4 shards per scheme:
+  # one process per scheme with all of them was the long pole (88 kernels, ~2 minutes).
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+  mapfile -t candidates < <(sed -n '/^std::vector<GemmTile> gemm_tile_candidates()/,/^}/p' "$root/src/cuda/moe_gemm.cpp" |
+    grep -o '"[0-9]*x[0-9]*/[0-9]*x[0-9]*x[0-9]*/[0-9]*[/kow0-9]*"' | tr -d '"')
+  for scheme in int4-g128 mxfp4 fp8-block; do
+    for shard in 0 1 2 3; do
+      tiles=()
+      for i in "${!candidates[@]}"; do [ $((i % 4)) -eq $shard ] && tiles+=("${candidates[$i]}"); done
+      echo "--preset tiny --scheme $scheme --tile ${tiles[*]}"
+    done
+  done
+  for scheme in nvfp4 int8-ch int4-g32-zp mxfp8 fp8-channel mxfp4:f16 int4-g64-zp int4-ch int4-g128:f16; do
+    echo "--preset tiny --scheme $scheme --tile 16x32/1x2x4/8 32x128/1x4x2/8 64x256/2x4x1/3 8x128/1x4x1/4" \
+         "8x32/1x1x4/16 8x128/1x4x1/4/k2 8x32/1x1x4/16/k4 64x128/1x4x1/4/w"
   done
   # The planner's kernels of `moeq verify` and the experts tests (warm_cache.sh's list).
   for scheme in int4-g128 mxfp4 nvfp4 mxfp8 fp8-channel fp8-block int8-ch int8-g64 int4-g32-zp int4-g64-zp \

@@ -95,6 +95,7 @@ std::string GemmTile::to_string() const {
   s << block_m << "x" << block_n << "/" << warps_m << "x" << warps_n << "x" << warps_k << "/" << stages;
   if (split_k != 1) s << "/k" << split_k;
   if (min_ctas != 0) s << "/o" << min_ctas;
+  if (wgmma) s << "/w";
   return s.str();
 }
 
@@ -151,16 +152,22 @@ GemmTile parse_gemm_tile(const std::string& text) {
   std::istringstream in(text);
   in >> t.block_m >> x1 >> t.block_n >> slash1 >> t.warps_m >> x2 >> t.warps_n >> x3 >> t.warps_k >> slash2 >> t.stages;
   bool ok = in && x1 == 'x' && slash1 == '/' && x2 == 'x' && x3 == 'x' && slash2 == '/';
-  // Optional suffixes, each once and in this order: /kN (split_k), /oN (min_ctas).
+  // Optional suffixes, each once and in this order: /kN (split_k), /oN (min_ctas), /w (wgmma).
   char last = 0;
   for (char slash = 0, key = 0; ok && (in >> slash);) {
-    int value = 0;
-    ok = slash == '/' && (in >> key >> value) && ((key == 'k' && last == 0) || (key == 'o' && last != 'o'));
-    if (ok) (key == 'k' ? t.split_k : t.min_ctas) = value;
+    ok = slash == '/' && (in >> key) && !t.wgmma;
+    if (!ok) break;
+    if (key == 'w') {
+      t.wgmma = true;
+    } else {
+      int value = 0;
+      ok = (in >> value) && ((key == 'k' && last == 0) || (key == 'o' && last != 'o'));
+      if (ok) (key == 'k' ? t.split_k : t.min_ctas) = value;
+    }
     last = key;
   }
   if (!ok || (in >> rest))
-    throw Error("GEMM tile '" + text + "' is not BMxBN/WMxWNxWK/S[/kN][/oN] (e.g. 16x128/1x4x2/4 or 8x128/1x4x1/4/k2)");
+    throw Error("GEMM tile '" + text + "' is not BMxBN/WMxWNxWK/S[/kN][/oN][/w] (e.g. 16x128/1x4x2/4 or 64x128/1x4x1/4/w)");
   return t;
 }
 
@@ -175,7 +182,10 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            "16x64/1x4x1/8/k2", "64x128/1x4x1/4/k2",
                            // registers capped for more CTAs per SM (the v5 ncu profiles: register-bound occupancy)
                            "8x128/1x4x1/4/o6", "8x128/1x4x1/4/o8", "16x64/1x4x1/4/o8", "64x128/1x4x1/4/o3",
-                           "32x128/1x8x1/4/o2"})
+                           "32x128/1x8x1/4/o2",
+                           // Hopper warpgroup MMA (GEMM v5)
+                           "64x64/1x4x1/4/w", "64x128/1x4x1/4/w", "64x128/1x4x1/6/w", "64x256/1x4x1/4/w",
+                           "64x128/1x4x1/4/o2/w"})
     tiles.push_back(parse_gemm_tile(text));
   return tiles;
 }
@@ -184,7 +194,7 @@ int64_t gemm_static_smem_bytes(const GemmTile& tile) { return 2 * int64_t{tile.b
 
 int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w) {
   const int code_bits = dtype_bits(weight_format_code_dtype(w.format));
-  const int64_t a_stage = int64_t{tile.block_m} * (64 * 2 + 16);
+  const int64_t a_stage = int64_t{tile.block_m} * (64 * 2 + (tile.wgmma ? 0 : 16));  // wgmma rows are unpadded
   const int64_t b_stage = int64_t{tile.block_n} * (64 * code_bits / 8);
   const int64_t ring = tile.stages * (a_stage + b_stage);
   const int64_t acc_per_thread = int64_t{tile.block_m / tile.warps_m / 8} * (tile.block_n / tile.warps_n / 16) * 4;
@@ -213,6 +223,9 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
   if (tile.split_k != 1 && tile.split_k != 2 && tile.split_k != 4) bad("split_k must be 1, 2 or 4");
   if (tile.min_ctas < 0 || tile.min_ctas > 16 || tile.min_ctas * tile.threads() > 2048)
     bad("min_ctas must be 0 to 16, with at most 2048 threads per SM");
+  if (tile.wgmma && (tile.block_m != 64 || tile.warps_m != 1 || tile.warps_n != 4 || tile.warps_k != 1 ||
+                     tile.split_k != 1 || tile.block_n % 64 != 0))
+    bad("wgmma tiles are 64 x (64, 128 or 256) with warps 1x4x1 and no split K");
   else if (tile.stages % tile.warps_k != 0 || tile.stages / tile.warps_k < 2)
     bad("stages must be a multiple of warps_k, at least twice it");
   // NOTE: the K loop is unrolled once per ring step (stages / warps_k), so that is capped at 8;
@@ -255,6 +268,7 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "  static constexpr int kStages = " << tile.stages << ";\n"
     << "  static constexpr int kSplitK = " << tile.split_k << ";\n"
     << "  static constexpr int kMinCtasPerSm = " << tile.min_ctas << ";\n"
+    << "  static constexpr bool kWgmma = " << (tile.wgmma ? "true" : "false") << ";\n"
     << "  static constexpr bool kPreparedCodes = " << (prepared_codes ? "true" : "false") << ";\n"
     << "  static constexpr int kScaleDtype = " << (is_int ? scale_dtype_id(w.scale_dtype) : 0) << ";\n"
     << "  static constexpr bool kZeroPoints = " << (is_int && w.has_zero_point ? "true" : "false") << ";\n"
@@ -346,6 +360,7 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   static const DeviceInfo device = current_device_info();
   GemmTile tile = a.tile;
   if (device.cc_major < 9) tile.split_k = 1;  // clusters are sm_90+; the sums are the same tile's
+  if (device.cc_major != 9 || device.cc_minor != 0) tile.wgmma = false;  // wgmma is sm_90a only
   if (!reasons.empty()) throw Error("moe_gemm: " + reasons.front());
   if (a.a == 0 || a.c == 0 || a.weights.codes == 0 || a.weights.scales == 0 ||
       (w.num_global_scales > 0 && a.weights.global_scales == 0) || (w.has_zero_point && a.weights.zero_points == 0) ||

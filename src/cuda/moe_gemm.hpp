@@ -18,6 +18,8 @@ namespace moeq::cuda {
 // One CTA's tile: block_m tokens x block_n channels, K tiles of 64, warps_m x warps_n x warps_k
 // warps (warps_k groups take turns over the K tiles), a ring of `stages` stages (a multiple of
 // warps_k); split_k CTAs (a cluster, sm_90) share one output tile, each over a part of K;
+// wgmma tiles multiply with the Hopper warpgroup MMA (the launch falls back to mma.sync on other
+// devices);
 // min_ctas > 0 asks the compiler for registers that let that many CTAs share an SM
 // (__launch_bounds__; it may spill).
 struct GemmTile {
@@ -29,6 +31,7 @@ struct GemmTile {
   int stages = 4;
   int split_k = 1;  // 1, 2 or 4; below sm_90 (no clusters) the launch runs the tile with 1
   int min_ctas = 0;  // 0 (the compiler's choice) or 1 to 16 CTAs per SM
+  bool wgmma = false;  // wgmma.mma_async (sm_90a; 64-token blocks of one warpgroup), else mma.sync
   int threads() const { return 32 * warps_m * warps_n * warps_k; }
   std::string to_string() const;
 };
@@ -45,7 +48,7 @@ std::vector<GemmTile> planner_tiles(WeightFormat format);
 // Every reason the tile is not a legal kernel config (shapes, warps, shared memory); empty if legal.
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);
 // "16x128/1x4x2/4": block_m x block_n / warps_m x warps_n x warps_k / stages, then "/k2" or
-// "/k4" when K is split over a cluster of CTAs and "/oN" for min_ctas = N, in that order (the
+// "/k4" when K is split over a cluster of CTAs, "/oN" for min_ctas = N and "/w" for wgmma, in that order (the
 // format of to_string; the K tile is always 64). Throws moeq::Error naming the text when it
 // does not parse.
 GemmTile parse_gemm_tile(const std::string& text);

@@ -42,8 +42,12 @@ TEST(GemmTiles, ParseAndPrintRoundTrip) {
   EXPECT_EQ(capped.min_ctas, 3);
   EXPECT_EQ(capped.to_string(), "64x128/1x4x1/4/k2/o3");
   EXPECT_EQ(cuda::parse_gemm_tile("8x128/1x4x1/4/o6").to_string(), "8x128/1x4x1/4/o6");
+  EXPECT_TRUE(cuda::parse_gemm_tile("64x128/1x4x1/4/o2/w").wgmma);
+  EXPECT_EQ(cuda::parse_gemm_tile("64x128/1x4x1/4/o2/w").to_string(), "64x128/1x4x1/4/o2/w");
+  EXPECT_FALSE(t.wgmma);
   for (const char* bad : {"16x128/1x4/4", "16x128", "16x128/1x4x1/4x", "a/b/c", "8x128/1x4x1/4/2", "8x128/1x4x1/4/k",
-                          "8x128/1x4x1/4/k2/", "8x128/1x4x1/4/o2/k2", "8x128/1x4x1/4/o2/o2", "8x128/1x4x1/4/x2"}) {
+                          "8x128/1x4x1/4/k2/", "8x128/1x4x1/4/o2/k2", "8x128/1x4x1/4/o2/o2", "8x128/1x4x1/4/x2",
+                          "64x128/1x4x1/4/w/o2", "64x128/1x4x1/4/w/w", "64x128/1x4x1/4/w2"}) {
     try {
       cuda::parse_gemm_tile(bad);
       ADD_FAILURE() << bad << " parsed";
@@ -102,6 +106,8 @@ TEST(GemmTiles, IllegalTilesSayWhy) {
   EXPECT_THAT(reasons("16x64/1x4x1/4/k3"), HasSubstr("split_k must be 1, 2 or 4"));
   EXPECT_EQ(reasons("8x32/1x1x4/16/k4"), "");
   EXPECT_THAT(reasons("64x128/1x8x1/4/o9"), HasSubstr("min_ctas must be 0 to 16, with at most 2048 threads per SM"));
+  EXPECT_THAT(reasons("32x128/1x4x1/4/w"), HasSubstr("wgmma tiles are 64 x (64, 128 or 256)"));
+  EXPECT_THAT(reasons("64x128/1x8x1/4/w"), HasSubstr("wgmma tiles are 64 x (64, 128 or 256)"));
   EXPECT_EQ(reasons("8x32/1x2x4/16"), "");
   // Zero warps are refused before any size is computed (they used to divide by zero).
   EXPECT_THAT(reasons("16x64/0x4x1/4"), HasSubstr("needs 1 to 16 warps"));

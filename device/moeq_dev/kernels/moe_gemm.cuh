@@ -32,6 +32,14 @@
 // fp32 sums to rank 0 through distributed shared memory, which adds them in rank order (no
 // workspace, no atomics, deterministic). It multiplies the CTAs where too few run (M = 1) or
 // where one tile's K chain is long against the waves of CTAs (the last wave running part full).
+// wgmma (kWgmma, sm_90a; 64-token blocks of one warpgroup): the same dequantized A fragments
+// feed wgmma.mma_async m64n64k16 (A from registers: warp w gives channels 16w .. 16w + 15 of each
+// 64-channel tile) with the 64 tokens as B read from shared memory by the tensor cores, which
+// removes the token-fragment loads and keeps the MMAs in flight while the next step is
+// dequantized. B must hold, at the k16 step's logical k, the tokens' activations at the
+// permuted physical k above, so tokens are copied in 4-byte pairs into core matrices (8 tokens
+// x 8 logical k, 128 contiguous bytes): pair P = 8t + 2s + h of a token row lands in core
+// matrix (token group, step s, half h) at byte 4t of the token's 16-byte row.
 // The generated source defines, before including this file:
 //   struct MoeGemmCfg {
 //     static constexpr moeq_dev::WeightFormatId kFormat = moeq_dev::WeightFormatId::kInt4;
@@ -40,6 +48,7 @@
 //                          kStages = 8;  // a multiple of kWarpsK: kStages / kWarpsK steps in the ring
 //     static constexpr int kSplitK = 1;              // CTAs per cluster along K (1, 2 or 4; > 1 needs sm_90)
 //     static constexpr int kMinCtasPerSm = 0;        // > 0: __launch_bounds__ registers for that many CTAs per SM
+//     static constexpr bool kWgmma = false;          // wgmma instead of mma.sync (sm_90a, 64x{64,128,256}/1x4x1)
 //     static constexpr bool kPreparedCodes = false;  // codes in the prepared layout (format/prepared.cuh)
 //     static constexpr int kScaleDtype = 0;          // INT formats: ScaleDtypeId of the scales
 //     static constexpr bool kZeroPoints = false;     // INT4: zero points given
@@ -62,6 +71,7 @@
 #include "moeq_dev/ptx/cluster.cuh"
 #include "moeq_dev/ptx/cp_async.cuh"
 #include "moeq_dev/ptx/mma.cuh"
+#include "moeq_dev/ptx/wgmma.cuh"
 
 namespace moeq_dev {
 
@@ -121,7 +131,10 @@ struct MoeGemmShape {
   static constexpr int kCodesPerChunk = 128 / kCodeBits;
   // NOTE: 16 bytes of padding per A row: the 8 lanes of a quarter warp (rows g, g + 1) hit
   // distinct banks with 16-byte loads. The output tile pads its rows the same way.
-  static constexpr int kARowBytes = kBlockK * 2 + 16;
+  static constexpr bool kWgmma = Cfg::kWgmma;
+  // wgmma: 8 token groups x 4 steps x 2 halves of core matrices, no padding (conflicts are the
+  // tensor cores' business there).
+  static constexpr int kARowBytes = kWgmma ? kBlockK * 2 : kBlockK * 2 + 16;
   static constexpr int kAStageBytes = kBlockM * kARowBytes;
   static constexpr int kStageBytes = kAStageBytes + kBlockN * kCodeRowBytes;
   static constexpr int kAccPerThread = kTilesN * kTilesM * 4;
@@ -136,6 +149,9 @@ struct MoeGemmShape {
   static_assert(kBlockM % (8 * kWarpsM) == 0 && kBlockN % (16 * kWarpsN) == 0, "warp tile shape");
   static_assert(kWarpsK == 1 || kWarpsK == 2 || kWarpsK == 4, "1, 2 or 4 K groups");
   static_assert(kSplitK == 1 || kSplitK == 2 || kSplitK == 4, "1, 2 or 4 CTAs along K");
+  static_assert(!kWgmma || (kBlockM == 64 && kWarpsM == 1 && kWarpsN == 4 && kWarpsK == 1 && kSplitK == 1 &&
+                            kBlockN % 64 == 0),
+                "wgmma tiles: 64 tokens, one warpgroup of 4 warps, 64-channel MMA tiles");
   static_assert(kStages % kWarpsK == 0 && kStages / kWarpsK >= 2, "at least two ring steps of kWarpsK tiles");
 };
 
@@ -145,7 +161,8 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   constexpr int BM = S::kBlockM, BN = S::kBlockN, BK = S::kBlockK, T = S::kThreads, kStages = S::kStages;
   constexpr int kTilesM = S::kTilesM, kTilesN = S::kTilesN;
   constexpr bool kFourBit = S::kCodeBits == 4;
-  constexpr int kChunksA = BM * (BK / 8), kChunksB = BN * S::kCodeChunksPerRow;
+  // wgmma: one copy descriptor per token-row half (16 pairs of 4 bytes), else 16-byte chunks.
+  constexpr int kChunksA = S::kWgmma ? BM * 2 : BM * (BK / 8), kChunksB = BN * S::kCodeChunksPerRow;
   constexpr int kPerThreadA = (kChunksA + T - 1) / T, kPerThreadB = (kChunksB + T - 1) / T;
   constexpr int G = S::kWarpsK, kSteps = kStages / G;  // tiles per ring step, steps in the ring
 
@@ -208,12 +225,16 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   for (int j = 0; j < kPerThreadA; ++j) {
     const int c = tid + j * T;
     const bool in_tile = kChunksA % T == 0 || c < kChunksA;
-    const int r = (in_tile ? c : 0) / (BK / 8), cc = c % (BK / 8);
+    constexpr int kElementsPerChunk = S::kWgmma ? BK / 2 : 8;
+    const int r = (in_tile ? c : 0) / (BK / kElementsPerChunk), cc = c % (BK / kElementsPerChunk);
     const int src = in_tile ? row_src[r] : -1;
-    a_end[j] = src >= 0 ? K - cc * 8 : 0;
+    a_end[j] = src >= 0 ? K - cc * kElementsPerChunk : 0;
     a_step[j] = src >= 0 ? BK : 0;
-    a_next[j] = (src >= 0 ? p.a + static_cast<long long>(src) * p.a_row_stride + cc * 8 : p.a) + kt_begin * a_step[j];
-    a_dst[j] = r * S::kARowBytes + cc * 16;
+    a_next[j] = (src >= 0 ? p.a + static_cast<long long>(src) * p.a_row_stride + cc * kElementsPerChunk : p.a) +
+                kt_begin * a_step[j];
+    // wgmma: pair i of half cc is P = 16 cc + i (t = 2 cc + i / 8, s h = i % 8): core matrix
+    // (r / 8, i % 8) at 128 bytes each, row r % 8 at 16 bytes, byte 4t; issue_stage adds the i terms.
+    a_dst[j] = S::kWgmma ? (r / 8) * 1024 + (r % 8) * 16 + cc * 8 : r * S::kARowBytes + cc * 16;
   }
   constexpr int kCodeTileBytes = Cfg::kPreparedCodes ? kPreparedBlockBytes : BK * S::kCodeBits / 8;
   const unsigned char* b_next[kPerThreadB];
@@ -249,7 +270,12 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 #pragma unroll
     for (int j = 0; j < kPerThreadA; ++j) {
       if (kChunksA % T != 0 && tid + j * T >= kChunksA) continue;
-      cp_async_16(base + a_dst[j], a_next[j], k0 < a_end[j]);
+      if constexpr (S::kWgmma) {
+#pragma unroll
+        for (int i = 0; i < 16; ++i) cp_async_4(base + a_dst[j] + (i % 8) * 128 + (i / 8) * 4, a_next[j] + 2 * i, k0 < a_end[j]);
+      } else {
+        cp_async_16(base + a_dst[j], a_next[j], k0 < a_end[j]);
+      }
       a_next[j] += a_step[j];
     }
 #pragma unroll
@@ -264,14 +290,18 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   const int warp_k = warp / (Cfg::kWarpsM * Cfg::kWarpsN);
   const int warp_mn = warp % (Cfg::kWarpsM * Cfg::kWarpsN);
   const int warp_m = warp_mn / Cfg::kWarpsN, warp_n = warp_mn % Cfg::kWarpsN;
-  const int lane_n0 = warp_n * S::kWarpN + g;  // channel of (tile nt, half r): + nt * 16 + r * 8
+  // Channel (within the block) of this lane's fragment rows of channel tile nt, half r (g, g + 8):
+  // a warp's tiles are adjacent, or 64 apart with wgmma (the warpgroup's 64-channel MMA tiles).
+  auto lane_channel = [&](int nt, int r) {
+    return S::kWgmma ? nt * 64 + warp_n * 16 + g + r * 8 : warp_n * S::kWarpN + nt * 16 + g + r * 8;
+  };
   constexpr bool int4_fast = ScaleStorage<Cfg>::kDtype == ScaleDtypeId::kBf16;
 
   LaneScaleRow scale_rows[kTilesN][2];
 #pragma unroll
   for (int nt = 0; nt < kTilesN; ++nt)
 #pragma unroll
-    for (int r = 0; r < 2; ++r) scale_rows[nt][r] = lane_scale_row<Cfg>(p.scaling, e, n0 + lane_n0 + nt * 16 + r * 8, N, K);
+    for (int r = 0; r < 2; ++r) scale_rows[nt][r] = lane_scale_row<Cfg>(p.scaling, e, n0 + lane_channel(nt, r), N, K);
   const int group_shift = scale_group_shift<Cfg>(p.scaling);
   // Scales on the fp32 accumulators (AccumulatorScaled: INT4 with groups of >= 64, FP8 block):
   // each K tile's MMAs go to fresh tile accumulators, added with the tile's scale per row.
@@ -300,18 +330,35 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 
   // Byte offsets (within a stage) of this lane's token rows and code rows.
   const unsigned a_lane = (warp_m * S::kWarpM + g) * S::kARowBytes + t * 32;
-  const unsigned b_lane = S::kAStageBytes + lane_n0 * S::kCodeRowBytes + t * (S::kCodeRowBytes / 4);
+  const unsigned b_lane = S::kAStageBytes + t * (S::kCodeRowBytes / 4);  // + the channel's code row
 
   // B fragments of this lane's token tiles for k16 steps 2h and 2h + 1 (physical k 16t + 8h +
   // [0, 8)): {step 2h: tok[mt][0], tok[mt][1]; step 2h + 1: tok[mt][2], tok[mt][3]}.
   auto load_token_fragments = [&](unsigned base, int h, unsigned (&tok)[kTilesM][4]) {
+    if constexpr (!S::kWgmma) {  // with wgmma the tensor cores read the tokens from shared memory
 #pragma unroll
-    for (int mt = 0; mt < kTilesM; ++mt) {
-      const uint4 v = lds_128(base + a_lane + mt * 8 * S::kARowBytes + h * 16);
-      tok[mt][0] = v.x;
-      tok[mt][1] = v.y;
-      tok[mt][2] = v.z;
-      tok[mt][3] = v.w;
+      for (int mt = 0; mt < kTilesM; ++mt) {
+        const uint4 v = lds_128(base + a_lane + mt * 8 * S::kARowBytes + h * 16);
+        tok[mt][0] = v.x;
+        tok[mt][1] = v.y;
+        tok[mt][2] = v.z;
+        tok[mt][3] = v.w;
+      }
+    }
+  };
+
+  // dst[nt] += A fragment `a` (16 channels x k16 step `step`) x the block's tokens: mma.sync per
+  // token tile with the token fragments of half q, or one wgmma over all 64 tokens.
+  auto multiply = [&](float (&dst)[kTilesM][4], const unsigned (&a)[4], unsigned base, int step,
+                      const unsigned (&tok)[kTilesM][4], int q) {
+    if constexpr (S::kWgmma) {
+      wgmma_fence();  // a (and the first time dst) were written by ordinary instructions
+      // Core matrices of step s start at 256 s; along K (the two halves) 128 bytes apart, along
+      // the tokens (groups of 8) 1024.
+      wgmma_m64n64k16_rs<Cfg::kActBf16>(reinterpret_cast<float(&)[32]>(dst), a, wgmma_descriptor(base + step * 256, 128, 1024));
+    } else {
+#pragma unroll
+      for (int mt = 0; mt < kTilesM; ++mt) mma_m16n8k16<Cfg::kActBf16>(dst[mt], a, tok[mt][2 * q], tok[mt][2 * q + 1]);
     }
   };
 
@@ -329,7 +376,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     unsigned words[kTilesN][kWords];
 #pragma unroll
     for (int nt = 0; nt < kTilesN; ++nt) {
-      const unsigned block = base + S::kAStageBytes + (warp_n * kTilesN + nt) * kPreparedBlockBytes + lane * 16;
+      const unsigned block = base + S::kAStageBytes + (lane_channel(nt, 0) / 16) * kPreparedBlockBytes + lane * 16;
       const uint4 v = lds_128(block);
       words[nt][0] = v.x;
       words[nt][1] = v.y;
@@ -361,9 +408,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
               a[pr] = dequant_pair8<Cfg>(words[nt][2 * step + (pr >> 1)], pr & 1, decoded[nt][pr & 1], path);
             }
           }
-#pragma unroll
-          for (int mt = 0; mt < kTilesM; ++mt)
-            mma_m16n8k16<Cfg::kActBf16>(dst[nt][mt], a, tok[mt][2 * q], tok[mt][2 * q + 1]);
+          multiply(dst[nt], a, base, step, tok, q);
         }
       }
     }
@@ -377,7 +422,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     for (int nt = 0; nt < kTilesN; ++nt)
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const unsigned address = base + b_lane + (nt * 16 + r * 8) * S::kCodeRowBytes;
+        const unsigned address = base + b_lane + lane_channel(nt, r) * S::kCodeRowBytes;
         if constexpr (kFourBit) {
           const uint2 v = lds_64(address);
           code_words[nt][r][0] = v.x;
@@ -414,11 +459,8 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
         }
         const unsigned w_step0[4] = {lo[0], hi[0], lo[1], hi[1]};
         const unsigned w_step1[4] = {lo[2], hi[2], lo[3], hi[3]};
-#pragma unroll
-        for (int mt = 0; mt < kTilesM; ++mt) {
-          mma_m16n8k16<Cfg::kActBf16>(dst[nt][mt], w_step0, tok[mt][0], tok[mt][1]);
-          mma_m16n8k16<Cfg::kActBf16>(dst[nt][mt], w_step1, tok[mt][2], tok[mt][3]);
-        }
+        multiply(dst[nt], w_step0, base, 2 * h, tok, 0);
+        multiply(dst[nt], w_step1, base, 2 * h + 1, tok, 1);
       }
     }
   };
@@ -429,6 +471,12 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
       compute_prepared(path, base, decoded, dst);
     } else {
       compute_canonical(path, base, decoded, dst);
+    }
+    if constexpr (S::kWgmma) {
+      // NOTE: all of the tile's MMAs complete here: the next barrier lets other threads refill
+      // this stage, which the tensor cores read asynchronously until then.
+      wgmma_commit();
+      wgmma_wait<0>();
     }
   };
 
@@ -581,7 +629,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     for (int nt = 0; nt < kTilesN; ++nt)
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const int n_local = lane_n0 + nt * 16 + r * 8, n = n0 + n_local;
+        const int n_local = lane_channel(nt, r), n = n0 + n_local;
         float scale = 1.0f, bias = 0.0f;
         if (n < N) {
           if constexpr (Cfg::kFormat == WeightFormatId::kFp8Channel) {

@@ -13,6 +13,13 @@ __device__ __forceinline__ void cp_async_16(unsigned smem_dst, const void* src, 
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_dst), "l"(src), "r"(src_bytes) : "memory");
 }
 
+// cp.async.ca.shared.global, 4 bytes (L1-cached: the other pairs of the line follow at once);
+// src_bytes = 0 writes zeros and reads nothing.
+__device__ __forceinline__ void cp_async_4(unsigned smem_dst, const void* src, bool valid) {
+  const int src_bytes = valid ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(smem_dst), "l"(src), "r"(src_bytes) : "memory");
+}
+
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 
 // Waits until at most kPending committed groups of this thread are still in flight.
