@@ -120,8 +120,9 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   // - 64-token blocks: every warp holds all tokens and 32 channels (8 x 2 MMA tiles per K step:
   //   each token fragment serves 2 channel tiles); INT4 761 us at M = 4096, 8-15% faster than
   //   16 channels per warp. INT4 caps the registers at 168 for 3 CTAs per SM (/o3; ncu: 194
-  //   registers held it to 2, 8 warps per SM): 768 -> 726 us at M = 4096, 255 -> 240 at 1024
-  //   (GEMM v5 sweep); FP8-block got slower with the cap (853 -> 937 us), MXFP4 is untimed.
+  //   registers held it to 2, 8 warps per SM): 768 -> 726 us at M = 4096 and 255 -> 240 at 1024
+  //   in the GEMM v5 sweep, 765 -> 758 in the final run (within the spread); FP8-block got
+  //   slower with the cap (853 -> 937 us), MXFP4 is untimed.
   // - Split K over clusters (/k2, /k4) lost in every regime timed (GEMM v5): the planner does
   //   not use it.
   const bool four_bit = dtype_bits(weight_format_code_dtype(format)) == 4;
