@@ -221,14 +221,14 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
     if (tile.block_n % (16 * tile.warps_n) != 0) bad("block_n is not a multiple of 16 x warps_n");
   }
   if (tile.warps_k != 1 && tile.warps_k != 2 && tile.warps_k != 4) bad("warps_k must be 1, 2 or 4");
+  else if (tile.stages % tile.warps_k != 0 || tile.stages / tile.warps_k < 2)
+    bad("stages must be a multiple of warps_k, at least twice it");
   if (tile.split_k != 1 && tile.split_k != 2 && tile.split_k != 4) bad("split_k must be 1, 2 or 4");
   if (tile.min_ctas < 0 || tile.min_ctas > 16 || tile.min_ctas * tile.threads() > 2048)
     bad("min_ctas must be 0 to 16, with at most 2048 threads per SM");
   if (tile.wgmma && (tile.block_m != 64 || tile.warps_m != 1 || tile.warps_n != 4 || tile.warps_k != 1 ||
                      tile.split_k != 1 || tile.block_n % 64 != 0))
     bad("wgmma tiles are 64 x (64, 128 or 256) with warps 1x4x1 and no split K");
-  else if (tile.stages % tile.warps_k != 0 || tile.stages / tile.warps_k < 2)
-    bad("stages must be a multiple of warps_k, at least twice it");
   // NOTE: the K loop is unrolled once per ring step (stages / warps_k), so that is capped at 8;
   // 16 stages serve 4 K groups with 4 steps in the ring (deep prefetch where few CTAs run).
   if (tile.stages < 2 || tile.stages > 16) bad("stages must be 2 to 16");
@@ -340,7 +340,7 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
                     CUdeviceptr block_table, CUdeviceptr num_blocks, CUstream stream) {
   if (num_experts > 4096) throw Error("build_segments: num_experts = " + std::to_string(num_experts) + " exceeds 4096");
   if ((offsets == 0) == (counts == 0)) throw Error("build_segments: give exactly one of offsets and counts");
-  const CUfunction f = loaded_function(moe_gemm_segments_kernel_spec(w, act_dtype, tile));
+  const CUfunction f = loaded_function(moe_gemm_segments_kernel_spec(w, act_dtype, tile_for_device(tile)));
   const long long* offsets_ptr = as_ptr<const long long>(offsets);
   const void* counts_ptr = as_ptr<const void>(counts);
   const int counts_int64 = counts_dtype == DType::i64 ? 1 : 0;
@@ -353,15 +353,20 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
   launch(f, shape, stream, offsets_ptr, counts_ptr, counts_int64, rows, experts, table, count);
 }
 
+GemmTile tile_for_device(GemmTile tile) {
+  // NOTE: the device is selected once per process, so its attributes are queried once.
+  static const DeviceInfo device = current_device_info();
+  if (device.cc_major < 9) tile.split_k = 1;  // clusters are sm_90+; the sums are the same tile's
+  if (device.cc_major != 9 || device.cc_minor != 0) tile.wgmma = false;  // wgmma is sm_90a only
+  return tile;
+}
+
 void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   const WeightDesc& w = a.weights_desc;
   auto reasons = moe_gemm_reasons(w, a.act_dtype);
   for (auto& reason : gemm_tile_reasons(a.tile, w)) reasons.push_back(reason);
-  // NOTE: the device is selected once per process, so its attributes are queried once.
-  static const DeviceInfo device = current_device_info();
-  GemmTile tile = a.tile;
-  if (device.cc_major < 9) tile.split_k = 1;  // clusters are sm_90+; the sums are the same tile's
-  if (device.cc_major != 9 || device.cc_minor != 0) tile.wgmma = false;  // wgmma is sm_90a only
+  const GemmTile tile = tile_for_device(a.tile);
+  static const int max_smem = current_device_info().max_smem_per_block_optin;
   if (!reasons.empty()) throw Error("moe_gemm: " + reasons.front());
   if (a.a == 0 || a.c == 0 || a.weights.codes == 0 || a.weights.scales == 0 ||
       (w.num_global_scales > 0 && a.weights.global_scales == 0) || (w.has_zero_point && a.weights.zero_points == 0) ||
@@ -399,9 +404,9 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   p.num_blocks = as_ptr<const int>(a.num_blocks);
 
   const int64_t smem = gemm_smem_bytes(tile, w), static_smem = gemm_static_smem_bytes(tile);
-  if (smem + static_smem > device.max_smem_per_block_optin)
+  if (smem + static_smem > max_smem)
     throw Error("moe_gemm: tile " + tile.to_string() + " needs " + std::to_string(smem + static_smem) +
-                " bytes of shared memory; this device allows " + std::to_string(device.max_smem_per_block_optin));
+                " bytes of shared memory; this device allows " + std::to_string(max_smem));
   const CUfunction f = loaded_function(moe_gemm_kernel_spec(w, a.act_dtype, tile, a.prepared_codes), smem, static_smem);
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(m_blocks);

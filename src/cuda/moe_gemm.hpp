@@ -30,7 +30,9 @@ struct GemmTile {
   int warps_k = 1;
   int stages = 4;
   int split_k = 1;  // 1, 2 or 4; below sm_90 (no clusters) the launch runs the tile with 1
-  int min_ctas = 0;  // 0 (the compiler's choice) or 1 to 16 CTAs per SM
+  // 0 (no cap; NOTE: the kernel then declares a minimum of 1 CTA per SM, which itself raises
+  // ptxas's register counts, docs/perf-notes.md v5) or 1 to 16 CTAs per SM
+  int min_ctas = 0;
   bool wgmma = false;  // wgmma.mma_async (sm_90a; 64-token blocks of one warpgroup), else mma.sync
   int threads() const { return 32 * warps_m * warps_n * warps_k; }
   std::string to_string() const;
@@ -45,6 +47,8 @@ constexpr int64_t kFewRoutedRows = 32;
 // Every tile gemm_tile_for can return for the format (each once): what tests/jit, `moeq
 // compile` and the candidate list must cover.
 std::vector<GemmTile> planner_tiles(WeightFormat format);
+// The tile as this device runs it: split K off below sm_90 (no clusters), wgmma off but on sm_90a.
+GemmTile tile_for_device(GemmTile tile);
 // Every reason the tile is not a legal kernel config (shapes, warps, shared memory); empty if legal.
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);
 // "16x128/1x4x2/4": block_m x block_n / warps_m x warps_n x warps_k / stages, then "/k2" or

@@ -12,6 +12,7 @@ namespace moeq {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 WeightDesc desc_of(WeightFormat f) {
   WeightDesc w;
@@ -100,6 +101,8 @@ TEST(GemmTiles, IllegalTilesSayWhy) {
   EXPECT_THAT(reasons("16x64/4x1x1/4"), HasSubstr("block_m is not a multiple of 8 x warps_m"));
   EXPECT_THAT(reasons("16x64/1x8x1/4"), HasSubstr("block_n is not a multiple of 16 x warps_n"));
   EXPECT_THAT(reasons("16x64/1x4x3/6"), HasSubstr("warps_k must be 1, 2 or 4"));
+  EXPECT_THAT(reasons("16x64/1x4x3/6"), Not(HasSubstr("stages must be a multiple")));  // one reason for one fault
+  EXPECT_THAT(reasons("64x128/1x4x1/1/w"), HasSubstr("stages must be a multiple of warps_k, at least twice it"));
   EXPECT_THAT(reasons("16x64/1x4x4/4"), HasSubstr("stages must be a multiple of warps_k, at least twice it"));
   EXPECT_THAT(reasons("16x64/1x4x1/17"), HasSubstr("stages must be 2 to 16"));
   EXPECT_THAT(reasons("16x64/1x4x1/9"), HasSubstr("ring steps) must be at most 8"));

@@ -1,5 +1,6 @@
 #pragma once
-// Entry point of the quantized MoE GEMM, version 4 (mma.sync m16n8k16, 16-bit activations):
+// Entry point of the quantized MoE GEMM, version 5 (mma.sync m16n8k16, or wgmma for kWgmma
+// tiles; 16-bit activations):
 //   C[dst(r), n] = round(sum_k A[src(r), k] * W_e[n, k] * accumulator scale + bias_e[n])
 // for the rows r of each M block, whose expert e and row mapping come from the layout:
 //   gather (indexed): block b has expert expert_ids[b] and slots sorted_ids[b*BM + i];
@@ -213,9 +214,10 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   // issue_stage advances one K tile per call (it is called for this CTA's K tiles in order).
   // A chunk is copied while k0 < its end; past it it zero-fills and reads nothing. Padding rows
   // and channels past N (end 0) keep a step of 0, so their pointer stays a valid address.
-  // NOTE: in a partial last K tile (K % 64 == 32) the chunks past K point at most 48 bytes past
-  // their row's end (A: 24 elements; 8-bit codes: 16 bytes), which for the last row of a buffer
-  // is past the allocation; nothing is read there (src-size 0) and no later tile uses them.
+  // NOTE: in a partial last K tile (K % 64 == 32) the chunks past K point up to 64 bytes past
+  // their row's end (A: 24 elements, with wgmma's 4-byte pairs 32; 8-bit codes: 16 bytes), which
+  // for the last row of a buffer is past the allocation; nothing is read there (src-size 0) and
+  // no later tile uses them.
   // PERF: GEMM v3 recomputed a 64-bit address, a null test and a select per chunk and tile
   // (~14 instructions per chunk in the SASS); this is a compare, a 64-bit add and the copy.
   const unsigned short* a_next[kPerThreadA];
@@ -514,7 +516,10 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     constexpr DequantPath kWeightsPath =
         FragmentFastPath<Cfg>::value && (Cfg::kFormat != WeightFormatId::kInt4 || int4_fast) ? DequantPath::kFast
                                                                                             : DequantPath::kGeneric;
-    if (Cfg::kPreparedCodes && MxFoldable<Cfg>::value && __all_sync(0xFFFFFFFFu, foldable)) {
+    // NOTE: not with wgmma: the vote is per warp, and the 4 warps of a warpgroup must issue the
+    // same wgmma instructions (.sync.aligned); the folded and the plain multipliers give the
+    // same exact values.
+    if (Cfg::kPreparedCodes && MxFoldable<Cfg>::value && !S::kWgmma && __all_sync(0xFFFFFFFFu, foldable)) {
       compute(DequantPath::kFolded, base, decoded, acc);
     } else {
       compute(kWeightsPath, base, decoded, acc);
@@ -542,6 +547,9 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
       const int j = j0 + q;
       if (j < num_steps) {
         cp_async_wait<kSteps - 2>();
+        // NOTE: cp.async writes through the generic proxy, wgmma reads shared memory through the
+        // async proxy: each thread orders its landed copies for it before the barrier.
+        if constexpr (S::kWgmma) fence_proxy_async_shared();
         __syncthreads();  // step j is visible to all; every warp is done with step j - 1's stages
         const int next = j + kSteps - 1;
         const int next_slot = (q + kSteps - 1) % kSteps;

@@ -23,6 +23,14 @@ __device__ __forceinline__ void wgmma_fence() {
 #endif
 }
 
+// Orders this thread's generic-proxy writes to shared memory (st.shared, cp.async once waited
+// for) before later async-proxy reads of it (wgmma operands from descriptors).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+#if MOEQ_WGMMA_AVAILABLE
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ void wgmma_commit() {
 #if MOEQ_WGMMA_AVAILABLE
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
