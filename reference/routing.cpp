@@ -131,7 +131,17 @@ int64_t align_capacity(int64_t num_slots, int64_t num_experts, int64_t block_m) 
   require_at_least("num_slots", num_slots, 0);
   require_at_least("num_experts", num_experts, 1);
   require_at_least("block_m", block_m, 1);
+  // PERF: the GEMM launches capacity / BM blocks per N block and the ones past the device-side
+  // count exit at once, but not for free: at M = 1 (8 slots, E = 128, BM = 8) E * (BM - 1)
+  // gave 113 M blocks for 8 real ones (bench/results/2026-11-30-h200-gemm-v5.md).
   return round_up(num_slots + std::min(num_experts, num_slots) * (block_m - 1), block_m);
+}
+
+int64_t segment_capacity(int64_t rows, int64_t num_experts, int64_t block_m) {
+  require_at_least("rows", rows, 0);
+  require_at_least("num_experts", num_experts, 1);
+  require_at_least("block_m", block_m, 1);
+  return (rows + block_m - 1) / block_m + std::min(num_experts, rows);
 }
 
 void align(const int32_t* local_ids, int64_t num_slots, int64_t num_experts, int64_t block_m,

@@ -22,6 +22,10 @@ std::vector<int32_t> to_local_expert_ids(const void* topk_ids, DType ids_dtype, 
 // num_slots + min(E, num_slots)*(BM-1) (at most that many experts have slots to pad), rounded up
 // to a multiple of BM. expert_ids holds capacity/BM entries.
 int64_t align_capacity(int64_t num_slots, int64_t num_experts, int64_t block_m);
+// Capacity of the GEMM block table of the segment layouts (contiguous, masked) over `rows` rows:
+// at most ceil(rows / BM) + min(E, rows) blocks {expert, first row, rows} (each non-empty
+// segment adds at most one partial block).
+int64_t segment_capacity(int64_t rows, int64_t num_experts, int64_t block_m);
 
 // Per local expert in increasing order, the slots routed to it in increasing f, each expert's
 // list padded to a multiple of BM with the value num_slots; non-local slots dropped. Entries

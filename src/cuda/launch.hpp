@@ -9,24 +9,21 @@ struct LaunchShape {
   unsigned grid_x = 1, grid_y = 1, grid_z = 1;
   unsigned block_x = 1, block_y = 1, block_z = 1;
   unsigned smem_bytes = 0;
+  unsigned cluster_z = 1;  // > 1: thread-block clusters of that many CTAs along z (sm_90; divides grid_z)
 };
 
 template <typename... Args>
 void launch(CUfunction function, const LaunchShape& s, CUstream stream, const Args&... args) {
   void* params[] = {const_cast<void*>(static_cast<const void*>(&args))..., nullptr};
-  check(driver().cuLaunchKernel(function, s.grid_x, s.grid_y, s.grid_z, s.block_x, s.block_y, s.block_z,
-                                s.smem_bytes, stream, params, nullptr),
-        "cuLaunchKernel");
-}
-
-// The same with the grid in clusters of cluster_z CTAs along z (sm_90; the grid's z must be a
-// multiple of it).
-template <typename... Args>
-void launch_clusters(CUfunction function, const LaunchShape& s, unsigned cluster_z, CUstream stream, const Args&... args) {
-  void* params[] = {const_cast<void*>(static_cast<const void*>(&args))..., nullptr};
+  if (s.cluster_z == 1) {
+    check(driver().cuLaunchKernel(function, s.grid_x, s.grid_y, s.grid_z, s.block_x, s.block_y, s.block_z,
+                                  s.smem_bytes, stream, params, nullptr),
+          "cuLaunchKernel");
+    return;
+  }
   LaunchAttribute cluster;
   cluster.id = kLaunchAttributeClusterDimension;
-  cluster.value.cluster_dim = {1, 1, cluster_z};
+  cluster.value.cluster_dim = {1, 1, s.cluster_z};
   LaunchConfig config;
   config.grid_x = s.grid_x;
   config.grid_y = s.grid_y;

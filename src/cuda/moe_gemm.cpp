@@ -331,10 +331,6 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
   return specs;
 }
 
-int64_t segment_capacity(int64_t rows, int64_t num_experts, int64_t block_m) {
-  return (rows + block_m - 1) / block_m + std::min(num_experts, rows);  // at most min(E, rows) segments
-}
-
 void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, CUdeviceptr offsets,
                     CUdeviceptr counts, DType counts_dtype, int64_t rows_per_expert, int64_t num_experts,
                     CUdeviceptr block_table, CUdeviceptr num_blocks, CUstream stream) {
@@ -414,11 +410,8 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   shape.grid_z = static_cast<unsigned>(tile.split_k);
   shape.block_x = static_cast<unsigned>(tile.threads());
   shape.smem_bytes = static_cast<unsigned>(smem);
-  if (tile.split_k > 1) {
-    launch_clusters(f, shape, static_cast<unsigned>(tile.split_k), stream, p);
-  } else {
-    launch(f, shape, stream, p);
-  }
+  shape.cluster_z = static_cast<unsigned>(tile.split_k);
+  launch(f, shape, stream, p);
 }
 
 }  // namespace moeq::cuda

@@ -2,8 +2,8 @@
 // Host side of the quantized MoE GEMM (device/moeq_dev/kernels/moe_gemm.cuh), version 5:
 // mma.sync m16n8k16 (or wgmma on sm_90a for `/w` tiles) with bf16/f16 activations, a cp.async
 // ring of K tiles, weight codes in the canonical layout of CONTRACT §4 or the prepared one
-// (moeq::CodeLayout), dequantized into the MMA's A fragments. Enqueues only (no sync, no allocation, no compile after a config's first
-// use): CUDA-graph safe.
+// (moeq::CodeLayout), dequantized into the MMA's A fragments. Enqueues only (no sync, no
+// allocation, no compile after a config's first use): CUDA-graph safe.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,6 +12,7 @@
 #include "jit/compiler.hpp"
 #include "moeq/types.hpp"
 #include "moeq/weights.hpp"
+#include "reference/routing.hpp"
 
 namespace moeq::cuda {
 
@@ -19,8 +20,7 @@ namespace moeq::cuda {
 // warps (warps_k groups take turns over the K tiles), a ring of `stages` stages (a multiple of
 // warps_k); split_k CTAs (a cluster, sm_90) share one output tile, each over a part of K;
 // wgmma tiles multiply with the Hopper warpgroup MMA (the launch falls back to mma.sync on other
-// devices);
-// min_ctas > 0 asks the compiler for registers that let that many CTAs share an SM
+// devices); min_ctas > 0 asks the compiler for registers that let that many CTAs share an SM
 // (__launch_bounds__; it may spill).
 struct GemmTile {
   int block_m = 16;  // rows (tokens) per CTA: 8, 16, 32 or 64
@@ -52,9 +52,9 @@ GemmTile tile_for_device(GemmTile tile);
 // Every reason the tile is not a legal kernel config (shapes, warps, shared memory); empty if legal.
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);
 // "16x128/1x4x2/4": block_m x block_n / warps_m x warps_n x warps_k / stages, then "/k2" or
-// "/k4" when K is split over a cluster of CTAs, "/oN" for min_ctas = N and "/w" for wgmma, in that order (the
-// format of to_string; the K tile is always 64). Throws moeq::Error naming the text when it
-// does not parse.
+// "/k4" when K is split over a cluster of CTAs, "/oN" for min_ctas = N and "/w" for wgmma, in
+// that order (the format of to_string; the K tile is always 64). Throws moeq::Error naming the
+// text when it does not parse.
 GemmTile parse_gemm_tile(const std::string& text);
 // The tiles `moeq bench --tile` sweeps and tests/gpu checks one by one: the planner's and the
 // candidates for tuning.
@@ -96,9 +96,9 @@ struct MoeGemmArgs {
 std::vector<std::string> moe_gemm_reasons(const WeightDesc& w, DType act_dtype);
 void moe_gemm(const MoeGemmArgs& args, CUstream stream);
 
-// Segment table of the contiguous / masked layouts: at most ceil(rows / BM) + min(E, rows) blocks of
-// {expert, first row, rows}, int32 x 3 each, plus the count (int32 [1]).
-int64_t segment_capacity(int64_t rows, int64_t num_experts, int64_t block_m);
+// Segment table of the contiguous / masked layouts: segment_capacity (reference/routing.hpp)
+// blocks of {expert, first row, rows}, int32 x 3 each, plus the count (int32 [1]).
+using ref::segment_capacity;
 // offsets: int64 [E+1] (contiguous), or 0 with counts [E] (i32/i64) and rows_per_expert = T.
 void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, CUdeviceptr offsets,
                     CUdeviceptr counts, DType counts_dtype, int64_t rows_per_expert, int64_t num_experts,

@@ -220,13 +220,6 @@ bool fused_path_fits(int64_t num_experts) {
   return num_experts + 1 <= threads_of(Kernel::kRouteFused) && fused_smem_bytes(num_experts) <= kMaxSmemBytes;
 }
 
-int64_t align_capacity(int64_t num_slots, int64_t num_experts, int64_t block_m) {
-  // PERF: at most min(E, slots) experts have slots to pad. The GEMM launches capacity / BM
-  // CTAs per N block and the ones past the device-side count exit at once, but not for free:
-  // at M = 1 (8 slots, E = 128, BM = 8) E * (BM - 1) gave 113 M blocks for 8 real ones.
-  return (num_slots + std::min(num_experts, num_slots) * (block_m - 1) + block_m - 1) / block_m * block_m;
-}
-
 void map_and_align(const RouteIds& ids, int64_t block_m, const AlignOutputs& out, CUstream stream,
                    RoutingPath path) {
   check_ids(ids);

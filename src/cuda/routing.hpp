@@ -13,6 +13,7 @@
 #include "cuda/driver.hpp"
 #include "jit/compiler.hpp"
 #include "moeq/types.hpp"
+#include "reference/routing.hpp"
 
 namespace moeq::cuda {
 
@@ -48,8 +49,9 @@ constexpr int64_t kFusedMaxSlots = 8;
 bool fused_path_fits(int64_t num_experts);
 
 // ---- Indexed ----
-// align_capacity(M*top_k, E, BM) entries of sorted_ids; expert_ids has capacity / BM.
-int64_t align_capacity(int64_t num_slots, int64_t num_experts, int64_t block_m);
+// align_capacity(M*top_k, E, BM) entries of sorted_ids (reference/routing.hpp, the one
+// formula); expert_ids has capacity / BM.
+using ref::align_capacity;
 struct AlignOutputs {
   CUdeviceptr local_ids = 0;          // int32 [M*top_k]: local expert per slot, -1 = none
   CUdeviceptr sorted_ids = 0;         // int32 [capacity]

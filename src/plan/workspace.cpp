@@ -119,7 +119,7 @@ WorkspacePlan plan_workspaces(const ExpertsDesc& d, const PlanShape& p) {
   }
   if (p.layout != Layout::indexed) {
     // GEMM blocks of the segment layouts: {expert, first row, rows} each (cuda/moe_gemm.hpp).
-    const int64_t max_blocks = (rows + p.block_m - 1) / p.block_m + std::min(E, rows);
+    const int64_t max_blocks = ref::segment_capacity(rows, E, p.block_m);
     meta.push_back(make_buffer("block_table", {max_blocks, 3}, DType::i32));
     meta.push_back(make_buffer("num_blocks", {1}, DType::i32));
   }

@@ -173,6 +173,10 @@ TEST(RoutingAlign, SmallCaseByHand) {
   // Fewer slots than experts: at most one padded block per slot (M = 1, top_k = 8, E = 128).
   EXPECT_EQ(align_capacity(8, 128, 8), 64);
   EXPECT_EQ(align_capacity(0, 128, 16), 0);
+  // Segment tables: one partial block per non-empty segment at most.
+  EXPECT_EQ(segment_capacity(5, 128, 8), 1 + 5);
+  EXPECT_EQ(segment_capacity(100, 4, 16), 7 + 4);
+  EXPECT_EQ(segment_capacity(0, 4, 16), 0);
   std::vector<int32_t> sorted(16), experts(4);
   int32_t padded = 0;
   align(local.data(), 6, 3, 4, sorted.data(), experts.data(), &padded);
