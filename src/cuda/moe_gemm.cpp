@@ -116,6 +116,8 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   //   of 16 channels (FP8-block 85.2 us at M = 16, 119.7 at M = 64). 8-token blocks
   //   (choose_block_m: 4-bit codes up to ~7 rows per expert, M <= 64 on Qwen3) halve the MMAs
   //   and token loads of 16-token ones, which are mostly padding there.
+  //   8-bit codes keep the /o1 register budget (__launch_bounds__ minimum 1: 84 registers
+  //   against 70 without): FP8-block M = 16 79.2 us against 85.3 (GEMM v6, same run).
   // - 32-token blocks (M = 256): 8 warps of 16 channels (INT4 122 us, FP8-block 144).
   // - 64-token blocks: every warp holds all tokens and 32 channels (8 x 2 MMA tiles per K step:
   //   each token fragment serves 2 channel tiles); INT4 761 us at M = 4096, 8-15% faster than
@@ -137,7 +139,7 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
     if (num_slots <= kFewRoutedRows) {
       text = format == WeightFormat::int4 ? "16x64/1x4x2/8" : "16x64/1x4x4/8";
     } else {
-      text = four_bit ? "16x128/1x4x1/4" : "16x64/1x4x1/4";
+      text = four_bit ? "16x128/1x4x1/4" : "16x64/1x4x1/4/o1";
     }
   } else if (block_m <= 32) {
     text = "32x128/1x8x1/4";
@@ -182,7 +184,7 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            "8x32/1x1x4/16/k2", "8x32/1x1x4/16/k4", "8x32/1x1x1/8/k4", "16x64/1x4x1/4/k2",
                            "16x64/1x4x1/8/k2", "64x128/1x4x1/4/k2",
                            // registers capped for more CTAs per SM (the v5 ncu profiles: register-bound occupancy)
-                           "8x128/1x4x1/4/o6", "8x128/1x4x1/4/o8", "16x64/1x4x1/4/o8", "64x128/1x4x1/4/o3",
+                           "8x128/1x4x1/4/o6", "8x128/1x4x1/4/o8", "16x64/1x4x1/4/o8", "16x64/1x4x1/4/o1", "64x128/1x4x1/4/o3",
                            "32x128/1x8x1/4/o2",
                            // Hopper warpgroup MMA (GEMM v5)
                            "64x64/1x4x1/4/w", "64x128/1x4x1/4/w", "64x128/1x4x1/6/w", "64x256/1x4x1/4/w",
@@ -197,7 +199,8 @@ int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w) {
   const int code_bits = dtype_bits(weight_format_code_dtype(w.format));
   const int64_t a_stage = int64_t{tile.block_m} * (64 * 2 + (tile.wgmma ? 0 : 16));  // wgmma rows are unpadded
   const int64_t b_stage = int64_t{tile.block_n} * (64 * code_bits / 8);
-  const int64_t ring = tile.stages * (a_stage + b_stage);
+  // wgmma: two buffers of the permuted tokens after the ring (MoeGemmShape::kPermOffset).
+  const int64_t ring = tile.stages * (a_stage + b_stage) + (tile.wgmma ? 2 * int64_t{tile.block_m} * 64 * 2 : 0);
   const int64_t acc_per_thread = int64_t{tile.block_m / tile.warps_m / 8} * (tile.block_n / tile.warps_n / 16) * 4;
   const int64_t reduce = int64_t{tile.threads() - tile.threads() / tile.warps_k} * acc_per_thread * 4;
   const int64_t epilogue = reduce + int64_t{tile.block_m} * (tile.block_n * 2 + 16);

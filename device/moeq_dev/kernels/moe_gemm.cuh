@@ -36,11 +36,17 @@
 // wgmma (kWgmma, sm_90a; 64-token blocks of one warpgroup): the same dequantized A fragments
 // feed wgmma.mma_async m64n64k16 (A from registers: warp w gives channels 16w .. 16w + 15 of each
 // 64-channel tile) with the 64 tokens as B read from shared memory by the tensor cores, which
-// removes the token-fragment loads and keeps the MMAs in flight while the next step is
-// dequantized. B must hold, at the k16 step's logical k, the tokens' activations at the
-// permuted physical k above, so tokens are copied in 4-byte pairs into core matrices (8 tokens
-// x 8 logical k, 128 contiguous bytes): pair P = 8t + 2s + h of a token row lands in core
-// matrix (token group, step s, half h) at byte 4t of the token's 16-byte row.
+// removes the token-fragment loads and keeps the MMAs in flight while the next step, and the
+// next K tile, is dequantized. B must hold, at the k16 step's logical k, the tokens'
+// activations at the permuted physical k above, in core matrices (8 tokens x 8 logical k, 128
+// contiguous bytes): pair P = 8t + 2s + h of a token row belongs in core matrix (token group,
+// step s, half h) at byte 4t of the token's 16-byte row. The ring stage holds the tokens as
+// copied (16-byte chunks, chunk c of row r at c ^ (r % 8): conflict-free reads below); after
+// the tile's barrier each thread moves 64 bytes of one row into the core matrices of one of
+// two permuted buffers (4 16-byte loads, 4 16-byte stores), then a second barrier. The buffer
+// of tile i is rewritten at tile i + 2, once tile i's wgmma group is waited for.
+// PERF: GEMM v5 copied the pairs straight from global memory with 4-byte cp.async: 16 copies
+// per thread and tile, 1.75x slower than mma.sync at M = 4096.
 // The generated source defines, before including this file:
 //   struct MoeGemmCfg {
 //     static constexpr moeq_dev::WeightFormatId kFormat = moeq_dev::WeightFormatId::kInt4;
@@ -133,8 +139,7 @@ struct MoeGemmShape {
   // NOTE: 16 bytes of padding per A row: the 8 lanes of a quarter warp (rows g, g + 1) hit
   // distinct banks with 16-byte loads. The output tile pads its rows the same way.
   static constexpr bool kWgmma = Cfg::kWgmma;
-  // wgmma: 8 token groups x 4 steps x 2 halves of core matrices, no padding (conflicts are the
-  // tensor cores' business there).
+  // wgmma: unpadded rows with XOR-swizzled chunks instead (see the permute).
   static constexpr int kARowBytes = kWgmma ? kBlockK * 2 : kBlockK * 2 + 16;
   static constexpr int kAStageBytes = kBlockM * kARowBytes;
   static constexpr int kStageBytes = kAStageBytes + kBlockN * kCodeRowBytes;
@@ -144,7 +149,11 @@ struct MoeGemmShape {
   static constexpr int kEpilogueBytes = kReduceBytes + kBlockM * kOutRowBytes;
   // Split K: ranks > 0 leave their K group 0's sums here for rank 0 to read.
   static constexpr int kSplitBytes = kSplitK > 1 ? kThreads / kWarpsK * kAccPerThread * 4 : 0;
-  static constexpr int kRingBytes = kStages * kStageBytes;
+  // wgmma: two buffers of the tokens in core-matrix order (8 token groups x 4 steps x 2 halves)
+  // after the ring.
+  static constexpr int kPermOffset = kStages * kStageBytes;
+  static constexpr int kPermBufferBytes = kWgmma ? kBlockM * kBlockK * 2 : 0;
+  static constexpr int kRingBytes = kPermOffset + 2 * kPermBufferBytes;
   static constexpr int kRingOrEpilogue = kRingBytes > kEpilogueBytes ? kRingBytes : kEpilogueBytes;
   static constexpr int kSmemBytes = kRingOrEpilogue > kSplitBytes ? kRingOrEpilogue : kSplitBytes;
   static_assert(kBlockM % (8 * kWarpsM) == 0 && kBlockN % (16 * kWarpsN) == 0, "warp tile shape");
@@ -162,8 +171,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   constexpr int BM = S::kBlockM, BN = S::kBlockN, BK = S::kBlockK, T = S::kThreads, kStages = S::kStages;
   constexpr int kTilesM = S::kTilesM, kTilesN = S::kTilesN;
   constexpr bool kFourBit = S::kCodeBits == 4;
-  // wgmma: one copy descriptor per token-row half (16 pairs of 4 bytes), else 16-byte chunks.
-  constexpr int kChunksA = S::kWgmma ? BM * 2 : BM * (BK / 8), kChunksB = BN * S::kCodeChunksPerRow;
+  constexpr int kChunksA = BM * (BK / 8), kChunksB = BN * S::kCodeChunksPerRow;
   constexpr int kPerThreadA = (kChunksA + T - 1) / T, kPerThreadB = (kChunksB + T - 1) / T;
   constexpr int G = S::kWarpsK, kSteps = kStages / G;  // tiles per ring step, steps in the ring
 
@@ -215,7 +223,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   // A chunk is copied while k0 < its end; past it it zero-fills and reads nothing. Padding rows
   // and channels past N (end 0) keep a step of 0, so their pointer stays a valid address.
   // NOTE: in a partial last K tile (K % 64 == 32) the chunks past K point up to 64 bytes past
-  // their row's end (A: 24 elements, with wgmma's 4-byte pairs 32; 8-bit codes: 16 bytes), which
+  // their row's end (A: 24 elements; 8-bit codes: 16 bytes), which
   // for the last row of a buffer is past the allocation; nothing is read there (src-size 0) and
   // no later tile uses them.
   // PERF: GEMM v3 recomputed a 64-bit address, a null test and a select per chunk and tile
@@ -227,16 +235,12 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   for (int j = 0; j < kPerThreadA; ++j) {
     const int c = tid + j * T;
     const bool in_tile = kChunksA % T == 0 || c < kChunksA;
-    constexpr int kElementsPerChunk = S::kWgmma ? BK / 2 : 8;
-    const int r = (in_tile ? c : 0) / (BK / kElementsPerChunk), cc = c % (BK / kElementsPerChunk);
+    const int r = (in_tile ? c : 0) / (BK / 8), cc = c % (BK / 8);
     const int src = in_tile ? row_src[r] : -1;
-    a_end[j] = src >= 0 ? K - cc * kElementsPerChunk : 0;
+    a_end[j] = src >= 0 ? K - cc * 8 : 0;
     a_step[j] = src >= 0 ? BK : 0;
-    a_next[j] = (src >= 0 ? p.a + static_cast<long long>(src) * p.a_row_stride + cc * kElementsPerChunk : p.a) +
-                kt_begin * a_step[j];
-    // wgmma: pair i of half cc is P = 16 cc + i (t = 2 cc + i / 8, s h = i % 8): core matrix
-    // (r / 8, i % 8) at 128 bytes each, row r % 8 at 16 bytes, byte 4t; issue_stage adds the i terms.
-    a_dst[j] = S::kWgmma ? (r / 8) * 1024 + (r % 8) * 16 + cc * 8 : r * S::kARowBytes + cc * 16;
+    a_next[j] = (src >= 0 ? p.a + static_cast<long long>(src) * p.a_row_stride + cc * 8 : p.a) + kt_begin * a_step[j];
+    a_dst[j] = r * S::kARowBytes + (S::kWgmma ? cc ^ (r % 8) : cc) * 16;
   }
   constexpr int kCodeTileBytes = Cfg::kPreparedCodes ? kPreparedBlockBytes : BK * S::kCodeBits / 8;
   const unsigned char* b_next[kPerThreadB];
@@ -272,12 +276,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 #pragma unroll
     for (int j = 0; j < kPerThreadA; ++j) {
       if (kChunksA % T != 0 && tid + j * T >= kChunksA) continue;
-      if constexpr (S::kWgmma) {
-#pragma unroll
-        for (int i = 0; i < 16; ++i) cp_async_4(base + a_dst[j] + (i % 8) * 128 + (i / 8) * 4, a_next[j] + 2 * i, k0 < a_end[j]);
-      } else {
-        cp_async_16(base + a_dst[j], a_next[j], k0 < a_end[j]);
-      }
+      cp_async_16(base + a_dst[j], a_next[j], k0 < a_end[j]);
       a_next[j] += a_step[j];
     }
 #pragma unroll
@@ -287,6 +286,33 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
       b_next[j] += b_step[j];
     }
   };
+
+  // wgmma: this thread's share of the permute of the tokens of the stage at `base` into the
+  // buffer at `perm`: row r = tid % 64, steps 2 sp and 2 sp + 1 (sp = tid / 64). Physical k
+  // [16t + 8 sp, 16t + 8 sp + 8) is chunk 2t + sp; its word w (pair 8t + 4 sp + w) goes to core
+  // matrix (r / 8, step 2 sp + w / 2, half w % 2) at byte 4t of row r % 8.
+  // NOTE: a quarter warp takes 8 consecutive rows of one chunk (distinct banks through the
+  // swizzle) and stores 8 consecutive 16-byte rows of one core matrix: no bank conflicts.
+  auto permute_tokens = [&](unsigned base, unsigned perm) {
+    if constexpr (S::kWgmma) {
+      static_assert(T == 2 * BM, "one thread per token row and step pair");
+      const int r = tid % BM, sp = tid / BM;
+      unsigned words[4][4];
+#pragma unroll
+      for (int tt = 0; tt < 4; ++tt) {
+        const uint4 v = lds_128(base + r * S::kARowBytes + (((2 * tt + sp) ^ (r % 8)) * 16));
+        words[tt][0] = v.x;
+        words[tt][1] = v.y;
+        words[tt][2] = v.z;
+        words[tt][3] = v.w;
+      }
+#pragma unroll
+      for (int w = 0; w < 4; ++w)
+        sts_128(perm + (r / 8) * 1024 + (2 * sp + w / 2) * 256 + (w % 2) * 128 + (r % 8) * 16,
+                make_uint4(words[0][w], words[1][w], words[2][w], words[3][w]));
+    }
+  };
+  unsigned perm_buffer = smem_base + S::kPermOffset;  // wgmma: the permuted tokens of the current tile
 
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const int warp_k = warp / (Cfg::kWarpsM * Cfg::kWarpsN);
@@ -357,7 +383,8 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
       wgmma_fence();  // a (and the first time dst) were written by ordinary instructions
       // Core matrices of step s start at 256 s; along K (the two halves) 128 bytes apart, along
       // the tokens (groups of 8) 1024.
-      wgmma_m64n64k16_rs<Cfg::kActBf16>(reinterpret_cast<float(&)[32]>(dst), a, wgmma_descriptor(base + step * 256, 128, 1024));
+      wgmma_m64n64k16_rs<Cfg::kActBf16>(reinterpret_cast<float(&)[32]>(dst), a,
+                                        wgmma_descriptor(perm_buffer + step * 256, 128, 1024));
     } else {
 #pragma unroll
       for (int mt = 0; mt < kTilesM; ++mt) mma_m16n8k16<Cfg::kActBf16>(dst[mt], a, tok[mt][2 * q], tok[mt][2 * q + 1]);
@@ -474,12 +501,8 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     } else {
       compute_canonical(path, base, decoded, dst);
     }
-    if constexpr (S::kWgmma) {
-      // NOTE: all of the tile's MMAs complete here: the next barrier lets other threads refill
-      // this stage, which the tensor cores read asynchronously until then.
-      wgmma_commit();
-      wgmma_wait<0>();
-    }
+    // The tile's MMAs stay in flight: they read only registers and the permuted buffer.
+    if constexpr (S::kWgmma) wgmma_commit();
   };
 
   auto compute_stage = [&](int stage, const LaneScale (&scales)[kTilesN][2]) {
@@ -547,19 +570,26 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
       const int j = j0 + q;
       if (j < num_steps) {
         cp_async_wait<kSteps - 2>();
-        // NOTE: cp.async writes through the generic proxy, wgmma reads shared memory through the
-        // async proxy: each thread orders its landed copies for it before the barrier.
-        if constexpr (S::kWgmma) fence_proxy_async_shared();
+        if constexpr (S::kWgmma) wgmma_wait<1>();  // tile j - 2's MMAs are done with its buffer
         __syncthreads();  // step j is visible to all; every warp is done with step j - 1's stages
+        if constexpr (S::kWgmma) {
+          perm_buffer = smem_base + S::kPermOffset + (j % 2) * S::kPermBufferBytes;
+          permute_tokens(smem_base + q * S::kStageBytes, perm_buffer);
+          // NOTE: st.shared writes through the generic proxy, wgmma reads shared memory through
+          // the async proxy: each thread orders its stores for it before the barrier.
+          fence_proxy_async_shared();
+        }
         const int next = j + kSteps - 1;
         const int next_slot = (q + kSteps - 1) % kSteps;
         if (next < num_steps) issue_step(next_slot, next);
         cp_async_commit();
+        if constexpr (S::kWgmma) __syncthreads();  // the permuted tile is complete
         if (j * G + warp_k < num_k_tiles) compute_stage(q * G + warp_k, scale_ring[q]);
       }
     }
   }
   cp_async_wait<0>();
+  if constexpr (S::kWgmma) wgmma_wait<0>();
   __syncthreads();  // the ring is free: the epilogue reuses its shared memory
 
   // Epilogue. 1) K groups: groups 1.. hand their accumulators to group 0, which adds them in
@@ -680,8 +710,10 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 
 }  // namespace moeq_dev
 
-extern "C" __global__ void __launch_bounds__(moeq_dev::MoeGemmShape<MoeGemmCfg>::kThreads,
-                                             MoeGemmCfg::kMinCtasPerSm > 0 ? MoeGemmCfg::kMinCtasPerSm : 1)
+// NOTE: a minimum of 0 CTAs per SM, not 1, when no cap is asked: with 1 ptxas may use up to 255
+// registers and did (32x128 INT4 75 -> 99 registers, MXFP4 8x128 77 -> 96), which cost 9-16% at
+// M = 256 through fewer resident CTAs (GEMM v5, bench/results/2026-11-30-h200-gemm-v5.md).
+extern "C" __global__ void __launch_bounds__(moeq_dev::MoeGemmShape<MoeGemmCfg>::kThreads, MoeGemmCfg::kMinCtasPerSm)
     moeq_moe_gemm(moeq_dev::MoeGemmParams params) {
   moeq_dev::moe_gemm_block<MoeGemmCfg>(params);
 }

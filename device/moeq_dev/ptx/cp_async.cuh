@@ -1,6 +1,6 @@
 #pragma once
-// Asynchronous global -> shared copies (cp.async, sm_80+) and vector shared-memory loads by
-// 32-bit shared-window address, one wrapper each.
+// Asynchronous global -> shared copies (cp.async, sm_80+) and vector shared-memory loads and
+// stores by 32-bit shared-window address, one wrapper each.
 // NOTE: NVRTC-safe: no standard headers.
 
 namespace moeq_dev {
@@ -11,13 +11,6 @@ namespace moeq_dev {
 __device__ __forceinline__ void cp_async_16(unsigned smem_dst, const void* src, bool valid) {
   const int src_bytes = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_dst), "l"(src), "r"(src_bytes) : "memory");
-}
-
-// cp.async.ca.shared.global, 4 bytes (L1-cached: the other pairs of the line follow at once);
-// src_bytes = 0 writes zeros and reads nothing.
-__device__ __forceinline__ void cp_async_4(unsigned smem_dst, const void* src, bool valid) {
-  const int src_bytes = valid ? 4 : 0;
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(smem_dst), "l"(src), "r"(src_bytes) : "memory");
 }
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
@@ -38,6 +31,10 @@ __device__ __forceinline__ uint2 lds_64(unsigned address) {
   uint2 v;
   asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(address));
   return v;
+}
+
+__device__ __forceinline__ void sts_128(unsigned address, uint4 v) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(address), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 
 }  // namespace moeq_dev
