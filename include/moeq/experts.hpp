@@ -2,8 +2,8 @@
 // The experts step: out[t] = sum_k w[t,k] * W2_e(act(W13_e x_t)) over the local experts of
 // token t (CONTRACT §2). Host API in the CUTLASS style: can_implement -> Experts (plan) ->
 // workspace_bytes -> apply. apply never allocates device memory or synchronizes; on the GPU the
-// first apply of a configuration compiles (or loads from the disk cache) its kernels, so warm
-// up once before capturing a CUDA graph (docs/design.md).
+// first apply of a configuration compiles (or loads from the disk cache) its kernels, so call
+// warm_up once before capturing a CUDA graph (docs/design.md).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -107,6 +107,12 @@ class Experts {
 
   // Workspace sizes for M standard rows, or E*T batched rows when `batched_tokens_per_expert` > 0.
   WorkspaceSizes workspace_bytes(int64_t num_tokens, int64_t batched_tokens_per_expert = 0) const;
+
+  // CUDA backend: loads every kernel this layer's apply can launch, for any M, layout and ids
+  // dtype (compiling what the disk cache lacks; `moeq compile` fills it ahead of time), so that
+  // no later apply compiles or loads anything, e.g. under CUDA-graph capture. Synchronous; the
+  // CPU backend has nothing to load.
+  void warm_up() const;
 
   // Runs the experts step. Validates every argument first; on error nothing is written.
   void apply(const WeightView& w13, const WeightView& w2, const ExpertsInputs& inputs,

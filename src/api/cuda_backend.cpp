@@ -5,6 +5,7 @@
 
 #include "cuda/driver.hpp"
 #include "cuda/elementwise.hpp"
+#include "cuda/layer_kernels.hpp"
 #include "cuda/moe_gemm.hpp"
 #include "cuda/routing.hpp"
 #include "moeq/error.hpp"
@@ -201,5 +202,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   reduce.row_map = perm.inv_permuted_idx;
   cuda::topk_reduce(reduce, stream);
 }
+
+void warm_up_cuda(const ExpertsDesc& desc) { cuda::load_layer_kernels(desc); }
 
 }  // namespace moeq::api

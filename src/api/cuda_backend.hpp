@@ -17,6 +17,9 @@ void validate_device_weights(const WeightDesc& desc, const WeightView& view, con
 // Both workspaces 16-byte aligned when the plan uses them.
 void validate_device_workspaces(const void* workspace1, const void* workspace2);
 
+// Experts::warm_up on the CUDA backend: every kernel of the layer loaded (cuda/layer_kernels.hpp).
+void warm_up_cuda(const ExpertsDesc& desc);
+
 void apply_cuda(const ExpertsDesc& desc, const plan::PlanShape& shape, const plan::WorkspacePlan& plan,
                 const WeightView& w13, const WeightView& w2, const ExpertsInputs& inputs, const ExpertsOutput& output,
                 void* workspace1, void* workspace2, void* stream);

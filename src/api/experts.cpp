@@ -100,6 +100,10 @@ WorkspaceSizes Experts::workspace_bytes(int64_t num_tokens, int64_t batched_toke
   return {plan.workspace1_bytes, plan.workspace2_bytes};
 }
 
+void Experts::warm_up() const {
+  if (impl_->backend == Backend::cuda) api::warm_up_cuda(impl_->desc);
+}
+
 void Experts::apply(const WeightView& w13, const WeightView& w2, const ExpertsInputs& inputs,
                     const ExpertsOutput& output, void* workspace1, void* workspace2, void* stream) const {
   const ExpertsDesc& d = impl_->desc;

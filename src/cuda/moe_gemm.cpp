@@ -352,6 +352,14 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
   launch(f, shape, stream, offsets_ptr, counts_ptr, counts_int64, rows, experts, table, count);
 }
 
+void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& requested) {
+  const GemmTile tile = tile_for_device(requested);
+  for (bool prepared : {false, true})
+    loaded_function(moe_gemm_kernel_spec(w, act_dtype, tile, prepared), gemm_smem_bytes(tile, w),
+                    gemm_static_smem_bytes(tile));
+  loaded_function(moe_gemm_segments_kernel_spec(w, act_dtype, tile));
+}
+
 GemmTile tile_for_device(GemmTile tile) {
   // NOTE: the device is selected once per process, so its attributes are queried once.
   static const DeviceInfo device = current_device_info();

@@ -108,6 +108,10 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
 // The segment-table builder lives in the same module as the GEMM of that config.
 jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile,
                                               bool prepared_codes = false);
+// Loads (compiling what the disk cache lacks) the kernels a GEMM of this tile launches on this
+// device, for both code layouts, and its segment-table builder, exactly as their first launches
+// would (shared-memory limit included), so that later launches load nothing.
+void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& tile);
 // Every config the planner can emit (planner_tiles, canonical and prepared codes, bf16 and f16,
 // INT scales in the activation dtype), plus the other INT scale dtypes and zero points on one
 // tile; the source text does not depend on bias, global scales or the layout.

@@ -125,6 +125,11 @@ const LoadedKernel& KernelCache::load(const KernelSpec& spec) {
   return loaded_.emplace(loaded_key, std::move(kernel)).first->second;
 }
 
+size_t KernelCache::num_loaded() {
+  std::lock_guard<std::mutex> lock(load_mutex_);
+  return loaded_.size();
+}
+
 KernelCache& kernel_cache() {
   static KernelCache cache(jit_options());
   return cache;

@@ -56,6 +56,8 @@ class KernelCache {
   // (and its CUfunction) for the life of the process.
   const LoadedKernel& load(const KernelSpec& spec);
   cuda::CUfunction function(const KernelSpec& spec) { return load(spec).function; }
+  // Kernels loaded so far by this process (tests: a warmed-up layer loads nothing more).
+  size_t num_loaded();
 
   Cache& cache() { return cache_; }
   const JitOptions& options() const { return options_; }

@@ -92,6 +92,13 @@ INSTANTIATE_TEST_SUITE_P(Experts, EveryPairAndActivation,
                                             ::testing::ValuesIn(all_values<Activation>())),
                          pair_name);
 
+TEST(Experts, WarmUpOnTheCpuBackendHasNothingToLoad) {
+  Options o;
+  o.backend = Backend::cpu;
+  const Experts experts(small_desc(WeightFormat::int4, ActFormat::none, Activation::silu), o);
+  EXPECT_NO_THROW(experts.warm_up());
+}
+
 TEST(Experts, VariantsOfTheLayer) {
   // gpt-oss style: interleaved gate/up, SWIGLUOAI with its own alpha/limit, f32 bias.
   ExpertsDesc oss = small_desc(WeightFormat::mxfp4, ActFormat::none, Activation::swiglu_oai);

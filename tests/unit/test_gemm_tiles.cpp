@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <set>
 
+#include "cuda/layer_kernels.hpp"
 #include "cuda/moe_gemm.hpp"
+#include "io/presets.hpp"
 #include "moeq/error.hpp"
 
 namespace moeq {
@@ -134,6 +136,36 @@ TEST(GemmTiles, SharedMemoryCoversTheRingAndTheEpilogue) {
   // fit too.
   const cuda::GemmTile split = cuda::parse_gemm_tile("8x32/1x1x4/16/k4");
   EXPECT_GE(cuda::gemm_smem_bytes(split, w4), 32 * (1 * 2 * 4) * 4);
+}
+
+// Experts::warm_up and `moeq compile` load layer_kernel_specs: every tile the planner can pick
+// for the layer (any block size and row count, batch-invariant included) must be there, for
+// both GEMMs and both code layouts; a bad extra tile is refused by name.
+TEST(GemmTiles, LayerKernelsCoverEveryPlannerPick) {
+  for (const char* scheme : {"int4-g128", "mxfp4", "fp8-block", "nvfp4", "int8-ch", "mxfp8:f16"}) {
+    ExpertsDesc d = io::find_preset("qwen3-30b-a3b").desc;
+    io::apply_scheme(scheme, d);
+    std::set<std::string> sources;
+    for (const jit::KernelSpec& spec : cuda::layer_kernel_specs(d)) sources.insert(spec.source);
+    for (int block_m : {8, 16, 32, 64})
+      for (int64_t rows : {int64_t{1}, cuda::kFewRoutedRows, cuda::kFewRoutedRows + 1, int64_t{100000}, cuda::kTileForAnyRows}) {
+        const cuda::GemmTile tile = cuda::gemm_tile_for(d.weight_format, block_m, rows);
+        for (const WeightDesc& w : {d.w13(), d.w2()})
+          for (bool prepared : {false, true}) {
+            EXPECT_TRUE(sources.count(cuda::moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared).source))
+                << scheme << " tile " << tile.to_string() << (prepared ? " prepared" : "");
+            EXPECT_TRUE(sources.count(cuda::moe_gemm_segments_kernel_spec(w, d.act_dtype, tile).source))
+                << scheme << " segments of tile " << tile.to_string();
+          }
+      }
+  }
+  ExpertsDesc d = io::find_preset("qwen3-30b-a3b").desc;
+  try {
+    cuda::layer_kernel_specs(d, {cuda::parse_gemm_tile("64x128/1x4x1/4/w"), cuda::parse_gemm_tile("48x128/1x4x1/4")});
+    ADD_FAILURE() << "an illegal extra tile was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("48x128/1x4x1/4"));
+  }
 }
 
 }  // namespace

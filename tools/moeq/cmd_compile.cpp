@@ -6,10 +6,8 @@
 #include <vector>
 
 #include "cuda/driver.hpp"
-#include "cuda/elementwise.hpp"
+#include "cuda/layer_kernels.hpp"
 #include "cuda/moe_gemm.hpp"
-#include "cuda/prepare.hpp"
-#include "cuda/routing.hpp"
 #include "io/presets.hpp"
 #include "jit/compiler.hpp"
 #include "jit/nvrtc.hpp"
@@ -36,31 +34,17 @@ jit::Arch parse_arch(const std::string& text) {
   throw Error("--arch = '" + text + "' is not one of sm_80, sm_89, sm_90, sm_90a");
 }
 
-// Every kernel the layer's experts step can launch: routing, both GEMMs at every tile the
-// planner picks, for prepared and canonical codes (and their segment-table entry), the code
-// transform, activation, quantization.
-// Extra tiles (`--tile`) are compiled for the GEMMs too, e.g. ahead of `moeq bench --tile`.
-std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std::vector<std::string>& extra_tiles) {
-  std::vector<jit::KernelSpec> specs = cuda::routing_kernel_specs();
-  std::vector<cuda::GemmTile> tiles = cuda::planner_tiles(d.weight_format);
-  for (const auto& text : extra_tiles) {
+// The GEMM tiles of `--tile`: texts, or "candidates" for all the tuning candidates.
+std::vector<cuda::GemmTile> extra_tiles(const std::vector<std::string>& texts) {
+  std::vector<cuda::GemmTile> tiles;
+  for (const auto& text : texts) {
     if (text == "candidates") {
       for (const auto& t : cuda::gemm_tile_candidates()) tiles.push_back(t);
     } else {
       tiles.push_back(cuda::parse_gemm_tile(text));
     }
   }
-  for (const auto& tile : tiles) {
-    if (const auto reasons = cuda::gemm_tile_reasons(tile, d.w13()); !reasons.empty()) throw Error(reasons.front());
-    for (bool prepared : {true, false}) {
-      specs.push_back(cuda::moe_gemm_kernel_spec(d.w13(), d.act_dtype, tile, prepared));
-      specs.push_back(cuda::moe_gemm_segments_kernel_spec(d.w13(), d.act_dtype, tile, prepared));
-    }
-  }
-  specs.push_back(cuda::prepare_kernel_spec());
-  specs.push_back(cuda::activation_kernel_spec(d.activation.kind, d.interleaved_gate_up, d.act_dtype));
-  if (d.act_format != ActFormat::none) specs.push_back(cuda::quantize_kernel_spec(d.act_format, d.act_dtype));
-  return specs;
+  return tiles;
 }
 
 int run_compile(const CompileArgs& a) {
@@ -83,7 +67,7 @@ int run_compile(const CompileArgs& a) {
               cache.cache().info().dir.c_str());
   int compiled = 0, hits = 0;
   double total_ms = 0.0;
-  for (const auto& spec : layer_kernel_specs(desc, a.tiles)) {
+  for (const auto& spec : cuda::layer_kernel_specs(desc, extra_tiles(a.tiles))) {
     const jit::CubinLookup r = cache.lookup(spec, arch);
     const bool was_compiled = r.origin == jit::CubinOrigin::kCompiled;
     compiled += was_compiled;

@@ -1,0 +1,51 @@
+#include "cuda/layer_kernels.hpp"
+
+#include "cuda/elementwise.hpp"
+#include "cuda/prepare.hpp"
+#include "cuda/routing.hpp"
+#include "moeq/error.hpp"
+
+namespace moeq::cuda {
+namespace {
+
+// The GEMM tiles of the layer: the planner's, then the extra ones.
+std::vector<GemmTile> layer_tiles(const ExpertsDesc& d, const std::vector<GemmTile>& extra_tiles) {
+  std::vector<GemmTile> tiles = planner_tiles(d.weight_format);
+  for (const GemmTile& tile : extra_tiles) {
+    if (const auto reasons = gemm_tile_reasons(tile, d.w13()); !reasons.empty()) throw Error(reasons.front());
+    tiles.push_back(tile);
+  }
+  return tiles;
+}
+
+// The kernels that are not GEMMs.
+std::vector<jit::KernelSpec> other_kernel_specs(const ExpertsDesc& d) {
+  std::vector<jit::KernelSpec> specs = routing_kernel_specs();
+  specs.push_back(prepare_kernel_spec());
+  specs.push_back(activation_kernel_spec(d.activation.kind, d.interleaved_gate_up, d.act_dtype));
+  if (d.act_format != ActFormat::none) specs.push_back(quantize_kernel_spec(d.act_format, d.act_dtype));
+  return specs;
+}
+
+}  // namespace
+
+std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std::vector<GemmTile>& extra_tiles) {
+  std::vector<jit::KernelSpec> specs = other_kernel_specs(d);
+  for (const GemmTile& tile : layer_tiles(d, extra_tiles))
+    for (const WeightDesc& w : {d.w13(), d.w2()})
+      for (bool prepared : {true, false}) {
+        specs.push_back(moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared));
+        specs.push_back(moe_gemm_segments_kernel_spec(w, d.act_dtype, tile, prepared));
+      }
+  return specs;
+}
+
+void load_layer_kernels(const ExpertsDesc& d) {
+  for (const jit::KernelSpec& spec : other_kernel_specs(d)) jit::kernel_cache().function(spec);
+  // NOTE: through the GEMM's own loader: it also raises the shared-memory limit of each
+  // function, which a first launch would otherwise do (under a graph capture).
+  for (const GemmTile& tile : layer_tiles(d, {}))
+    for (const WeightDesc& w : {d.w13(), d.w2()}) load_moe_gemm(w, d.act_dtype, tile);
+}
+
+}  // namespace moeq::cuda

@@ -1,0 +1,25 @@
+#pragma once
+// The kernels of one layer's experts step: what `moeq compile` puts in the disk cache and what
+// Experts::warm_up loads into the process, so that no apply compiles or loads anything after it
+// (CUDA-graph capture).
+#include <vector>
+
+#include "cuda/moe_gemm.hpp"
+#include "jit/compiler.hpp"
+#include "moeq/experts.hpp"
+
+namespace moeq::cuda {
+
+// Every kernel the layer's experts step can launch, for any M, layout and ids dtype: routing
+// (align, permute, reduce; every ids and weights dtype), both GEMMs at every tile the planner
+// can pick for the format (gemm_tile_for over block sizes and row counts), with canonical and
+// prepared codes, and their segment-table builders, the code transform, the activation and the
+// activation quantizer. `extra_tiles` (legal for the layer, else moeq::Error) are added to the
+// GEMM tiles, e.g. ahead of `moeq bench --tile`.
+std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& desc, const std::vector<GemmTile>& extra_tiles = {});
+
+// Loads every kernel of layer_kernel_specs (no extra tiles) on the current device, compiling
+// what the disk cache lacks, as their first launches would.
+void load_layer_kernels(const ExpertsDesc& desc);
+
+}  // namespace moeq::cuda
