@@ -75,8 +75,22 @@ struct ExpertsInputs {
   const void* expert_num_tokens = nullptr;
   DType expert_num_tokens_dtype = DType::i32;
   int64_t max_tokens_per_expert = 0;  // T
+  // CUDA backend: values apply cannot check without a sync (a topk id outside [-1, E_g), an
+  // expert_map value outside [-1, E), a masked count outside [0, T]) drop the rows concerned
+  // (non-local slots, clamped counts) and OR kInputError* bits into this int32 in device memory
+  // (4-byte aligned). apply never clears it: the caller zeroes it, and reads it after a sync,
+  // e.g. once per many graph replays (describe_input_errors words it). Null: the bits go to a
+  // word in workspace 2 that nobody reads. The CPU backend throws moeq::Error for such values.
+  int32_t* error_word = nullptr;
   bool is_batched() const { return expert_num_tokens != nullptr; }
 };
+
+// Bits of ExpertsInputs::error_word.
+constexpr int32_t kInputErrorBadTopkId = 1;        // a topk id outside [-1, num_global_experts)
+constexpr int32_t kInputErrorBadExpertMap = 2;     // an expert_map value outside [-1, num_experts)
+constexpr int32_t kInputErrorBatchedOverflow = 4;  // a masked count outside [0, T], or an expert got > T rows
+// The bits in words ("" for 0), e.g. for the moeq::Error a caller throws after reading the word.
+std::string describe_input_errors(int32_t bits);
 
 // One caller-owned output: [M, K] (standard) or [E, T, K] (masked), act_dtype.
 struct ExpertsOutput {

@@ -65,6 +65,8 @@ void validate_device_inputs(const ExpertsDesc& d, Layout layout, const ExpertsIn
   // NOTE: row indices are int32 on the device.
   if (rows * (batched ? 1 : d.top_k) >= (int64_t{1} << 31))
     throw Error("the step has " + std::to_string(rows * (batched ? 1 : d.top_k)) + " routed rows; the GPU path takes fewer than 2^31");
+  if (in.error_word != nullptr && reinterpret_cast<uintptr_t>(in.error_word) % 4 != 0)
+    throw Error("error_word is not aligned to 4 bytes");
   if (rows == 0) return;
   require(in.hidden, "hidden", 16);
   require(out.out, "out", 4);
@@ -101,8 +103,12 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
       shape.layout == Layout::masked ? d.num_experts * shape.max_tokens_per_expert : shape.num_tokens * d.top_k;
   const cuda::GemmTile tile = cuda::gemm_tile_for(d.weight_format, static_cast<int>(shape.block_m),
                                                   shape.batch_invariant ? cuda::kTileForAnyRows : routed_rows);
-  const CUdeviceptr error_flags = buffer("error_flags");
-  cuda::check(cuda::driver().cuMemsetD8Async(error_flags, 0, 4, stream), "cuMemsetD8Async(error_flags)");
+  // The caller's error word accumulates (the caller clears it); the workspace's is cleared per call.
+  CUdeviceptr error_flags = dptr(in.error_word);
+  if (error_flags == 0) {
+    error_flags = buffer("error_flags");
+    cuda::check(cuda::driver().cuMemsetD8Async(error_flags, 0, 4, stream), "cuMemsetD8Async(error_flags)");
+  }
 
   cuda::MoeGemmArgs g1;
   g1.weights_desc = d.w13();
@@ -131,7 +137,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     const int64_t T = in.max_tokens_per_expert, rows = E * T;
     const CUdeviceptr table = buffer("block_table"), count = buffer("num_blocks");
     cuda::build_segments(g1.weights_desc, c, tile, 0, dptr(in.expert_num_tokens), in.expert_num_tokens_dtype, T, E,
-                         table, count, stream);
+                         table, count, error_flags, stream);
     for (cuda::MoeGemmArgs* g : {&g1, &g2}) {
       g->gather = false;
       g->block_table = table;
@@ -189,7 +195,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   const CUdeviceptr permuted = buffer("permuted_hidden");
   cuda::permute(ids, {dptr(in.hidden), hidden_stride * elem, K * elem, permuted, K * elem}, perm, stream);
   const CUdeviceptr table = buffer("block_table"), count = buffer("num_blocks");
-  cuda::build_segments(g1.weights_desc, c, tile, perm.offsets, 0, DType::i32, 0, E, table, count, stream);
+  cuda::build_segments(g1.weights_desc, c, tile, perm.offsets, 0, DType::i32, 0, E, table, count, 0, stream);
   for (cuda::MoeGemmArgs* g : {&g1, &g2}) {
     g->gather = false;
     g->block_table = table;
@@ -204,5 +210,9 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
 }
 
 void warm_up_cuda(const ExpertsDesc& desc) { cuda::load_layer_kernels(desc); }
+
+static_assert(kInputErrorBadTopkId == cuda::kRoutingErrorBadTopkId && kInputErrorBadExpertMap == cuda::kRoutingErrorBadExpertMap &&
+                  kInputErrorBatchedOverflow == cuda::kRoutingErrorBatchedOverflow,
+              "the public error-word bits are the routing kernels' bits");
 
 }  // namespace moeq::api

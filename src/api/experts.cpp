@@ -6,6 +6,7 @@
 
 #include "api/cuda_backend.hpp"
 #include "api/validate.hpp"
+#include "cuda/routing.hpp"
 #include "moeq/error.hpp"
 #include "plan/legality.hpp"
 #include "plan/workspace.hpp"
@@ -99,6 +100,8 @@ WorkspaceSizes Experts::workspace_bytes(int64_t num_tokens, int64_t batched_toke
   const auto plan = plan::plan_workspaces(impl_->desc, impl_->shape_for(num_tokens, batched_tokens_per_expert, batched));
   return {plan.workspace1_bytes, plan.workspace2_bytes};
 }
+
+std::string describe_input_errors(int32_t bits) { return cuda::describe_routing_errors(bits); }
 
 void Experts::warm_up() const {
   if (impl_->backend == Backend::cuda) api::warm_up_cuda(impl_->desc);

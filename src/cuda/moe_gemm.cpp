@@ -336,7 +336,7 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
 
 void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, CUdeviceptr offsets,
                     CUdeviceptr counts, DType counts_dtype, int64_t rows_per_expert, int64_t num_experts,
-                    CUdeviceptr block_table, CUdeviceptr num_blocks, CUstream stream) {
+                    CUdeviceptr block_table, CUdeviceptr num_blocks, CUdeviceptr error_flags, CUstream stream) {
   if (num_experts > 4096) throw Error("build_segments: num_experts = " + std::to_string(num_experts) + " exceeds 4096");
   if ((offsets == 0) == (counts == 0)) throw Error("build_segments: give exactly one of offsets and counts");
   const CUfunction f = loaded_function(moe_gemm_segments_kernel_spec(w, act_dtype, tile_for_device(tile)));
@@ -347,9 +347,10 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
   const int experts = static_cast<int>(num_experts);
   int* table = as_ptr<int>(block_table);
   int* count = as_ptr<int>(num_blocks);
+  int* errors = as_ptr<int>(error_flags);
   LaunchShape shape;
   shape.block_x = 256;
-  launch(f, shape, stream, offsets_ptr, counts_ptr, counts_int64, rows, experts, table, count);
+  launch(f, shape, stream, offsets_ptr, counts_ptr, counts_int64, rows, experts, table, count, errors);
 }
 
 void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& requested) {

@@ -99,10 +99,12 @@ void moe_gemm(const MoeGemmArgs& args, CUstream stream);
 // Segment table of the contiguous / masked layouts: segment_capacity (reference/routing.hpp)
 // blocks of {expert, first row, rows}, int32 x 3 each, plus the count (int32 [1]).
 using ref::segment_capacity;
-// offsets: int64 [E+1] (contiguous), or 0 with counts [E] (i32/i64) and rows_per_expert = T.
+// offsets: int64 [E+1] (contiguous), or 0 with counts [E] (i32/i64) and rows_per_expert = T;
+// a count outside [0, T] is clamped and ORs kRoutingErrorBatchedOverflow into *error_flags
+// (int32; 0 = no error word).
 void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, CUdeviceptr offsets,
                     CUdeviceptr counts, DType counts_dtype, int64_t rows_per_expert, int64_t num_experts,
-                    CUdeviceptr block_table, CUdeviceptr num_blocks, CUstream stream);
+                    CUdeviceptr block_table, CUdeviceptr num_blocks, CUdeviceptr error_flags, CUstream stream);
 
 jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes = false);
 // The segment-table builder lives in the same module as the GEMM of that config.

@@ -211,7 +211,9 @@ std::string describe_routing_errors(int flags) {
   };
   add(kRoutingErrorBadTopkId, "a topk id is outside [-1, num_global_experts)");
   add(kRoutingErrorBadExpertMap, "an expert_map value is outside [-1, num_experts)");
-  add(kRoutingErrorBatchedOverflow, "an expert received more than max_tokens_per_expert rows");
+  add(kRoutingErrorBatchedOverflow,
+      "an expert received more than max_tokens_per_expert rows, or an expert_num_tokens value is outside [0, "
+      "max_tokens_per_expert]");
   return text;
 }
 

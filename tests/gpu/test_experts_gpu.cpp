@@ -3,7 +3,9 @@
 // workspaces (io::verify_on_gpu), batch invariance, Experts::warm_up and CUDA-graph replay.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "cuda/driver.hpp"
 #include "io/device_problem.hpp"
@@ -103,6 +105,68 @@ TEST(ExpertsGpu, WarmUpLoadsEveryKernelApplyLaunches) {
         EXPECT_EQ(cache.num_loaded(), warmed) << c.label() << (o.batch_invariant ? " batch-invariant" : "")
                                               << ": apply loaded a kernel that warm_up did not";
       }
+}
+
+// Runs `p` once on the GPU in `layout` with an error word (zeroed first unless `word` is given)
+// and returns the word.
+int32_t error_word_after_apply(const io::HostProblem& p, Layout layout, cuda::DeviceBuffer* word = nullptr) {
+  Options o;
+  o.backend = Backend::cuda;
+  o.layout = layout;
+  const Experts experts(p.desc, o);
+  io::DeviceProblem dev = io::upload_problem(p);
+  const auto ws = p.is_batched() ? experts.workspace_bytes(0, p.max_tokens_per_expert) : experts.workspace_bytes(p.num_tokens);
+  cuda::DeviceBuffer ws1(std::max<int64_t>(ws.workspace1_bytes, 1)), ws2(std::max<int64_t>(ws.workspace2_bytes, 1));
+  cuda::DeviceBuffer out(static_cast<size_t>(p.output_rows() * p.desc.hidden_size * 2));
+  cuda::DeviceBuffer own_word(4);
+  if (word == nullptr) {
+    own_word.fill_bytes(0);
+    word = &own_word;
+  }
+  auto ptr = [](const cuda::DeviceBuffer& b) { return reinterpret_cast<void*>(static_cast<uintptr_t>(b.ptr())); };
+  ExpertsInputs inputs = dev.inputs;
+  inputs.error_word = static_cast<int32_t*>(ptr(*word));
+  cuda::Stream stream;
+  experts.apply(dev.w13, dev.w2, inputs, {ptr(out), 0}, ptr(ws1), ptr(ws2), stream.get());
+  stream.synchronize();
+  int32_t bits = 0;
+  word->download(&bits, sizeof(bits));
+  return bits;
+}
+
+TEST(ExpertsGpu, BadRoutingValuesSetTheCallersErrorWord) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  const ExpertsDesc d = layer("mxfp4", Activation::silu);
+  for (Layout layout : {Layout::indexed, Layout::contiguous}) {
+    io::GenerateOptions g;
+    g.num_tokens = 16;
+    io::HostProblem p = io::generate_problem(d, g);
+    EXPECT_EQ(error_word_after_apply(p, layout), 0) << to_string(layout) << ": valid routing";
+    int32_t* ids = reinterpret_cast<int32_t*>(p.topk_ids.data());
+    ids[5] = static_cast<int32_t>(d.global_experts());  // one past the last global expert
+    cuda::DeviceBuffer word(4);
+    word.fill_bytes(0);
+    EXPECT_EQ(error_word_after_apply(p, layout, &word), kInputErrorBadTopkId) << to_string(layout);
+    // An expert_map value past the local experts, on an id the batch uses; the word keeps the
+    // first call's bit (apply never clears the caller's word).
+    ids[5] = 0;
+    p.expert_map.assign(static_cast<size_t>(d.global_experts()), 0);
+    for (int32_t e = 0; e < static_cast<int32_t>(d.global_experts()); ++e) p.expert_map[e] = e;
+    p.expert_map[0] = static_cast<int32_t>(d.num_experts);
+    EXPECT_EQ(error_word_after_apply(p, layout, &word), kInputErrorBadTopkId | kInputErrorBadExpertMap) << to_string(layout);
+    const std::string words = describe_input_errors(kInputErrorBadTopkId | kInputErrorBadExpertMap);
+    EXPECT_NE(words.find("topk id"), std::string::npos) << words;
+    EXPECT_NE(words.find("expert_map"), std::string::npos) << words;
+  }
+  io::GenerateOptions g;
+  g.num_tokens = 16;
+  g.batched = true;
+  io::HostProblem batched = io::generate_problem(d, g);
+  EXPECT_EQ(error_word_after_apply(batched, Layout::masked), 0) << "masked: valid counts";
+  batched.expert_num_tokens[2] = static_cast<int32_t>(batched.max_tokens_per_expert + 1);
+  EXPECT_EQ(error_word_after_apply(batched, Layout::masked), kInputErrorBatchedOverflow) << "masked: a count above T";
+  batched.expert_num_tokens[2] = -1;
+  EXPECT_EQ(error_word_after_apply(batched, Layout::masked), kInputErrorBatchedOverflow) << "masked: a negative count";
 }
 
 TEST(ExpertsGpu, GraphCaptureReplaysWithNewRouting) {

@@ -215,7 +215,7 @@ ErrorStats run_masked(const GemmCase& c, const cuda::GemmTile& tile, const HostW
   const int64_t max_blocks = cuda::segment_capacity(E * T, E, tile.block_m);
   cuda::DeviceBuffer table(static_cast<size_t>(max_blocks * 12)), num_blocks(4), out(static_cast<size_t>(E * T * N * 2));
   out.fill_bytes(0xFF);
-  cuda::build_segments(c.w, c.act, tile, 0, counts_d.ptr(), DType::i32, T, E, table.ptr(), num_blocks.ptr(), stream);
+  cuda::build_segments(c.w, c.act, tile, 0, counts_d.ptr(), DType::i32, T, E, table.ptr(), num_blocks.ptr(), 0, stream);
   cuda::MoeGemmArgs g = gemm_args(c, dw, tile, a_d.ptr(), out.ptr(), prepared);
   g.gather = false;
   g.block_table = table.ptr();

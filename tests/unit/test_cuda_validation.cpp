@@ -96,6 +96,12 @@ TEST(CudaValidation, InputsAlignmentStridesAndRowBounds) {
   EXPECT_THAT(error_of([&] { api::validate_device_inputs(d, Layout::indexed, bad, out); }),
               HasSubstr("hidden_row_stride = 260 must be >= K and a multiple of 8"));
   bad = in;
+  bad.error_word = static_cast<int32_t*>(const_cast<void*>(address(0x5002)));
+  EXPECT_THAT(error_of([&] { api::validate_device_inputs(d, Layout::indexed, bad, out); }),
+              HasSubstr("error_word is not aligned to 4 bytes"));
+  bad.error_word = static_cast<int32_t*>(const_cast<void*>(address(0x5004)));
+  EXPECT_EQ(error_of([&] { api::validate_device_inputs(d, Layout::indexed, bad, out); }), "");
+  bad = in;
   bad.topk_ids_dtype = DType::f32;
   EXPECT_THAT(error_of([&] { api::validate_device_inputs(d, Layout::indexed, bad, out); }), HasSubstr("topk_ids dtype = f32"));
   bad = in;
@@ -118,6 +124,14 @@ TEST(CudaValidation, WorkspacesAre16ByteAligned) {
   EXPECT_EQ(error_of([&] { api::validate_device_workspaces(nullptr, nullptr); }), "");
   EXPECT_THAT(error_of([&] { api::validate_device_workspaces(address(0x1000), address(0x2004)); }),
               HasSubstr("workspace2 is not aligned to 16 bytes"));
+}
+
+TEST(CudaValidation, InputErrorBitsAreDescribed) {
+  EXPECT_EQ(describe_input_errors(0), "");
+  EXPECT_THAT(describe_input_errors(kInputErrorBadTopkId), HasSubstr("a topk id is outside [-1, num_global_experts)"));
+  EXPECT_THAT(describe_input_errors(kInputErrorBadExpertMap), HasSubstr("expert_map value is outside [-1, num_experts)"));
+  EXPECT_THAT(describe_input_errors(kInputErrorBatchedOverflow), HasSubstr("expert_num_tokens value is outside [0, "));
+  EXPECT_THAT(describe_input_errors(kInputErrorBadTopkId | kInputErrorBatchedOverflow), HasSubstr("; "));
 }
 
 }  // namespace

@@ -720,7 +720,7 @@ extern "C" __global__ void __launch_bounds__(moeq_dev::MoeGemmShape<MoeGemmCfg>:
 
 extern "C" __global__ void moeq_moe_gemm_segments(const long long* offsets, const void* counts, int counts_int64,
                                                   long long rows_per_expert, int num_experts, int* block_table,
-                                                  int* num_blocks) {
+                                                  int* num_blocks, int* error_flags) {
   moeq_dev::moe_gemm_segments<MoeGemmCfg>(offsets, counts, counts_int64, rows_per_expert, num_experts, block_table,
-                                          num_blocks);
+                                          num_blocks, error_flags);
 }

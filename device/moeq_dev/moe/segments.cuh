@@ -11,21 +11,31 @@ namespace moeq_dev {
 // e's rows start at e * rows_per_expert).
 constexpr int kMaxSegmentExperts = 4096;
 
+// Bit ORed into error_flags (when not null) for a masked count outside [0, T]: the same value as
+// kErrorBatchedOverflow in moe/routing.cuh and kInputErrorBatchedOverflow in the public API.
+constexpr int kSegmentErrorCountOutOfRange = 4;
+
 template <class Cfg>
 __device__ __forceinline__ void moe_gemm_segments(const long long* offsets, const void* counts, int counts_int64,
                                                   long long rows_per_expert, int num_experts, int* block_table,
-                                                  int* num_blocks) {
+                                                  int* num_blocks, int* error_flags) {
   constexpr int BM = Cfg::kBlockM;
   __shared__ int first_block[kMaxSegmentExperts + 1];
   auto rows_of = [&](int e) -> long long {
     if (offsets != nullptr) return offsets[e + 1] - offsets[e];
     // NOTE: counts come from the caller and cannot be checked on the host without a sync: a
-    // count outside [0, T] is clamped so no block reaches past the expert's slab.
+    // count outside [0, T] is clamped so no block reaches past the expert's slab (and flagged
+    // below).
     const long long n = counts_int64 ? static_cast<const long long*>(counts)[e] : static_cast<const int*>(counts)[e];
     return n < 0 ? 0 : n > rows_per_expert ? rows_per_expert : n;
   };
-  for (int e = threadIdx.x; e < num_experts; e += blockDim.x)
+  for (int e = threadIdx.x; e < num_experts; e += blockDim.x) {
+    if (offsets == nullptr && error_flags != nullptr) {
+      const long long n = counts_int64 ? static_cast<const long long*>(counts)[e] : static_cast<const int*>(counts)[e];
+      if (n < 0 || n > rows_per_expert) atomicOr(error_flags, kSegmentErrorCountOutOfRange);
+    }
     first_block[e + 1] = static_cast<int>((rows_of(e) + BM - 1) / BM);
+  }
   __syncthreads();
   // NOTE: a serial prefix over <= 4096 shared-memory entries costs a few microseconds, once per
   // GEMM; the table writes below are parallel.
