@@ -1,5 +1,8 @@
 #include "cuda/layer_kernels.hpp"
 
+#include <set>
+#include <string>
+
 #include "cuda/elementwise.hpp"
 #include "cuda/prepare.hpp"
 #include "cuda/routing.hpp"
@@ -31,11 +34,17 @@ std::vector<jit::KernelSpec> other_kernel_specs(const ExpertsDesc& d) {
 
 std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std::vector<GemmTile>& extra_tiles) {
   std::vector<jit::KernelSpec> specs = other_kernel_specs(d);
+  // NOTE: GEMM1's and GEMM2's configs usually give the same text (N, K and the bias are
+  // run-time), and `moeq compile` would count the copy as a cache hit: each spec once.
+  std::set<std::string> seen;
+  const auto add = [&](jit::KernelSpec spec) {
+    if (seen.insert(spec.entry + "\n" + spec.source).second) specs.push_back(std::move(spec));
+  };
   for (const GemmTile& tile : layer_tiles(d, extra_tiles))
     for (const WeightDesc& w : {d.w13(), d.w2()})
       for (bool prepared : {true, false}) {
-        specs.push_back(moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared));
-        specs.push_back(moe_gemm_segments_kernel_spec(w, d.act_dtype, tile, prepared));
+        add(moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared));
+        add(moe_gemm_segments_kernel_spec(w, d.act_dtype, tile, prepared));
       }
   return specs;
 }

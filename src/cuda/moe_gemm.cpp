@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "cuda/launch.hpp"
+#include "cuda/routing.hpp"
 #include "moeq/error.hpp"
 
 namespace moeq::cuda {
@@ -279,7 +280,9 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "};\n"
     << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n"
     << "static_assert(moeq_dev::MoeGemmShape<MoeGemmCfg>::kSmemBytes == " << gemm_smem_bytes(tile, w)
-    << ", \"host and device disagree on the dynamic shared memory (gemm_smem_bytes)\");\n";
+    << ", \"host and device disagree on the dynamic shared memory (gemm_smem_bytes)\");\n"
+    << "static_assert(moeq_dev::kSegmentErrorCountOutOfRange == " << kRoutingErrorBatchedOverflow
+    << ", \"host and device disagree on the masked-count error bit\");\n";
   return {"moeq_moe_gemm", s.str()};
 }
 
@@ -355,9 +358,11 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
 
 void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& requested) {
   const GemmTile tile = tile_for_device(requested);
-  for (bool prepared : {false, true})
-    loaded_function(moe_gemm_kernel_spec(w, act_dtype, tile, prepared), gemm_smem_bytes(tile, w),
-                    gemm_static_smem_bytes(tile));
+  const int64_t smem = gemm_smem_bytes(tile, w), static_smem = gemm_static_smem_bytes(tile);
+  if (const int max_smem = current_device_info().max_smem_per_block_optin; smem + static_smem > max_smem)
+    throw Error("moe_gemm: tile " + tile.to_string() + " needs " + std::to_string(smem + static_smem) +
+                " bytes of shared memory; this device allows " + std::to_string(max_smem));
+  for (bool prepared : {false, true}) loaded_function(moe_gemm_kernel_spec(w, act_dtype, tile, prepared), smem, static_smem);
   loaded_function(moe_gemm_segments_kernel_spec(w, act_dtype, tile));
 }
 

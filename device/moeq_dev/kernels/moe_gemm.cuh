@@ -1,5 +1,5 @@
 #pragma once
-// Entry point of the quantized MoE GEMM, version 5 (mma.sync m16n8k16, or wgmma for kWgmma
+// Entry point of the quantized MoE GEMM, version 6 (mma.sync m16n8k16, or wgmma for kWgmma
 // tiles; 16-bit activations):
 //   C[dst(r), n] = round(sum_k A[src(r), k] * W_e[n, k] * accumulator scale + bias_e[n])
 // for the rows r of each M block, whose expert e and row mapping come from the layout:

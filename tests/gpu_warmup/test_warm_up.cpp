@@ -1,0 +1,45 @@
+// Experts::warm_up loads every kernel apply can launch. A binary of its own (moeq_gpu_warmup_test)
+// so that nothing is loaded before warm_up: then "apply loads nothing after it" covers every
+// kernel the applies below use, routing and elementwise included, not only the ones no earlier
+// test happened to load.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "cuda/driver.hpp"
+#include "io/presets.hpp"
+#include "io/verify.hpp"
+#include "jit/compiler.hpp"
+
+namespace moeq {
+namespace {
+
+TEST(WarmUpGpu, NoApplyLoadsAKernelAfterWarmUp) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  ExpertsDesc d = io::find_preset("tiny").desc;  // E = 7, top-3, K = 256, I = 128
+  io::apply_scheme("mxfp8:f16", d);
+  d.activation.kind = Activation::gelu_tanh;
+  jit::KernelCache& cache = jit::kernel_cache();
+  ASSERT_EQ(cache.num_loaded(), 0u) << "this process must start with no kernel loaded";
+  Experts(d, Options{}).warm_up();
+  const size_t warmed = cache.num_loaded();
+  EXPECT_GT(warmed, 0u);
+  Options batch_invariant;
+  batch_invariant.batch_invariant = true;
+  int case_index = 0;
+  // M = 1 and 2 route <= 8 slots (the fused align kernel), 33 and more the two-kernel path;
+  // 129 and 600 reach the 32- and 64-row tiles.
+  for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
+    for (int64_t m : {1, 2, 33, 129, 600})
+      for (const Options& o : {Options{}, batch_invariant}) {
+        io::VerifyCase c{d, layout, m, 1, static_cast<uint64_t>(m)};
+        c.codes = case_index++ % 2 == 0 ? CodeLayout::prepared : CodeLayout::canonical;
+        const io::VerifyResult r = io::verify_on_gpu(c, o);
+        EXPECT_TRUE(r.passed) << c.label() << ": rel " << r.error.rel_err;
+        EXPECT_EQ(cache.num_loaded(), warmed) << c.label() << (o.batch_invariant ? " batch-invariant" : "")
+                                              << ": apply loaded a kernel that warm_up did not";
+      }
+}
+
+}  // namespace
+}  // namespace moeq
