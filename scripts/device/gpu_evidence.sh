@@ -21,6 +21,9 @@ tail -1 "$out/compile_cold.txt"; tail -1 "$out/compile_warm.txt"
 
 "$build/moeq_gpu_tests" >"$out/gpu_tests.txt" 2>&1
 echo "gpu tests rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$out/gpu_tests.txt" | head -20
+# Its own process: nothing may be loaded before Experts::warm_up.
+"$build/moeq_gpu_warmup_test" >"$out/gpu_warmup_test.txt" 2>&1
+echo "gpu warm-up test rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$out/gpu_warmup_test.txt"
 
 shift || true
 "$build/moeq" bench "$@" >"$out/bench.txt" 2>&1
