@@ -84,6 +84,10 @@ CUfunction loaded_function(const jit::KernelSpec& spec, int64_t smem_bytes = 0, 
   return f;
 }
 
+// The loaded function of a GEMM or segment-builder config, found by gemm_config_key: the source
+// text is generated only at a config's first use in the process.
+CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared, bool segments);
+
 void require_aligned(CUdeviceptr p, int64_t bytes, const char* name) {
   if (p % static_cast<CUdeviceptr>(bytes) != 0)
     throw Error(std::string("moe_gemm: ") + name + " is not aligned to " + std::to_string(bytes) + " bytes");
@@ -342,7 +346,7 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
                     CUdeviceptr block_table, CUdeviceptr num_blocks, CUdeviceptr error_flags, CUstream stream) {
   if (num_experts > 4096) throw Error("build_segments: num_experts = " + std::to_string(num_experts) + " exceeds 4096");
   if ((offsets == 0) == (counts == 0)) throw Error("build_segments: give exactly one of offsets and counts");
-  const CUfunction f = loaded_function(moe_gemm_segments_kernel_spec(w, act_dtype, tile_for_device(tile)));
+  const CUfunction f = gemm_function(w, act_dtype, tile_for_device(tile), false, true);
   const long long* offsets_ptr = as_ptr<const long long>(offsets);
   const void* counts_ptr = as_ptr<const void>(counts);
   const int counts_int64 = counts_dtype == DType::i64 ? 1 : 0;
@@ -356,14 +360,61 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
   launch(f, shape, stream, offsets_ptr, counts_ptr, counts_int64, rows, experts, table, count, errors);
 }
 
+uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes, bool segments) {
+  // NOTE: mirrors moe_gemm_kernel_spec: only INT formats have a scale dtype and zero points.
+  const bool is_int = w.format == WeightFormat::int4 || w.format == WeightFormat::int8;
+  uint64_t key = 0;
+  int shift = 0;
+  const auto put = [&](uint64_t value, int bits) {
+    key |= (value & ((uint64_t{1} << bits) - 1)) << shift;
+    shift += bits;
+  };
+  put(static_cast<uint64_t>(w.format), 4);
+  put(act_dtype == DType::bf16, 1);
+  put(static_cast<uint64_t>(tile.block_m), 8);  // <= 64
+  put(static_cast<uint64_t>(tile.block_n), 10);  // <= 256
+  put(static_cast<uint64_t>(tile.warps_m), 5);   // threads <= 512: <= 16 warps
+  put(static_cast<uint64_t>(tile.warps_n), 5);
+  put(static_cast<uint64_t>(tile.warps_k), 5);
+  put(static_cast<uint64_t>(tile.stages), 5);    // <= 16
+  put(static_cast<uint64_t>(tile.split_k), 3);   // <= 4
+  put(static_cast<uint64_t>(tile.min_ctas), 5);  // <= 16
+  put(tile.wgmma, 1);
+  put(prepared_codes, 1);
+  put(is_int ? static_cast<uint64_t>(scale_dtype_id(w.scale_dtype)) : 0, 2);
+  put(is_int && w.has_zero_point, 1);
+  put(segments, 1);
+  return key;
+}
+
+namespace {
+
+CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared, bool segments) {
+  static std::mutex mutex;
+  static std::unordered_map<uint64_t, CUfunction> table;
+  const uint64_t key = gemm_config_key(w, act_dtype, tile, prepared, segments);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = table.find(key); it != table.end()) return it->second;
+  }
+  const CUfunction f = segments ? loaded_function(moe_gemm_segments_kernel_spec(w, act_dtype, tile, prepared))
+                                : loaded_function(moe_gemm_kernel_spec(w, act_dtype, tile, prepared), gemm_smem_bytes(tile, w),
+                                                  gemm_static_smem_bytes(tile));
+  std::lock_guard<std::mutex> lock(mutex);
+  table.emplace(key, f);
+  return f;
+}
+
+}  // namespace
+
 void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& requested) {
   const GemmTile tile = tile_for_device(requested);
   const int64_t smem = gemm_smem_bytes(tile, w), static_smem = gemm_static_smem_bytes(tile);
   if (const int max_smem = current_device_info().max_smem_per_block_optin; smem + static_smem > max_smem)
     throw Error("moe_gemm: tile " + tile.to_string() + " needs " + std::to_string(smem + static_smem) +
                 " bytes of shared memory; this device allows " + std::to_string(max_smem));
-  for (bool prepared : {false, true}) loaded_function(moe_gemm_kernel_spec(w, act_dtype, tile, prepared), smem, static_smem);
-  loaded_function(moe_gemm_segments_kernel_spec(w, act_dtype, tile));
+  for (bool prepared : {false, true}) gemm_function(w, act_dtype, tile, prepared, false);
+  gemm_function(w, act_dtype, tile, false, true);
 }
 
 GemmTile tile_for_device(GemmTile tile) {
@@ -420,7 +471,7 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   if (smem + static_smem > max_smem)
     throw Error("moe_gemm: tile " + tile.to_string() + " needs " + std::to_string(smem + static_smem) +
                 " bytes of shared memory; this device allows " + std::to_string(max_smem));
-  const CUfunction f = loaded_function(moe_gemm_kernel_spec(w, a.act_dtype, tile, a.prepared_codes), smem, static_smem);
+  const CUfunction f = gemm_function(w, a.act_dtype, tile, a.prepared_codes, false);
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(m_blocks);
   shape.grid_y = static_cast<unsigned>((w.n + tile.block_n - 1) / tile.block_n);

@@ -110,6 +110,11 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
 // The segment-table builder lives in the same module as the GEMM of that config.
 jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile,
                                               bool prepared_codes = false);
+// The compile-time config of a GEMM (or of its segment-table builder) as one integer: equal keys
+// <=> equal generated sources (moe_gemm_kernel_spec). The launch path finds loaded functions by
+// it, so a launch builds no source text (PERF: 1.4 us per GEMM launch on the host). The tile
+// must be legal (gemm_tile_reasons empty): its fields are packed in fixed widths.
+uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes, bool segments);
 // Loads (compiling what the disk cache lacks) the kernels a GEMM of this tile launches on this
 // device, for both code layouts, and its segment-table builder, exactly as their first launches
 // would (shared-memory limit included), so that later launches load nothing.

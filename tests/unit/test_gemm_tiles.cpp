@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "cuda/layer_kernels.hpp"
@@ -166,6 +167,45 @@ TEST(GemmTiles, LayerKernelsCoverEveryPlannerPick) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("48x128/1x4x1/4"));
   }
+}
+
+// The launch path finds loaded GEMM functions by gemm_config_key instead of the generated text:
+// over every format, activation dtype, INT scale variant, candidate and planner tile, both code
+// layouts and both entries, equal keys must mean equal texts and different texts different keys.
+TEST(GemmTiles, ConfigKeyIdentifiesTheGeneratedSource) {
+  std::vector<cuda::GemmTile> tiles = cuda::gemm_tile_candidates();
+  std::map<uint64_t, std::string> text_of_key;
+  std::map<std::string, uint64_t> key_of_text;
+  size_t configs = 0;
+  for (WeightFormat f : all_values<WeightFormat>()) {
+    for (const cuda::GemmTile& t : cuda::planner_tiles(f)) tiles.push_back(t);
+    const bool is_int = f == WeightFormat::int4 || f == WeightFormat::int8;
+    for (DType act : {DType::bf16, DType::f16})
+      for (DType scale : {DType::bf16, DType::f16, DType::f32})
+        for (bool zero_points : {false, true}) {
+          WeightDesc w = desc_of(f);
+          w.scale_dtype = is_int ? scale : DType::none;
+          w.has_zero_point = is_int && zero_points;
+          for (const cuda::GemmTile& tile : tiles) {
+            if (!cuda::gemm_tile_reasons(tile, w).empty()) continue;
+            for (bool prepared : {false, true})
+              for (bool segments : {false, true}) {
+                const jit::KernelSpec spec = segments ? cuda::moe_gemm_segments_kernel_spec(w, act, tile, prepared)
+                                                      : cuda::moe_gemm_kernel_spec(w, act, tile, prepared);
+                const std::string text = spec.entry + "\n" + spec.source;
+                const uint64_t key = cuda::gemm_config_key(w, act, tile, prepared, segments);
+                ++configs;
+                const auto [k, new_key] = text_of_key.emplace(key, text);
+                EXPECT_TRUE(new_key || k->second == text) << "key " << key << " names two sources, one of tile "
+                                                          << tile.to_string();
+                const auto [t, new_text] = key_of_text.emplace(text, key);
+                EXPECT_TRUE(new_text || t->second == key) << "one source under two keys, tile " << tile.to_string();
+              }
+          }
+        }
+  }
+  EXPECT_GT(configs, 1000u);
+  EXPECT_EQ(text_of_key.size(), key_of_text.size());
 }
 
 }  // namespace
