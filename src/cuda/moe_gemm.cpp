@@ -67,25 +67,10 @@ int bias_dtype_id(DType t) { return t == DType::none ? 0 : t == DType::f32 ? 1 :
 
 constexpr int kFuncAttributeMaxDynamicSharedBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
-// The loaded function of a spec, with its dynamic shared-memory limit raised to smem_bytes
-// once (the attribute is per function, so it is set when the function enters the table).
-// NOTE: the 48 KB default covers static plus dynamic shared memory.
-CUfunction loaded_function(const jit::KernelSpec& spec, int64_t smem_bytes = 0, int64_t static_smem_bytes = 0) {
-  static std::mutex mutex;
-  static std::unordered_map<std::string, CUfunction> table;
-  const std::string key = spec.entry + "\n" + spec.source;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = table.find(key); it != table.end()) return it->second;
-  const CUfunction f = jit::kernel_cache().function(spec);
-  if (smem_bytes + static_smem_bytes > 48 * 1024)
-    check(driver().cuFuncSetAttribute(f, kFuncAttributeMaxDynamicSharedBytes, static_cast<int>(smem_bytes)),
-          "cuFuncSetAttribute(max dynamic shared memory)");
-  table.emplace(key, f);
-  return f;
-}
-
-// The loaded function of a GEMM or segment-builder config, found by gemm_config_key: the source
-// text is generated only at a config's first use in the process.
+// The loaded function of a GEMM or segment-builder config (the tile as the device runs it),
+// found by gemm_config_key: the source text is generated, the tile's shared memory checked
+// against the device and the GEMM's dynamic shared-memory limit raised (the attribute is per
+// function) only at a config's first use in the process.
 CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared, bool segments);
 
 void require_aligned(CUdeviceptr p, int64_t bytes, const char* name) {
@@ -285,7 +270,7 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n"
     << "static_assert(moeq_dev::MoeGemmShape<MoeGemmCfg>::kSmemBytes == " << gemm_smem_bytes(tile, w)
     << ", \"host and device disagree on the dynamic shared memory (gemm_smem_bytes)\");\n"
-    << "static_assert(moeq_dev::kSegmentErrorCountOutOfRange == " << kRoutingErrorBatchedOverflow
+    << "static_assert(moeq_dev::kErrorBatchedOverflow == " << kRoutingErrorBatchedOverflow
     << ", \"host and device disagree on the masked-count error bit\");\n";
   return {"moeq_moe_gemm", s.str()};
 }
@@ -393,14 +378,18 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
   static std::mutex mutex;
   static std::unordered_map<uint64_t, CUfunction> table;
   const uint64_t key = gemm_config_key(w, act_dtype, tile, prepared, segments);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (auto it = table.find(key); it != table.end()) return it->second;
-  }
-  const CUfunction f = segments ? loaded_function(moe_gemm_segments_kernel_spec(w, act_dtype, tile, prepared))
-                                : loaded_function(moe_gemm_kernel_spec(w, act_dtype, tile, prepared), gemm_smem_bytes(tile, w),
-                                                  gemm_static_smem_bytes(tile));
   std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = table.find(key); it != table.end()) return it->second;
+  const int64_t smem = gemm_smem_bytes(tile, w), static_smem = gemm_static_smem_bytes(tile);
+  if (const int max_smem = current_device_info().max_smem_per_block_optin; !segments && smem + static_smem > max_smem)
+    throw Error("moe_gemm: tile " + tile.to_string() + " needs " + std::to_string(smem + static_smem) +
+                " bytes of shared memory; this device allows " + std::to_string(max_smem));
+  const CUfunction f = jit::kernel_cache().function(segments ? moe_gemm_segments_kernel_spec(w, act_dtype, tile, prepared)
+                                                             : moe_gemm_kernel_spec(w, act_dtype, tile, prepared));
+  // NOTE: the 48 KB default covers static plus dynamic shared memory.
+  if (!segments && smem + static_smem > 48 * 1024)
+    check(driver().cuFuncSetAttribute(f, kFuncAttributeMaxDynamicSharedBytes, static_cast<int>(smem)),
+          "cuFuncSetAttribute(max dynamic shared memory)");
   table.emplace(key, f);
   return f;
 }
@@ -409,10 +398,6 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
 
 void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& requested) {
   const GemmTile tile = tile_for_device(requested);
-  const int64_t smem = gemm_smem_bytes(tile, w), static_smem = gemm_static_smem_bytes(tile);
-  if (const int max_smem = current_device_info().max_smem_per_block_optin; smem + static_smem > max_smem)
-    throw Error("moe_gemm: tile " + tile.to_string() + " needs " + std::to_string(smem + static_smem) +
-                " bytes of shared memory; this device allows " + std::to_string(max_smem));
   for (bool prepared : {false, true}) gemm_function(w, act_dtype, tile, prepared, false);
   gemm_function(w, act_dtype, tile, false, true);
 }
@@ -430,7 +415,6 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   auto reasons = moe_gemm_reasons(w, a.act_dtype);
   for (auto& reason : gemm_tile_reasons(a.tile, w)) reasons.push_back(reason);
   const GemmTile tile = tile_for_device(a.tile);
-  static const int max_smem = current_device_info().max_smem_per_block_optin;
   if (!reasons.empty()) throw Error("moe_gemm: " + reasons.front());
   if (a.a == 0 || a.c == 0 || a.weights.codes == 0 || a.weights.scales == 0 ||
       (w.num_global_scales > 0 && a.weights.global_scales == 0) || (w.has_zero_point && a.weights.zero_points == 0) ||
@@ -467,11 +451,8 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   p.block_table = as_ptr<const int>(a.block_table);
   p.num_blocks = as_ptr<const int>(a.num_blocks);
 
-  const int64_t smem = gemm_smem_bytes(tile, w), static_smem = gemm_static_smem_bytes(tile);
-  if (smem + static_smem > max_smem)
-    throw Error("moe_gemm: tile " + tile.to_string() + " needs " + std::to_string(smem + static_smem) +
-                " bytes of shared memory; this device allows " + std::to_string(max_smem));
   const CUfunction f = gemm_function(w, a.act_dtype, tile, a.prepared_codes, false);
+  const int64_t smem = gemm_smem_bytes(tile, w);
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(m_blocks);
   shape.grid_y = static_cast<unsigned>((w.n + tile.block_n - 1) / tile.block_n);

@@ -17,7 +17,7 @@
 
 namespace moeq::cuda {
 
-// Bits of the error word (the same values as moeq_dev::kError* in moe/routing.cuh).
+// Bits of the error word (the same values as moeq_dev::kError* in moe/errors.cuh).
 constexpr int kRoutingErrorBadTopkId = 1;        // a topk id outside [-1, E_g)
 constexpr int kRoutingErrorBadExpertMap = 2;     // expert_map[id] outside [-1, E)
 constexpr int kRoutingErrorBatchedOverflow = 4;  // an expert received more than T rows, or a masked count is outside [0, T]

@@ -4,6 +4,7 @@
 // the weighted top-k reduction. Every function is deterministic and reproduces
 // reference/routing.cpp bit for bit. Composed by kernels/routing.cuh.
 // NOTE: NVRTC-safe on purpose: no standard headers and no <cuda_bf16.h>.
+#include "moeq_dev/moe/errors.cuh"
 #include "moeq_dev/ptx/cvt.cuh"
 
 namespace moeq_dev {
@@ -13,11 +14,6 @@ enum class RoutingKernel : int { kRouteCount, kRouteScatter, kPermuteRows, kTopk
 // Runtime layout argument of the count and scatter kernels (values mirrored by src/cuda/routing.cpp).
 enum RouteLayout : int { kLayoutIndexed = 0, kLayoutContiguous = 1, kLayoutBatched = 2 };
 enum class FloatType : int { kF32, kBf16, kF16 };
-
-// Bits ORed into the caller's error word; the host reads it after a sync.
-constexpr int kErrorBadTopkId = 1;       // a topk id outside [-1, E_g)
-constexpr int kErrorBadExpertMap = 2;    // expert_map[id] outside [-1, E)
-constexpr int kErrorBatchedOverflow = 4; // an expert received more than T rows (batched)
 
 // ---- id mapping ----
 // Global id of slot f.

@@ -2,6 +2,7 @@
 // The segment block table of the contiguous and masked layouts, built on the device once per
 // GEMM (entry moeq_moe_gemm_segments, in the same module as the GEMM of that block size).
 // NOTE: NVRTC-safe: no standard headers.
+#include "moeq_dev/moe/errors.cuh"
 
 namespace moeq_dev {
 
@@ -10,10 +11,6 @@ namespace moeq_dev {
 // order. One CTA; offsets (contiguous, int64 [E+1]) or counts (masked, [E] of i32/i64, expert
 // e's rows start at e * rows_per_expert).
 constexpr int kMaxSegmentExperts = 4096;
-
-// Bit ORed into error_flags (when not null) for a masked count outside [0, T]: the same value as
-// kErrorBatchedOverflow in moe/routing.cuh and kInputErrorBatchedOverflow in the public API.
-constexpr int kSegmentErrorCountOutOfRange = 4;
 
 template <class Cfg>
 __device__ __forceinline__ void moe_gemm_segments(const long long* offsets, const void* counts, int counts_int64,
@@ -32,7 +29,7 @@ __device__ __forceinline__ void moe_gemm_segments(const long long* offsets, cons
   for (int e = threadIdx.x; e < num_experts; e += blockDim.x) {
     if (offsets == nullptr && error_flags != nullptr) {
       const long long n = counts_int64 ? static_cast<const long long*>(counts)[e] : static_cast<const int*>(counts)[e];
-      if (n < 0 || n > rows_per_expert) atomicOr(error_flags, kSegmentErrorCountOutOfRange);
+      if (n < 0 || n > rows_per_expert) atomicOr(error_flags, kErrorBatchedOverflow);
     }
     first_block[e + 1] = static_cast<int>((rows_of(e) + BM - 1) / BM);
   }
