@@ -85,7 +85,11 @@ std::string GemmTile::to_string() const {
   s << block_m << "x" << block_n << "/" << warps_m << "x" << warps_n << "x" << warps_k << "/" << stages;
   if (split_k != 1) s << "/k" << split_k;
   if (min_ctas != 0) s << "/o" << min_ctas;
-  if (wgmma) s << "/w";
+  if (producer) {
+    s << "/p";
+  } else if (wgmma) {
+    s << "/w";
+  }
   return s.str();
 }
 
@@ -145,13 +149,15 @@ GemmTile parse_gemm_tile(const std::string& text) {
   std::istringstream in(text);
   in >> t.block_m >> x1 >> t.block_n >> slash1 >> t.warps_m >> x2 >> t.warps_n >> x3 >> t.warps_k >> slash2 >> t.stages;
   bool ok = in && x1 == 'x' && slash1 == '/' && x2 == 'x' && x3 == 'x' && slash2 == '/';
-  // Optional suffixes, each once and in this order: /kN (split_k), /oN (min_ctas), /w (wgmma).
+  // Optional suffixes, each once and in this order: /kN (split_k), /oN (min_ctas), /w (wgmma) or
+  // /p (warp-specialized wgmma).
   char last = 0;
   for (char slash = 0, key = 0; ok && (in >> slash);) {
     ok = slash == '/' && (in >> key) && !t.wgmma;
     if (!ok) break;
-    if (key == 'w') {
+    if (key == 'w' || key == 'p') {
       t.wgmma = true;
+      t.producer = key == 'p';
     } else {
       int value = 0;
       ok = (in >> value) && ((key == 'k' && last == 0) || (key == 'o' && last != 'o'));
@@ -160,7 +166,8 @@ GemmTile parse_gemm_tile(const std::string& text) {
     last = key;
   }
   if (!ok || (in >> rest))
-    throw Error("GEMM tile '" + text + "' is not BMxBN/WMxWNxWK/S[/kN][/oN][/w] (e.g. 16x128/1x4x2/4 or 64x128/1x4x1/4/w)");
+    throw Error("GEMM tile '" + text +
+                "' is not BMxBN/WMxWNxWK/S[/kN][/oN][/w or /p] (e.g. 16x128/1x4x2/4, 64x128/1x4x1/4/w or 128x256/1x8x1/4/p)");
   return t;
 }
 
@@ -178,15 +185,25 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            "32x128/1x8x1/4/o2",
                            // Hopper warpgroup MMA (GEMM v5)
                            "64x64/1x4x1/4/w", "64x128/1x4x1/4/w", "64x128/1x4x1/6/w", "64x256/1x4x1/4/w",
-                           "64x128/1x4x1/4/o2/w"})
+                           "64x128/1x4x1/4/o2/w",
+                           // warp-specialized wgmma (GEMM v7) and the 128-token mma.sync tile it falls back to
+                           "128x256/1x8x1/4/p", "128x256/1x8x1/3/p", "128x128/1x8x1/4/p", "64x256/1x8x1/4/p", "64x256/1x8x1/6/p",
+                           "128x128/2x4x1/4"})
     tiles.push_back(parse_gemm_tile(text));
   return tiles;
 }
 
-int64_t gemm_static_smem_bytes(const GemmTile& tile) { return 2 * int64_t{tile.block_m} * 4 + 4; }
+int64_t gemm_static_smem_bytes(const GemmTile& tile) {
+  // Row maps and the block's expert; producer tiles add a full and an empty mbarrier per stage.
+  return 2 * int64_t{tile.block_m} * 4 + 4 + (tile.producer ? 8 + 16 * int64_t{tile.stages} : 0);
+}
 
 int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w) {
   const int code_bits = dtype_bits(weight_format_code_dtype(w.format));
+  if (tile.producer) {  // mirror of MoeGemmWsShape: stages of [staging tokens][permuted tokens][codes], or the out tile
+    const int64_t stage = 2 * int64_t{tile.block_m} * 64 * 2 + int64_t{tile.block_n} * (64 * code_bits / 8);
+    return std::max(tile.stages * stage, int64_t{tile.block_m} * (tile.block_n * 2 + 16));
+  }
   const int64_t a_stage = int64_t{tile.block_m} * (64 * 2 + (tile.wgmma ? 0 : 16));  // wgmma rows are unpadded
   const int64_t b_stage = int64_t{tile.block_n} * (64 * code_bits / 8);
   // wgmma: two buffers of the permuted tokens after the ring (MoeGemmShape::kPermOffset).
@@ -201,8 +218,8 @@ int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w) {
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w) {
   std::vector<std::string> r;
   auto bad = [&](const std::string& what) { r.push_back("GEMM tile " + tile.to_string() + ": " + what); };
-  if (tile.block_m != 8 && tile.block_m != 16 && tile.block_m != 32 && tile.block_m != 64)
-    bad("block_m must be 8, 16, 32 or 64");
+  if (tile.block_m != 8 && tile.block_m != 16 && tile.block_m != 32 && tile.block_m != 64 && tile.block_m != 128)
+    bad("block_m must be 8, 16, 32, 64 or 128");
   if (tile.block_n != 32 && tile.block_n != 64 && tile.block_n != 128 && tile.block_n != 256)
     bad("block_n must be 32, 64, 128 or 256");
   if (tile.warps_m < 1 || tile.warps_n < 1 || tile.warps_k < 1 || tile.threads() > 512) {
@@ -219,9 +236,16 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
   if (tile.split_k != 1 && tile.split_k != 2 && tile.split_k != 4) bad("split_k must be 1, 2 or 4");
   if (tile.min_ctas < 0 || tile.min_ctas > 16 || tile.min_ctas * tile.threads() > 2048)
     bad("min_ctas must be 0 to 16, with at most 2048 threads per SM");
-  if (tile.wgmma && (tile.block_m != 64 || tile.warps_m != 1 || tile.warps_n != 4 || tile.warps_k != 1 ||
-                     tile.split_k != 1 || tile.block_n % 64 != 0))
+  if (tile.producer) {
+    if ((tile.block_m != 64 && tile.block_m != 128) || (tile.block_n != 128 && tile.block_n != 256) ||
+        tile.warps_m != 1 || tile.warps_n != 8 || tile.warps_k != 1 || tile.split_k != 1 || tile.min_ctas != 0 ||
+        tile.stages < 3 || tile.stages > 8)
+      bad("warp-specialized (/p) tiles are (64 or 128) x (128 or 256) with consumer warps 1x8x1, 3 to 8 stages, "
+          "no split K and no /o");
+  } else if (tile.wgmma && (tile.block_m != 64 || tile.warps_m != 1 || tile.warps_n != 4 || tile.warps_k != 1 ||
+                            tile.split_k != 1 || tile.block_n % 64 != 0)) {
     bad("wgmma tiles are 64 x (64, 128 or 256) with warps 1x4x1 and no split K");
+  }
   // NOTE: the K loop is unrolled once per ring step (stages / warps_k), so that is capped at 8;
   // 16 stages serve 4 K groups with 4 steps in the ring (deep prefetch where few CTAs run).
   if (tile.stages < 2 || tile.stages > 16) bad("stages must be 2 to 16");
@@ -263,12 +287,13 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "  static constexpr int kSplitK = " << tile.split_k << ";\n"
     << "  static constexpr int kMinCtasPerSm = " << tile.min_ctas << ";\n"
     << "  static constexpr bool kWgmma = " << (tile.wgmma ? "true" : "false") << ";\n"
+    << "  static constexpr bool kProducer = " << (tile.producer ? "true" : "false") << ";\n"
     << "  static constexpr bool kPreparedCodes = " << (prepared_codes ? "true" : "false") << ";\n"
     << "  static constexpr int kScaleDtype = " << (is_int ? scale_dtype_id(w.scale_dtype) : 0) << ";\n"
     << "  static constexpr bool kZeroPoints = " << (is_int && w.has_zero_point ? "true" : "false") << ";\n"
     << "};\n"
     << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n"
-    << "static_assert(moeq_dev::MoeGemmShape<MoeGemmCfg>::kSmemBytes == " << gemm_smem_bytes(tile, w)
+    << "static_assert(moeq_dev::MoeGemmKernel<MoeGemmCfg>::Shape::kSmemBytes == " << gemm_smem_bytes(tile, w)
     << ", \"host and device disagree on the dynamic shared memory (gemm_smem_bytes)\");\n"
     << "static_assert(moeq_dev::kErrorBatchedOverflow == " << kRoutingErrorBatchedOverflow
     << ", \"host and device disagree on the masked-count error bit\");\n";
@@ -365,6 +390,7 @@ uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& t
   put(static_cast<uint64_t>(tile.split_k), 3);   // <= 4
   put(static_cast<uint64_t>(tile.min_ctas), 5);  // <= 16
   put(tile.wgmma, 1);
+  put(tile.producer, 1);
   put(prepared_codes, 1);
   put(is_int ? static_cast<uint64_t>(scale_dtype_id(w.scale_dtype)) : 0, 2);
   put(is_int && w.has_zero_point, 1);
@@ -406,7 +432,17 @@ GemmTile tile_for_device(GemmTile tile) {
   // NOTE: the device is selected once per process, so its attributes are queried once.
   static const DeviceInfo device = current_device_info();
   if (device.cc_major < 9) tile.split_k = 1;  // clusters are sm_90+; the sums are the same tile's
-  if (device.cc_major != 9 || device.cc_minor != 0) tile.wgmma = false;  // wgmma is sm_90a only
+  if (device.cc_major != 9 || device.cc_minor != 0) {  // wgmma is sm_90a only
+    if (tile.producer) {
+      // The same M block on mma.sync: 64 tokens and 32 channels per warp (the planner's 64-row tile).
+      tile.block_n = 128;
+      tile.warps_m = tile.block_m / 64;
+      tile.warps_n = 4;
+      tile.stages = 4;
+      tile.producer = false;
+    }
+    tile.wgmma = false;
+  }
   return tile;
 }
 

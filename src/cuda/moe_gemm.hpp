@@ -23,7 +23,7 @@ namespace moeq::cuda {
 // devices); min_ctas > 0 asks the compiler for registers that let that many CTAs share an SM
 // (__launch_bounds__; it may spill).
 struct GemmTile {
-  int block_m = 16;  // rows (tokens) per CTA: 8, 16, 32 or 64
+  int block_m = 16;  // rows (tokens) per CTA: 8, 16, 32, 64 or 128
   int block_n = 128;
   int warps_m = 1;
   int warps_n = 4;
@@ -34,7 +34,10 @@ struct GemmTile {
   // ptxas's register counts, docs/perf-notes.md v5) or 1 to 16 CTAs per SM
   int min_ctas = 0;
   bool wgmma = false;  // wgmma.mma_async (sm_90a; 64-token blocks of one warpgroup), else mma.sync
-  int threads() const { return 32 * warps_m * warps_n * warps_k; }
+  // Warp-specialized wgmma (sm_90a, implies wgmma; kernels/moe_gemm_ws.cuh): a producer warpgroup
+  // besides the warps_n = 8 consumer warps (two warpgroups), 64 or 128 tokens x 128 or 256 channels.
+  bool producer = false;
+  int threads() const { return 32 * warps_m * warps_n * warps_k + (producer ? 128 : 0); }
   std::string to_string() const;
 };
 
@@ -52,8 +55,8 @@ GemmTile tile_for_device(GemmTile tile);
 // Every reason the tile is not a legal kernel config (shapes, warps, shared memory); empty if legal.
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);
 // "16x128/1x4x2/4": block_m x block_n / warps_m x warps_n x warps_k / stages, then "/k2" or
-// "/k4" when K is split over a cluster of CTAs, "/oN" for min_ctas = N and "/w" for wgmma, in
-// that order (the format of to_string; the K tile is always 64). Throws moeq::Error naming the
+// "/k4" when K is split over a cluster of CTAs, "/oN" for min_ctas = N and "/w" for wgmma or "/p"
+// for the warp-specialized wgmma (producer), in that order (the format of to_string; the K tile is always 64). Throws moeq::Error naming the
 // text when it does not parse.
 GemmTile parse_gemm_tile(const std::string& text);
 // The tiles `moeq bench --tile` sweeps and tests/gpu checks one by one: the planner's and the

@@ -280,7 +280,8 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
       if (selected && (" " + std::string(only) + " ").find(" " + text + " ") == std::string::npos) continue;
       const bool few_tiles_tile = text == "16x32/1x2x4/8" || text == "32x128/1x4x2/8" || text == "64x256/2x4x1/3" ||
                                   text == "8x128/1x4x1/4" || text == "8x32/1x1x4/16" || text == "8x128/1x4x1/4/k2" ||
-                                  text == "8x32/1x1x4/16/k4" || text == "64x128/1x4x1/4/w";
+                                  text == "8x32/1x1x4/16/k4" || text == "64x128/1x4x1/4/w" ||
+                                  text == "128x256/1x8x1/4/p";
       if (!plan.all_tiles && !few_tiles_tile && !selected) continue;
       for (int64_t M : {1, 45}) {
         std::vector<uint16_t> canonical_out, prepared_out;

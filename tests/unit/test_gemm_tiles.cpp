@@ -49,9 +49,15 @@ TEST(GemmTiles, ParseAndPrintRoundTrip) {
   EXPECT_TRUE(cuda::parse_gemm_tile("64x128/1x4x1/4/o2/w").wgmma);
   EXPECT_EQ(cuda::parse_gemm_tile("64x128/1x4x1/4/o2/w").to_string(), "64x128/1x4x1/4/o2/w");
   EXPECT_FALSE(t.wgmma);
+  const cuda::GemmTile ws = cuda::parse_gemm_tile("128x256/1x8x1/4/p");
+  EXPECT_TRUE(ws.producer && ws.wgmma);
+  EXPECT_EQ(ws.threads(), 384);  // two consumer warpgroups and the producer's
+  EXPECT_EQ(ws.to_string(), "128x256/1x8x1/4/p");
+  EXPECT_FALSE(t.producer);
   for (const char* bad : {"16x128/1x4/4", "16x128", "16x128/1x4x1/4x", "a/b/c", "8x128/1x4x1/4/2", "8x128/1x4x1/4/k",
                           "8x128/1x4x1/4/k2/", "8x128/1x4x1/4/o2/k2", "8x128/1x4x1/4/o2/o2", "8x128/1x4x1/4/x2",
-                          "64x128/1x4x1/4/w/o2", "64x128/1x4x1/4/w/w", "64x128/1x4x1/4/w2"}) {
+                          "64x128/1x4x1/4/w/o2", "64x128/1x4x1/4/w/w", "64x128/1x4x1/4/w2", "128x256/1x8x1/4/p/w",
+                          "128x256/1x8x1/4/w/p", "128x256/1x8x1/4/p2"}) {
     try {
       cuda::parse_gemm_tile(bad);
       ADD_FAILURE() << bad << " parsed";
@@ -99,7 +105,11 @@ TEST(GemmTiles, IllegalTilesSayWhy) {
     for (const auto& r : cuda::gemm_tile_reasons(cuda::parse_gemm_tile(text), w)) all += r + "; ";
     return all;
   };
-  EXPECT_THAT(reasons("48x128/1x4x1/4"), HasSubstr("block_m must be 8, 16, 32 or 64"));
+  EXPECT_THAT(reasons("48x128/1x4x1/4"), HasSubstr("block_m must be 8, 16, 32, 64 or 128"));
+  EXPECT_THAT(reasons("128x128/1x4x1/4/w"), HasSubstr("wgmma tiles are 64 x"));
+  for (const char* bad_ws : {"32x256/1x8x1/4/p", "128x64/1x8x1/4/p", "128x256/1x4x1/4/p", "128x256/1x8x1/2/p",
+                             "128x256/1x8x1/4/o1/p"})
+    EXPECT_THAT(reasons(bad_ws), HasSubstr("warp-specialized (/p) tiles are")) << bad_ws;
   EXPECT_THAT(reasons("16x96/1x4x1/4"), HasSubstr("block_n must be 32, 64, 128 or 256"));
   EXPECT_THAT(reasons("16x64/4x1x1/4"), HasSubstr("block_m is not a multiple of 8 x warps_m"));
   EXPECT_THAT(reasons("16x64/1x8x1/4"), HasSubstr("block_n is not a multiple of 16 x warps_n"));

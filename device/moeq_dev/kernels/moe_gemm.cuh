@@ -56,6 +56,7 @@
 //     static constexpr int kSplitK = 1;              // CTAs per cluster along K (1, 2 or 4; > 1 needs sm_90)
 //     static constexpr int kMinCtasPerSm = 0;        // > 0: __launch_bounds__ registers for that many CTAs per SM
 //     static constexpr bool kWgmma = false;          // wgmma instead of mma.sync (sm_90a, 64x{64,128,256}/1x4x1)
+//     static constexpr bool kProducer = false;       // warp-specialized (kernels/moe_gemm_ws.cuh; implies kWgmma)
 //     static constexpr bool kPreparedCodes = false;  // codes in the prepared layout (format/prepared.cuh)
 //     static constexpr int kScaleDtype = 0;          // INT formats: ScaleDtypeId of the scales
 //     static constexpr bool kZeroPoints = false;     // INT4: zero points given
@@ -73,6 +74,8 @@
 // kSplitK): blocks past the device-side count exit at once (a cluster's CTAs share the M block,
 // so they exit together), so a captured graph stays valid for any routing.
 #include "moeq_dev/format/prepared.cuh"
+#include "moeq_dev/kernels/moe_gemm_common.cuh"
+#include "moeq_dev/kernels/moe_gemm_ws.cuh"
 #include "moeq_dev/format/weights_fragment.cuh"
 #include "moeq_dev/moe/segments.cuh"
 #include "moeq_dev/ptx/cluster.cuh"
@@ -82,53 +85,11 @@
 
 namespace moeq_dev {
 
-struct MoeGemmParams {
-  const unsigned short* a;
-  long long a_row_stride;  // elements
-  const unsigned char* codes;
-  WeightScaling scaling;
-  const void* bias;
-  int bias_dtype;  // 0 none, 1 f32, 2 bf16, 3 f16
-  int gather;      // 1: indexed layout; 0: segments (contiguous, masked)
-  unsigned short* c;
-  long long c_row_stride;  // elements
-  int n;
-  int k;
-  const int* sorted_ids;         // gather
-  const int* expert_ids;         // gather
-  const int* num_tokens_padded;  // gather
-  int num_slots;                 // gather
-  int src_row_divisor;           // gather: top_k for GEMM1, 1 for GEMM2
-  const int* block_table;        // segments: {expert, first row, rows} per block
-  const int* num_blocks;         // segments
-};
-
-__device__ __forceinline__ float load_bias_value(const void* bias, long long index, int dtype) {
-  if (dtype == 1) return static_cast<const float*>(bias)[index];
-  const unsigned short bits = static_cast<const unsigned short*>(bias)[index];
-  return dtype == 2 ? bf16_to_f32(bits) : f16_to_f32(bits);
-}
-
-template <bool kBf16>
-__device__ __forceinline__ unsigned short to_act_bits(float x) {
-  return kBf16 ? f32_to_bf16_rn(x) : f32_to_f16_rn(x);
-}
-
-template <int kTilesN, int kTilesM>
-__device__ __forceinline__ void zero_accumulators(float (&acc)[kTilesN][kTilesM][4]) {
-#pragma unroll
-  for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-    for (int mt = 0; mt < kTilesM; ++mt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[nt][mt][i] = 0.0f;
-}
-
 template <class Cfg>
 struct MoeGemmShape {
   static constexpr int kBlockM = Cfg::kBlockM, kBlockN = Cfg::kBlockN, kBlockK = 64;
   static constexpr int kWarpsM = Cfg::kWarpsM, kWarpsN = Cfg::kWarpsN, kWarpsK = Cfg::kWarpsK;
-  static constexpr int kStages = Cfg::kStages, kSplitK = Cfg::kSplitK;
+  static constexpr int kStages = Cfg::kStages, kSplitK = Cfg::kSplitK, kMinCtasPerSm = Cfg::kMinCtasPerSm;
   static constexpr int kThreads = 32 * kWarpsM * kWarpsN * kWarpsK;
   static constexpr int kWarpM = kBlockM / kWarpsM, kWarpN = kBlockN / kWarpsN;
   static constexpr int kTilesM = kWarpM / 8, kTilesN = kWarpN / 16;  // 8 tokens, 16 channels
@@ -185,25 +146,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   // (same expert, same n0) while it is hot in L2.
   const int m_block = blockIdx.x;
   const int n0 = blockIdx.y * BN;
-  const int num_m_blocks = p.gather ? *p.num_tokens_padded / BM : *p.num_blocks;
-  if (m_block >= num_m_blocks) return;
-  for (int r = tid; r < BM; r += T) {
-    int src = -1, dst = -1;
-    if (p.gather) {
-      const int slot = p.sorted_ids[m_block * BM + r];
-      if (slot < p.num_slots) {
-        src = slot / p.src_row_divisor;
-        dst = slot;
-      }
-    } else {
-      const int* entry = p.block_table + 3 * m_block;
-      if (r < entry[2]) src = dst = entry[1] + r;
-    }
-    row_src[r] = src;
-    row_dst[r] = dst;
-  }
-  if (tid == 0) block_expert = p.gather ? p.expert_ids[m_block] : p.block_table[3 * m_block];
-  __syncthreads();
+  if (!load_block_rows<BM, T>(p, m_block, tid, row_src, row_dst, &block_expert)) return;
 
   const int e = block_expert, N = p.n, K = p.k;
   const long long row_bytes = static_cast<long long>(K) * S::kCodeBits / 8;
@@ -287,31 +230,6 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     }
   };
 
-  // wgmma: this thread's share of the permute of the tokens of the stage at `base` into the
-  // buffer at `perm`: row r = tid % 64, steps 2 sp and 2 sp + 1 (sp = tid / 64). Physical k
-  // [16t + 8 sp, 16t + 8 sp + 8) is chunk 2t + sp; its word w (pair 8t + 4 sp + w) goes to core
-  // matrix (r / 8, step 2 sp + w / 2, half w % 2) at byte 4t of row r % 8.
-  // NOTE: a quarter warp takes 8 consecutive rows of one chunk (distinct banks through the
-  // swizzle) and stores 8 consecutive 16-byte rows of one core matrix: no bank conflicts.
-  auto permute_tokens = [&](unsigned base, unsigned perm) {
-    if constexpr (S::kWgmma) {
-      static_assert(T == 2 * BM, "one thread per token row and step pair");
-      const int r = tid % BM, sp = tid / BM;
-      unsigned words[4][4];
-#pragma unroll
-      for (int tt = 0; tt < 4; ++tt) {
-        const uint4 v = lds_128(base + r * S::kARowBytes + (((2 * tt + sp) ^ (r % 8)) * 16));
-        words[tt][0] = v.x;
-        words[tt][1] = v.y;
-        words[tt][2] = v.z;
-        words[tt][3] = v.w;
-      }
-#pragma unroll
-      for (int w = 0; w < 4; ++w)
-        sts_128(perm + (r / 8) * 1024 + (2 * sp + w / 2) * 256 + (w % 2) * 128 + (r % 8) * 16,
-                make_uint4(words[0][w], words[1][w], words[2][w], words[3][w]));
-    }
-  };
   unsigned perm_buffer = smem_base + S::kPermOffset;  // wgmma: the permuted tokens of the current tile
 
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
@@ -383,7 +301,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
       wgmma_fence();  // a (and the first time dst) were written by ordinary instructions
       // Core matrices of step s start at 256 s; along K (the two halves) 128 bytes apart, along
       // the tokens (groups of 8) 1024.
-      wgmma_m64n64k16_rs<Cfg::kActBf16>(reinterpret_cast<float(&)[32]>(dst), a,
+      wgmma_m64k16_rs<64, Cfg::kActBf16>(reinterpret_cast<float(&)[32]>(dst), a,
                                         wgmma_descriptor(perm_buffer + step * 256, 128, 1024));
     } else {
 #pragma unroll
@@ -574,7 +492,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
         __syncthreads();  // step j is visible to all; every warp is done with step j - 1's stages
         if constexpr (S::kWgmma) {
           perm_buffer = smem_base + S::kPermOffset + (j % 2) * S::kPermBufferBytes;
-          permute_tokens(smem_base + q * S::kStageBytes, perm_buffer);
+          permute_token_tile<BM, T>(smem_base + q * S::kStageBytes, perm_buffer, tid);
           // NOTE: st.shared writes through the generic proxy, wgmma reads shared memory through
           // the async proxy: each thread orders its stores for it before the barrier.
           fence_proxy_async_shared();
@@ -659,63 +577,40 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     cluster_sync_all();
     if (split_rank != 0) return;
   }
-  // 3) accumulator scales (FP8 per channel, NVFP4 global), + bias, one rounding, into the
-  // output tile [BM tokens][BN channels] in shared memory.
+  // 3) accumulator scales, bias and one rounding into the output tile; 4) rows out.
   unsigned char* out_tile = smem + S::kReduceBytes;
-  if (warp_k == 0) {
-#pragma unroll
-    for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int n_local = lane_channel(nt, r), n = n0 + n_local;
-        float scale = 1.0f, bias = 0.0f;
-        if (n < N) {
-          if constexpr (Cfg::kFormat == WeightFormatId::kFp8Channel) {
-            scale = static_cast<const float*>(p.scaling.scales)[static_cast<long long>(e) * N + n];
-          } else if constexpr (Cfg::kFormat == WeightFormatId::kNvfp4) {
-            const int halves = p.scaling.num_global_scales;
-            scale = p.scaling.global_scales[e * halves + (halves == 2 && n >= N / 2 ? 1 : 0)];
-          }
-          if (p.bias_dtype != 0) bias = load_bias_value(p.bias, static_cast<long long>(e) * N + n, p.bias_dtype);
-        }
-#pragma unroll
-        for (int mt = 0; mt < kTilesM; ++mt)
-#pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            const int token = warp_m * S::kWarpM + mt * 8 + 2 * t + i;
-            *reinterpret_cast<unsigned short*>(out_tile + token * S::kOutRowBytes + n_local * 2) =
-                to_act_bits<Cfg::kActBf16>(acc[nt][mt][2 * r + i] * scale + bias);
-          }
-      }
-  }
+  if (warp_k == 0)
+    write_output_tile<Cfg>(p, e, n0, acc, out_tile, S::kOutRowBytes, warp_m * S::kWarpM, t, lane_channel);
   __syncthreads();
-  // 4) rows out: 16-byte stores where the row and N allow, else 4-byte channel pairs.
-  const bool wide = ((reinterpret_cast<unsigned long long>(p.c) | static_cast<unsigned long long>(p.c_row_stride) * 2) & 15) == 0;
-  constexpr int kChunksOut = BM * (BN / 8);
-  for (int c = tid; c < kChunksOut; c += T) {
-    const int token = c / (BN / 8), chunk = c % (BN / 8);
-    const int dst = row_dst[token];
-    const int n = n0 + chunk * 8;
-    if (dst < 0 || n >= N) continue;
-    const unsigned char* from = out_tile + token * S::kOutRowBytes + chunk * 16;
-    unsigned short* to = p.c + static_cast<long long>(dst) * p.c_row_stride + n;
-    if (wide && n + 8 <= N) {
-      *reinterpret_cast<uint4*>(to) = *reinterpret_cast<const uint4*>(from);
-    } else {
-      for (int i = 0; i < 8 && n + i < N; i += 2)
-        *reinterpret_cast<unsigned*>(to + i) = *reinterpret_cast<const unsigned*>(from + 2 * i);
-    }
-  }
+  store_output_rows<BM, BN, T>(p, out_tile, S::kOutRowBytes, row_dst, n0, tid);
 }
+
+}  // namespace moeq_dev
+
+namespace moeq_dev {
+
+// The kernel body and its shape for a config: producer tiles (kernels/moe_gemm_ws.cuh) or not.
+template <class Cfg, bool = Cfg::kProducer>
+struct MoeGemmKernel {
+  using Shape = MoeGemmShape<Cfg>;
+  static __device__ __forceinline__ void run(const MoeGemmParams& p) { moe_gemm_block<Cfg>(p); }
+};
+template <class Cfg>
+struct MoeGemmKernel<Cfg, true> {
+  using Shape = MoeGemmWsShape<Cfg>;
+  static __device__ __forceinline__ void run(const MoeGemmParams& p) { moe_gemm_ws_block<Cfg>(p); }
+};
 
 }  // namespace moeq_dev
 
 // NOTE: a minimum of 0 CTAs per SM, not 1, when no cap is asked: with 1 ptxas may use up to 255
 // registers and did (32x128 INT4 75 -> 99 registers, MXFP4 8x128 77 -> 96), which cost 9-16% at
 // M = 256 through fewer resident CTAs (GEMM v5, bench/results/2026-11-30-h200-gemm-v5.md).
-extern "C" __global__ void __launch_bounds__(moeq_dev::MoeGemmShape<MoeGemmCfg>::kThreads, MoeGemmCfg::kMinCtasPerSm)
+// Producer tiles ask for 1 (384 threads: 168 registers at launch, then setmaxnreg).
+extern "C" __global__ void __launch_bounds__(moeq_dev::MoeGemmKernel<MoeGemmCfg>::Shape::kThreads,
+                                             moeq_dev::MoeGemmKernel<MoeGemmCfg>::Shape::kMinCtasPerSm)
     moeq_moe_gemm(moeq_dev::MoeGemmParams params) {
-  moeq_dev::moe_gemm_block<MoeGemmCfg>(params);
+  moeq_dev::MoeGemmKernel<MoeGemmCfg>::run(params);
 }
 
 extern "C" __global__ void moeq_moe_gemm_segments(const long long* offsets, const void* counts, int counts_int64,

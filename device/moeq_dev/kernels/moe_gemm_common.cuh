@@ -1,0 +1,181 @@
+#pragma once
+// Pieces shared by the two MoE GEMM kernel bodies (kernels/moe_gemm.cuh: one or more warps per
+// tile doing everything; kernels/moe_gemm_ws.cuh: a producer warpgroup and two consumer
+// warpgroups): the parameters, the M block's row maps and the epilogue.
+// NOTE: NVRTC-safe: no standard headers.
+#include "moeq_dev/format/weights_fragment.cuh"
+#include "moeq_dev/ptx/cp_async.cuh"
+
+namespace moeq_dev {
+
+struct MoeGemmParams {
+  const unsigned short* a;
+  long long a_row_stride;  // elements
+  const unsigned char* codes;
+  WeightScaling scaling;
+  const void* bias;
+  int bias_dtype;  // 0 none, 1 f32, 2 bf16, 3 f16
+  int gather;      // 1: indexed layout; 0: segments (contiguous, masked)
+  unsigned short* c;
+  long long c_row_stride;  // elements
+  int n;
+  int k;
+  const int* sorted_ids;         // gather
+  const int* expert_ids;         // gather
+  const int* num_tokens_padded;  // gather
+  int num_slots;                 // gather
+  int src_row_divisor;           // gather: top_k for GEMM1, 1 for GEMM2
+  const int* block_table;        // segments: {expert, first row, rows} per block
+  const int* num_blocks;         // segments
+};
+
+__device__ __forceinline__ float load_bias_value(const void* bias, long long index, int dtype) {
+  if (dtype == 1) return static_cast<const float*>(bias)[index];
+  const unsigned short bits = static_cast<const unsigned short*>(bias)[index];
+  return dtype == 2 ? bf16_to_f32(bits) : f16_to_f32(bits);
+}
+
+template <bool kBf16>
+__device__ __forceinline__ unsigned short to_act_bits(float x) {
+  return kBf16 ? f32_to_bf16_rn(x) : f32_to_f16_rn(x);
+}
+
+template <int kTilesN, int kTilesM>
+__device__ __forceinline__ void zero_accumulators(float (&acc)[kTilesN][kTilesM][4]) {
+#pragma unroll
+  for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+    for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[nt][mt][i] = 0.0f;
+}
+
+// The rows of M block `m_block`: row_src / row_dst (-1: padding) and the block's expert, then
+// a barrier over the whole CTA. False (before any barrier, so the whole CTA exits) for blocks past
+// the device-side count.
+template <int BM, int T>
+__device__ __forceinline__ bool load_block_rows(const MoeGemmParams& p, int m_block, int tid, int* row_src, int* row_dst,
+                                                int* block_expert) {
+  const int num_m_blocks = p.gather ? *p.num_tokens_padded / BM : *p.num_blocks;
+  if (m_block >= num_m_blocks) return false;
+  for (int r = tid; r < BM; r += T) {
+    int src = -1, dst = -1;
+    if (p.gather) {
+      const int slot = p.sorted_ids[m_block * BM + r];
+      if (slot < p.num_slots) {
+        src = slot / p.src_row_divisor;
+        dst = slot;
+      }
+    } else {
+      const int* entry = p.block_table + 3 * m_block;
+      if (r < entry[2]) src = dst = entry[1] + r;
+    }
+    row_src[r] = src;
+    row_dst[r] = dst;
+  }
+  if (tid == 0) *block_expert = p.gather ? p.expert_ids[m_block] : p.block_table[3 * m_block];
+  __syncthreads();
+  return true;
+}
+
+// This thread's accumulators, with the accumulator scales (FP8 per channel, NVFP4 global), the
+// bias and one rounding, into the output tile [tokens][channels] in shared memory (rows of
+// out_row_bytes). acc[nt][mt][2 r + i] is token token_base + 8 mt + 2 t + i and channel
+// channel_of(nt, r) of the block (the m16n8 accumulator layout, which wgmma's matches).
+template <class Cfg, int kTilesN, int kTilesM, class ChannelOf>
+__device__ __forceinline__ void write_output_tile(const MoeGemmParams& p, int e, int n0,
+                                                  const float (&acc)[kTilesN][kTilesM][4], unsigned char* out_tile,
+                                                  int out_row_bytes, int token_base, int t, ChannelOf channel_of) {
+  const int N = p.n;
+#pragma unroll
+  for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int n_local = channel_of(nt, r), n = n0 + n_local;
+      float scale = 1.0f, bias = 0.0f;
+      if (n < N) {
+        if constexpr (Cfg::kFormat == WeightFormatId::kFp8Channel) {
+          scale = static_cast<const float*>(p.scaling.scales)[static_cast<long long>(e) * N + n];
+        } else if constexpr (Cfg::kFormat == WeightFormatId::kNvfp4) {
+          const int halves = p.scaling.num_global_scales;
+          scale = p.scaling.global_scales[e * halves + (halves == 2 && n >= N / 2 ? 1 : 0)];
+        }
+        if (p.bias_dtype != 0) bias = load_bias_value(p.bias, static_cast<long long>(e) * N + n, p.bias_dtype);
+      }
+#pragma unroll
+      for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const int token = token_base + mt * 8 + 2 * t + i;
+          *reinterpret_cast<unsigned short*>(out_tile + token * out_row_bytes + n_local * 2) =
+              to_act_bits<Cfg::kActBf16>(acc[nt][mt][2 * r + i] * scale + bias);
+        }
+    }
+}
+
+// The output tile's rows to C (row_dst; padding rows skipped) by the CTA's T threads: 16-byte
+// stores where the row and N allow, else 4-byte channel pairs.
+template <int BM, int BN, int T>
+__device__ __forceinline__ void store_output_rows(const MoeGemmParams& p, const unsigned char* out_tile, int out_row_bytes,
+                                                  const int* row_dst, int n0, int tid) {
+  const int N = p.n;
+  const bool wide = ((reinterpret_cast<unsigned long long>(p.c) | static_cast<unsigned long long>(p.c_row_stride) * 2) & 15) == 0;
+  constexpr int kChunksOut = BM * (BN / 8);
+  for (int c = tid; c < kChunksOut; c += T) {
+    const int token = c / (BN / 8), chunk = c % (BN / 8);
+    const int dst = row_dst[token];
+    const int n = n0 + chunk * 8;
+    if (dst < 0 || n >= N) continue;
+    const unsigned char* from = out_tile + token * out_row_bytes + chunk * 16;
+    unsigned short* to = p.c + static_cast<long long>(dst) * p.c_row_stride + n;
+    if (wide && n + 8 <= N) {
+      *reinterpret_cast<uint4*>(to) = *reinterpret_cast<const uint4*>(from);
+    } else {
+      for (int i = 0; i < 8 && n + i < N; i += 2)
+        *reinterpret_cast<unsigned*>(to + i) = *reinterpret_cast<const unsigned*>(from + 2 * i);
+    }
+  }
+}
+
+// wgmma B operand: the tokens of a K tile, copied as 16-byte chunks into rows of 128 bytes (chunk
+// c of row r at c ^ (r % 8)), moved into core matrices (8 tokens x 8 logical k, 128 contiguous
+// bytes) in the K order of the A fragments (kernels/moe_gemm.cuh): pair P = 8t + 2s + h of a row
+// belongs in core matrix (token group, step s, half h), at byte 4t of the token's 16-byte row;
+// core matrix (group, s, h) sits at 1024 group + 256 s + 128 h. kThreads threads share the BM
+// rows x 2 step pairs: unit u = thread + i kThreads is row u % BM, steps 2 sp, 2 sp + 1 (sp =
+// u / BM): physical k [16t + 8 sp, 16t + 8 sp + 8) is chunk 2t + sp, whose word w (pair 8t +
+// 4 sp + w) goes to core matrix (r / 8, 2 sp + w / 2, w % 2).
+// NOTE: a quarter warp takes 8 consecutive rows of one chunk (distinct banks through the
+// swizzle) and stores 8 consecutive 16-byte rows of one core matrix: no bank conflicts.
+// One unit of that move: the 4 chunks of a token row that hold a step pair (loads at read[tt],
+// chunk 2 tt + sp), stored as the row's 16 bytes of the 4 core matrices (steps 2 sp, 2 sp + 1;
+// halves 0, 1) of its token group; `write` is that row in core matrix (group, 2 sp, half 0).
+__device__ __forceinline__ void move_token_unit(const unsigned (&read)[4], unsigned write) {
+  unsigned words[4][4];
+#pragma unroll
+  for (int tt = 0; tt < 4; ++tt) {
+    const uint4 v = lds_128(read[tt]);
+    words[tt][0] = v.x;
+    words[tt][1] = v.y;
+    words[tt][2] = v.z;
+    words[tt][3] = v.w;
+  }
+#pragma unroll
+  for (int w = 0; w < 4; ++w)
+    sts_128(write + (w / 2) * 256 + (w % 2) * 128, make_uint4(words[0][w], words[1][w], words[2][w], words[3][w]));
+}
+
+template <int BM, int kThreads>
+__device__ __forceinline__ void permute_token_tile(unsigned staging, unsigned perm, int thread) {
+  static_assert((2 * BM) % kThreads == 0, "whole (row, step pair) units per thread");
+#pragma unroll
+  for (int i = 0; i < 2 * BM / kThreads; ++i) {
+    const int u = thread + i * kThreads, r = u % BM, sp = u / BM;
+    unsigned read[4];
+#pragma unroll
+    for (int tt = 0; tt < 4; ++tt) read[tt] = staging + r * 128 + (((2 * tt + sp) ^ (r % 8)) * 16);
+    move_token_unit(read, perm + (r / 8) * 1024 + sp * 512 + (r % 8) * 16);
+  }
+}
+
+}  // namespace moeq_dev

@@ -1,0 +1,367 @@
+#pragma once
+// The warp-specialized MoE GEMM body (GEMM v7, sm_90a, `/p` tiles): the same product as
+// kernels/moe_gemm.cuh (same operand roles, K order, scales and epilogue), with the work split
+// by role instead of every warp doing all of it:
+// - warpgroup 0, the producer (setmaxnreg down to kProducerRegisters), copies each K tile's
+//   gathered token rows (16-byte cp.async into a swizzled staging area) and weight codes into a
+//   ring stage, kLookahead tiles ahead; once a tile has landed it moves the tokens into the core
+//   matrices wgmma reads (permute_token_tile), fences them for the async proxy and arrives on the
+//   stage's `full` mbarrier;
+// - warpgroups 1 and 2, the consumers (setmaxnreg up to kConsumerRegisters), each own half of
+//   the block's channels: per K tile they wait for `full`, read their codes from shared memory,
+//   dequantize them into A fragments (two k16 steps at a time) and issue wgmma m64nBMk16 with
+//   all BM tokens as B; a tile's stage goes back to the producer (`empty`, one arrival per
+//   consumer warp) once its MMAs have completed, which the consumer learns while it issues the
+//   next tile's first MMAs (wgmma.wait_group 1).
+// With the copies and the permute off the consumers, their only waits are the MMAs themselves
+// and the `full` barrier; two consumer warpgroups per SM take turns at the tensor cores.
+// PERF: GEMM v6's one-warpgroup wgmma tile issued 38 instructions per HGMMA (copies, permute,
+// proxy fence, dequantization and MMA all on the same warps; ncu: tensor pipe 28% at M = 4096).
+// Scales: the consumers load their rows' raw scale bits kStages - 1 tiles ahead from global
+// memory into a register ring and decode them per tile, as the other body does.
+// NOTE: NVRTC-safe: no standard headers.
+#include "moeq_dev/format/prepared.cuh"
+#include "moeq_dev/kernels/moe_gemm_common.cuh"
+#include "moeq_dev/ptx/cp_async.cuh"
+#include "moeq_dev/ptx/mbarrier.cuh"
+#include "moeq_dev/ptx/mma.cuh"
+#include "moeq_dev/ptx/wgmma.cuh"
+
+namespace moeq_dev {
+
+template <class Cfg>
+struct MoeGemmWsShape {
+  static constexpr int kBlockM = Cfg::kBlockM, kBlockN = Cfg::kBlockN, kBlockK = 64, kStages = Cfg::kStages;
+  static constexpr int kConsumers = 2;  // warpgroups, each half of the channels
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kMinCtasPerSm = 1;  // __launch_bounds__: 168 registers at launch, before setmaxnreg
+  static constexpr int kProducerRegisters = 56, kConsumerRegisters = 224;  // 128 x 56 + 256 x 224 <= 65536
+  static constexpr int kConsumerN = kBlockN / kConsumers;
+  static constexpr int kTilesN = kConsumerN / 64;  // 64-channel wgmma tiles per consumer
+  static constexpr int kTilesM = kBlockM / 8;      // 8-token accumulator groups
+  static constexpr int kCodeBits = WeightFormatTraits<Cfg::kFormat>::kCodeBits;
+  static constexpr int kCodeRowBytes = kBlockK * kCodeBits / 8;  // canonical: one channel's codes of a K tile
+  static constexpr int kPreparedBlockBytes = kCodeBits * 128;   // prepared: 16 channels x 64 k
+  static constexpr int kTokenBytes = kBlockM * kBlockK * 2;     // staging, and again permuted
+  static constexpr int kCodeBytes = kBlockN * kCodeRowBytes;
+  // Stage: [staging tokens][permuted tokens][codes].
+  static constexpr int kPermutedOffset = kTokenBytes, kCodeOffset = 2 * kTokenBytes;
+  static constexpr int kStageBytes = 2 * kTokenBytes + kCodeBytes;
+  // Producer warps 0-1 copy, 2-3 permute.
+  static constexpr int kCopyThreads = 64;
+  static constexpr int kOutRowBytes = kBlockN * 2 + 16;
+  static constexpr int kRingBytes = kStages * kStageBytes;
+  static constexpr int kEpilogueBytes = kBlockM * kOutRowBytes;
+  static constexpr int kSmemBytes = kRingBytes > kEpilogueBytes ? kRingBytes : kEpilogueBytes;
+  static_assert(Cfg::kWgmma && Cfg::kWarpsM == 1 && Cfg::kWarpsN == 8 && Cfg::kWarpsK == 1 && Cfg::kSplitK == 1,
+                "producer tiles: two consumer warpgroups of 4 warps along N, wgmma, no split K");
+  static_assert(kBlockM == 64 || kBlockM == 128, "producer tiles: 64 or 128 tokens (the wgmma N)");
+  static_assert(kBlockN == 128 || kBlockN == 256, "producer tiles: 128 or 256 channels");
+  static_assert(kStages >= 3 && kStages <= 8, "producer tiles: 3 to 8 stages");
+};
+
+template <class Cfg>
+__device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
+  using S = MoeGemmWsShape<Cfg>;
+  constexpr int BM = S::kBlockM, BN = S::kBlockN, BK = S::kBlockK, kStages = S::kStages;
+  constexpr int kTilesN = S::kTilesN, kTilesM = S::kTilesM;
+  constexpr bool kFourBit = S::kCodeBits == 4;
+
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ int row_src[BM];
+  // Copy warps: the activations of row r (padding rows: row 0, whose products land in output
+  // columns nobody stores), stored thread-major: thread tid's rows tid / 8 + 8 j at 16 (tid / 8) + j.
+  __shared__ __align__(16) const unsigned short* row_ptr[BM];
+  __shared__ int row_dst[BM];
+  __shared__ int block_expert;
+  __shared__ __align__(8) unsigned long long barriers[3 * kStages];  // landed, full, empty: kStages each
+
+  const int tid = threadIdx.x;
+  const int m_block = blockIdx.x;
+  const int n0 = blockIdx.y * BN;
+  constexpr int kCopyThreads = S::kCopyThreads;
+  const unsigned landed0 = smem_address(&barriers[0]), full0 = landed0 + 8 * kStages, empty0 = full0 + 8 * kStages;
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(landed0 + 8 * s, kCopyThreads);  // every copy thread's copies (cp.async.mbarrier.arrive)
+      mbarrier_init(full0 + 8 * s, 128 - kCopyThreads);  // every permute thread, after its share
+      mbarrier_init(empty0 + 8 * s, 4 * S::kConsumers);  // one lane per consumer warp
+    }
+  }
+  if (!load_block_rows<BM, S::kThreads>(p, m_block, tid, row_src, row_dst, &block_expert)) return;
+
+  const int e = block_expert, N = p.n, K = p.k;
+  const int tiles_n16 = (N + 15) / 16, tiles_k = (K + BK - 1) / BK;
+  const long long row_bytes = static_cast<long long>(K) * S::kCodeBits / 8;
+  const unsigned char* codes_e =
+      Cfg::kPreparedCodes ? p.codes + static_cast<long long>(e) * tiles_n16 * tiles_k * S::kPreparedBlockBytes
+                          : p.codes + static_cast<long long>(e) * N * row_bytes;
+  const unsigned smem_base = smem_address(smem);
+
+  if (tid < 128) {
+    // ---- Producer ----
+    setmaxnreg_dec<S::kProducerRegisters>();
+    if (tid < kCopyThreads) {
+      // Copy warps. Token chunk j of this thread: row tid / 8 + kRowsPerPass j, 16-byte chunk
+      // tid % 8 (a warp copies 4 whole rows: 4 global lines per instruction). Code chunk j: chunk
+      // tid + kCopyThreads j of the stage's codes, which is chunk tid's plus j whole 16-channel
+      // blocks (prepared) or rows (canonical), so one base pointer and one stride serve them all.
+      // NOTE: the producer runs on kProducerRegisters (setmaxnreg): per-chunk 64-bit pointers kept
+      // across the K loop spilled (ptxas -v), so token addresses are recomputed per tile.
+      const int chunk = tid % 8;
+      constexpr int kRowsPerPass = kCopyThreads / 8, kTokenChunks = BM / kRowsPerPass;
+      static_assert(kRowsPerPass % 8 == 0 && kTokenChunks % 4 == 0, "a copy thread's rows share r % 8 (its swizzle)");
+      constexpr int kCodeChunks = S::kCodeBytes / 16 / kCopyThreads;
+      constexpr int kChunksPerUnit = Cfg::kPreparedCodes ? S::kPreparedBlockBytes / 16 : S::kCodeRowBytes / 16;
+      static_assert(kCopyThreads % kChunksPerUnit == 0, "whole blocks or rows per pass of the copy threads");
+      // 16-channel block (prepared) or row (canonical) of code chunk j: code_index + j code_index_step.
+      const int code_index = (Cfg::kPreparedCodes ? n0 / 16 : n0) + tid / kChunksPerUnit;
+      constexpr int code_index_step = kCopyThreads / kChunksPerUnit;
+      const int code_index_end = Cfg::kPreparedCodes ? tiles_n16 : N;
+      const long long unit_bytes = Cfg::kPreparedCodes ? static_cast<long long>(tiles_k) * S::kPreparedBlockBytes : row_bytes;
+      const unsigned char* code_base = codes_e + code_index * unit_bytes + (tid % kChunksPerUnit) * 16;
+      const long long code_stride = code_index_step * unit_bytes;  // bytes between chunks j and j + 1 (same K tile)
+      // Canonical codes of a partial last K tile: this thread's chunks start at code k code_k.
+      const int code_k = Cfg::kPreparedCodes ? 0 : (tid % kChunksPerUnit) * (128 / S::kCodeBits);
+      constexpr int kCodeTileBytes = Cfg::kPreparedCodes ? S::kPreparedBlockBytes : S::kCodeRowBytes;
+      for (int r = tid; r < BM; r += kCopyThreads) {
+        const int src = row_src[r];
+        row_ptr[(r % kRowsPerPass) * kTokenChunks + r / kRowsPerPass] =
+            p.a + (src >= 0 ? static_cast<long long>(src) * p.a_row_stride : 0);
+      }
+      named_barrier_sync(1, kCopyThreads);
+      const unsigned row_ptr_base = smem_address(&row_ptr[(tid / 8) * kTokenChunks]);
+      for (int it = 0; it < tiles_k; ++it) {
+        const int stage = it % kStages;
+        if (it >= kStages) mbarrier_wait(empty0 + 8 * stage, ((it / kStages) - 1) & 1);
+        const unsigned base = smem_base + stage * S::kStageBytes;
+        const int k = it * BK + chunk * 8;
+        const bool k_valid = k < K;  // the partial last K tile zero-fills
+        // NOTE: r % 8 = (tid / 8) % 8 for every j (kRowsPerPass is a multiple of 8).
+        const unsigned token_dst = base + (tid / 8) * 128 + ((chunk ^ ((tid / 8) % 8)) * 16);
+        // PERF: 4 row pointers loaded before their 4 copies: one shared-load latency per 4 copies
+        // (one per copy, GEMM v7 run 4: the copy warps issued at 0.14 IPC on short-scoreboard stalls).
+#pragma unroll
+        for (int jb = 0; jb < kTokenChunks; jb += 4) {
+          const uint4 two_a = lds_128(row_ptr_base + jb * 8), two_b = lds_128(row_ptr_base + jb * 8 + 16);
+          const unsigned long long ptrs[4] = {two_a.x | static_cast<unsigned long long>(two_a.y) << 32,
+                                              two_a.z | static_cast<unsigned long long>(two_a.w) << 32,
+                                              two_b.x | static_cast<unsigned long long>(two_b.y) << 32,
+                                              two_b.z | static_cast<unsigned long long>(two_b.w) << 32};
+#pragma unroll
+          for (int u = 0; u < 4; ++u)
+            cp_async_16(token_dst + (jb + u) * kRowsPerPass * 128,
+                        reinterpret_cast<const unsigned short*>(ptrs[u]) + k, k_valid);
+        }
+        const bool code_k_valid = it * BK + code_k < K;
+#pragma unroll
+        for (int j = 0; j < kCodeChunks; ++j) {
+          const bool valid = code_k_valid && code_index + j * code_index_step < code_index_end;
+          const unsigned char* from = valid ? code_base + j * code_stride + it * kCodeTileBytes : p.codes;
+          cp_async_16(base + S::kCodeOffset + (tid + j * kCopyThreads) * 16, from, valid);
+        }
+        // The barrier's phase completes when every copy thread's copies so far have landed.
+        cp_async_mbarrier_arrive(landed0 + 8 * stage);
+      }
+    } else {
+      // Permute warps: they issue no cp.async, so their proxy fence waits for nothing but their
+      // own stores. PERF: GEMM v6's fence on the copying threads compiled to a MEMBAR that waited
+      // for their prefetches in flight (ncu long-scoreboard stalls; 2-8% of the time).
+      // Units (row r, step pair sp) of permute_token_tile, with the addresses that do not change
+      // from tile to tile computed once: the thread's rows are ptid + 64 i, all with r % 8 = x.
+      // PERF: permute_token_tile's per-tile address arithmetic (and spills at 56 registers) cost
+      // 165 instructions per tile and warp (ncu, GEMM v7 run 2); this is ~45.
+      constexpr int kPermuteThreads = 128 - kCopyThreads, kRowPasses = BM / kPermuteThreads;
+      static_assert(kPermuteThreads == 64 && BM % 64 == 0, "64 permute threads, whole row passes");
+      const int ptid = tid - kCopyThreads, x = ptid % 8;
+      unsigned read_offset[2][4];  // step pair sp, thread chunk tt: chunk 2 tt + sp of row ptid
+#pragma unroll
+      for (int sp = 0; sp < 2; ++sp)
+#pragma unroll
+        for (int tt = 0; tt < 4; ++tt) read_offset[sp][tt] = ptid * 128 + (((2 * tt + sp) ^ x) * 16);
+      const unsigned write_offset = S::kPermutedOffset + (ptid / 8) * 1024 + x * 16;
+      for (int it = 0; it < tiles_k; ++it) {
+        const int stage = it % kStages;
+        const unsigned base = smem_base + stage * S::kStageBytes;
+        mbarrier_wait(landed0 + 8 * stage, (it / kStages) & 1);
+#pragma unroll
+        for (int sp = 0; sp < 2; ++sp)
+#pragma unroll
+          for (int pass = 0; pass < kRowPasses; ++pass) {
+            // Row ptid + 64 pass: 64 rows = 8 KB of staging and 8 token groups = 8 KB permuted further.
+            unsigned read[4];
+#pragma unroll
+            for (int tt = 0; tt < 4; ++tt) read[tt] = base + read_offset[sp][tt] + pass * 8192;
+            move_token_unit(read, base + write_offset + pass * 8192 + sp * 512);
+          }
+        // NOTE: st.shared writes through the generic proxy, wgmma reads through the async one.
+        fence_proxy_async_shared();
+        mbarrier_arrive(full0 + 8 * stage);
+      }
+    }
+    return;
+  }
+
+  // ---- Consumers ----
+  setmaxnreg_inc<S::kConsumerRegisters>();
+  const int ctid = tid - 128, consumer = ctid / 128, warp = (ctid / 32) % 4, lane = tid % 32, g = lane / 4, t = lane % 4;
+  // Channel (within the block) of this lane's fragment rows of 64-channel tile nt, half r.
+  auto channel_of = [&](int nt, int r) { return consumer * S::kConsumerN + nt * 64 + warp * 16 + g + r * 8; };
+  constexpr bool int4_fast = ScaleStorage<Cfg>::kDtype == ScaleDtypeId::kBf16;
+  constexpr DequantPath kPath =
+      FragmentFastPath<Cfg>::value && (Cfg::kFormat != WeightFormatId::kInt4 || int4_fast) ? DequantPath::kFast
+                                                                                          : DequantPath::kGeneric;
+  LaneScaleRow scale_rows[kTilesN][2];
+#pragma unroll
+  for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) scale_rows[nt][r] = lane_scale_row<Cfg>(p.scaling, e, n0 + channel_of(nt, r), N, K);
+  const int group_shift = scale_group_shift<Cfg>(p.scaling);
+  LaneScale scale_ring[kStages][kTilesN][2];
+  auto load_scales = [&](LaneScale (&slot)[kTilesN][2], int kt) {
+    if constexpr (Cfg::kFormat == WeightFormatId::kFp8Channel) return;  // on the accumulators
+#pragma unroll
+    for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) slot[nt][r] = load_lane_scale<Cfg>(scale_rows[nt][r], 16 * t + kt * BK, K, group_shift);
+  };
+#pragma unroll
+  for (int q = 0; q < kStages - 1; ++q)
+    if (q < tiles_k) load_scales(scale_ring[q], q);
+
+  float acc[kTilesN][kTilesM][4];  // written first by tile 0's first MMAs (accumulate = false)
+
+  // This lane's code words of a tile: prepared, one (4-bit) or two (8-bit) 16-byte loads per
+  // 16-channel block; canonical, 8 (4-bit) or 16 (8-bit) bytes of each of its two rows.
+  constexpr int kWords = kFourBit ? 4 : 8;
+  auto load_codes = [&](unsigned codes, unsigned (&words)[kTilesN][kWords]) {
+#pragma unroll
+    for (int nt = 0; nt < kTilesN; ++nt) {
+      if constexpr (Cfg::kPreparedCodes) {
+        const unsigned block = codes + (channel_of(nt, 0) / 16) * S::kPreparedBlockBytes + lane * 16;
+#pragma unroll
+        for (int h = 0; h < kWords / 4; ++h) {
+          const uint4 v = lds_128(block + 512 * h);
+          words[nt][4 * h] = v.x;
+          words[nt][4 * h + 1] = v.y;
+          words[nt][4 * h + 2] = v.z;
+          words[nt][4 * h + 3] = v.w;
+        }
+      } else {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const unsigned address = codes + channel_of(nt, r) * S::kCodeRowBytes + t * (S::kCodeRowBytes / 4);
+          if constexpr (kFourBit) {
+            const uint2 v = lds_64(address);
+            words[nt][2 * r] = v.x;
+            words[nt][2 * r + 1] = v.y;
+          } else {
+            const uint4 v = lds_128(address);
+            words[nt][4 * r] = v.x;
+            words[nt][4 * r + 1] = v.y;
+            words[nt][4 * r + 2] = v.z;
+            words[nt][4 * r + 3] = v.w;
+          }
+        }
+      }
+    }
+  };
+  // A fragments of k16 steps 2h and 2h + 1 (the K order of kernels/moe_gemm.cuh: lane t's
+  // physical k of step s are 16t + 4s + [0, 4)).
+  auto fragments = [&](const unsigned (&words)[kTilesN][kWords], int h, const FragmentScale (&decoded)[kTilesN][2],
+                       unsigned (&a)[kTilesN][2][4]) {
+#pragma unroll
+    for (int nt = 0; nt < kTilesN; ++nt) {
+      if constexpr (Cfg::kPreparedCodes) {
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          const int step = 2 * h + q;
+#pragma unroll
+          for (int pr = 0; pr < 4; ++pr) {
+            if constexpr (kFourBit) {
+              a[nt][q][pr] = dequant_pair4<Cfg>(words[nt][step], pr, decoded[nt][pr & 1], kPath);
+            } else {
+              a[nt][q][pr] = dequant_pair8<Cfg>(words[nt][2 * step + (pr >> 1)], pr & 1, decoded[nt][pr & 1], kPath);
+            }
+          }
+        }
+      } else if constexpr (kFourBit) {
+        unsigned lo[4], hi[4];  // rows g and g + 8: pairs (e0, e1) .. (e6, e7) of k 16t + 8h + [0, 8)
+        dequant_word4<Cfg>(words[nt][h], decoded[nt][0], kPath, lo);
+        dequant_word4<Cfg>(words[nt][2 + h], decoded[nt][1], kPath, hi);
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          a[nt][q][0] = lo[2 * q];
+          a[nt][q][1] = hi[2 * q];
+          a[nt][q][2] = lo[2 * q + 1];
+          a[nt][q][3] = hi[2 * q + 1];
+        }
+      } else {
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          unsigned lo[2], hi[2];
+          dequant_word8<Cfg>(words[nt][2 * h + q], decoded[nt][0], kPath, lo);
+          dequant_word8<Cfg>(words[nt][4 + 2 * h + q], decoded[nt][1], kPath, hi);
+          a[nt][q][0] = lo[0];
+          a[nt][q][1] = hi[0];
+          a[nt][q][2] = lo[1];
+          a[nt][q][3] = hi[1];
+        }
+      }
+    }
+  };
+
+  // The ring, unrolled by kStages so stage and scale-ring indices are compile-time constants.
+  for (int j0 = 0; j0 < tiles_k; j0 += kStages) {
+    const unsigned parity = (j0 / kStages) & 1;
+#pragma unroll
+    for (int q = 0; q < kStages; ++q) {
+      const int j = j0 + q;
+      if (j < tiles_k) {
+        const int prev = (q + kStages - 1) % kStages;  // tile j - 1's stage and scale slot
+        FragmentScale decoded[kTilesN][2];
+  #pragma unroll
+        for (int nt = 0; nt < kTilesN; ++nt)
+  #pragma unroll
+          for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg>(scale_ring[q][nt][r], p.scaling);
+        if (j + kStages - 1 < tiles_k) load_scales(scale_ring[prev], j + kStages - 1);
+        const unsigned base = smem_base + q * S::kStageBytes;
+        mbarrier_wait(full0 + 8 * q, parity);
+        unsigned words[kTilesN][kWords];
+        load_codes(base + S::kCodeOffset, words);
+  #pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          unsigned a[kTilesN][2][4];
+          fragments(words, h, decoded, a);
+          wgmma_fence();  // the A fragments (and the first time the accumulators) come from ordinary instructions
+  #pragma unroll
+          for (int nt = 0; nt < kTilesN; ++nt)
+  #pragma unroll
+            for (int qq = 0; qq < 2; ++qq)
+              // Core matrices of step s start at 256 s; along K (the two halves) 128 bytes apart,
+              // along the tokens (groups of 8) 1024.
+              wgmma_m64k16_rs<BM, Cfg::kActBf16>(reinterpret_cast<float(&)[BM / 2]>(acc[nt]), a[nt][qq],
+                                                 wgmma_descriptor(base + S::kPermutedOffset + (2 * h + qq) * 256, 128, 1024),
+                                                 j > 0 || h > 0 || qq > 0);
+          wgmma_commit();
+          wgmma_wait<1>();
+          if (h == 0 && j > 0) {
+            // Tile j - 1's MMAs have completed: its stage goes back to the producer.
+            __syncwarp();
+            if (lane == 0) mbarrier_arrive(empty0 + 8 * prev);
+          }
+        }
+      }
+    }
+  }
+  wgmma_wait<0>();
+  // Epilogue, consumers only: the out tile reuses the ring, which the other consumer may still
+  // be reading until it passes this barrier; the producer is done (every tile was consumed).
+  named_barrier_sync(2, 128 * S::kConsumers);
+  write_output_tile<Cfg>(p, e, n0, acc, smem, S::kOutRowBytes, 0, t, channel_of);
+  named_barrier_sync(2, 128 * S::kConsumers);
+  store_output_rows<BM, BN, 128 * S::kConsumers>(p, smem, S::kOutRowBytes, row_dst, n0, ctid);
+}
+
+}  // namespace moeq_dev
