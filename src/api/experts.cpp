@@ -6,6 +6,7 @@
 
 #include "api/cuda_backend.hpp"
 #include "api/validate.hpp"
+#include "cuda/moe_gemm.hpp"
 #include "cuda/routing.hpp"
 #include "moeq/error.hpp"
 #include "plan/legality.hpp"
@@ -70,8 +71,8 @@ struct Experts::Impl {
     p.block_m = options.block_m > 0            ? options.block_m
                 : options.batch_invariant ? plan::kBatchInvariantBlockM
                                           : plan::choose_block_m(desc, block_m_tokens);
-    // NOTE: the GPU GEMM tiles M by 8, 16, 32 or 64 rows; align uses the GEMM's block size.
-    if (backend == Backend::cuda && p.block_m == 48) p.block_m = 64;
+    // NOTE: align uses the GEMM's block size, which is the device's (cuda::gemm_block_m).
+    if (backend == Backend::cuda) p.block_m = cuda::gemm_block_m(p.block_m);
     return p;
   }
 };

@@ -11,9 +11,12 @@
 namespace moeq::cuda {
 namespace {
 
-// The GEMM tiles of the layer: the planner's, then the extra ones.
+// The GEMM tiles of the layer: the planner's (and the mma.sync tiles that run its wgmma ones on
+// other devices, for `moeq compile --arch`), then the extra ones.
 std::vector<GemmTile> layer_tiles(const ExpertsDesc& d, const std::vector<GemmTile>& extra_tiles) {
   std::vector<GemmTile> tiles = planner_tiles(d.weight_format);
+  for (size_t i = 0, n = tiles.size(); i < n; ++i)
+    if (tiles[i].wgmma) tiles.push_back(mma_sync_tile_of(tiles[i]));
   for (const GemmTile& tile : extra_tiles) {
     if (const auto reasons = gemm_tile_reasons(tile, d.w13()); !reasons.empty()) throw Error(reasons.front());
     tiles.push_back(tile);
@@ -53,7 +56,8 @@ void load_layer_kernels(const ExpertsDesc& d) {
   for (const jit::KernelSpec& spec : other_kernel_specs(d)) jit::kernel_cache().function(spec);
   // NOTE: through the GEMM's own loader: it also raises the shared-memory limit of each
   // function, which a first launch would otherwise do (under a graph capture).
-  for (const GemmTile& tile : layer_tiles(d, {}))
+  // (load_moe_gemm loads the tile this device runs, so the mma.sync stand-ins need no entry.)
+  for (const GemmTile& tile : planner_tiles(d.weight_format))
     for (const WeightDesc& w : {d.w13(), d.w2()}) load_moe_gemm(w, d.act_dtype, tile);
 }
 

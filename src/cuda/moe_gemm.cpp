@@ -113,12 +113,12 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   //   8-bit codes keep the /o1 register budget (__launch_bounds__ minimum 1: 84 registers
   //   against 70 without): FP8-block M = 16 79.2 us against 85.3 (GEMM v6, same run).
   // - 32-token blocks (M = 256): 8 warps of 16 channels (INT4 122 us, FP8-block 144).
-  // - 64-token blocks: every warp holds all tokens and 32 channels (8 x 2 MMA tiles per K step:
-  //   each token fragment serves 2 channel tiles); INT4 761 us at M = 4096, 8-15% faster than
-  //   16 channels per warp. INT4 caps the registers at 168 for 3 CTAs per SM (/o3; ncu: 194
-  //   registers held it to 2, 8 warps per SM): 768 -> 726 us at M = 4096 and 255 -> 240 at 1024
-  //   in the GEMM v5 sweep, 765 -> 758 in the final run (within the spread); FP8-block got
-  //   slower with the cap (853 -> 937 us), MXFP4 is untimed.
+  // - 64- and 128-token blocks: the warp-specialized wgmma tiles (GEMM v7, sm_90a; elsewhere
+  //   tile_for_device runs 64x128/1x4x1/4 on mma.sync, which v5 measured at 761 us for INT4 at
+  //   M = 4096). H200, Qwen3 GEMM1 INT4, same run: M = 1024 64x256/p 219 us against 252 for
+  //   v6's 64x128/1x4x1/4/o3 (128x256/p 226); M = 4096 128x256/p 488 against 769 (64x256/p
+  //   590); MXFP4 and FP8-block alike (M = 4096: 531 and 596 against 808 and 924), GEMM2 and
+  //   gpt-oss-120b too (bench/results/2026-11-30-h200-gemm-v7.md).
   // - Split K over clusters (/k2, /k4) lost in every regime timed (GEMM v5): the planner does
   //   not use it.
   const bool four_bit = dtype_bits(weight_format_code_dtype(format)) == 4;
@@ -137,8 +137,10 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
     }
   } else if (block_m <= 32) {
     text = "32x128/1x8x1/4";
+  } else if (block_m <= 64) {
+    text = "64x256/1x8x1/4/p";
   } else {
-    text = format == WeightFormat::int4 ? "64x128/1x4x1/4/o3" : "64x128/1x4x1/4";
+    text = "128x256/1x8x1/4/p";
   }
   return parse_gemm_tile(text);
 }
@@ -309,7 +311,7 @@ jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dty
 
 std::vector<GemmTile> planner_tiles(WeightFormat format) {
   std::vector<GemmTile> tiles;
-  for (int block_m : {8, 16, 32, 64})
+  for (int block_m : {8, 16, 32, 64, 128})
     for (int64_t rows : {kFewRoutedRows, kFewRoutedRows + 1, kTileForAnyRows}) {
       const GemmTile t = gemm_tile_for(format, block_m, rows);
       const bool seen = std::any_of(tiles.begin(), tiles.end(), [&](const GemmTile& o) { return o.to_string() == t.to_string(); });
@@ -428,21 +430,38 @@ void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& request
   gemm_function(w, act_dtype, tile, false, true);
 }
 
-GemmTile tile_for_device(GemmTile tile) {
+namespace {
+
+bool device_has_wgmma() {
   // NOTE: the device is selected once per process, so its attributes are queried once.
   static const DeviceInfo device = current_device_info();
+  return device.cc_major == 9 && device.cc_minor == 0;
+}
+
+}  // namespace
+
+int64_t gemm_block_m(int64_t planned_block_m) {
+  if (planned_block_m == 48) return 64;
+  if (planned_block_m > 64 && !device_has_wgmma()) return 64;
+  return planned_block_m;
+}
+
+GemmTile tile_for_device(GemmTile tile) {
+  static const DeviceInfo device = current_device_info();
   if (device.cc_major < 9) tile.split_k = 1;  // clusters are sm_90+; the sums are the same tile's
-  if (device.cc_major != 9 || device.cc_minor != 0) {  // wgmma is sm_90a only
-    if (tile.producer) {
-      // The same M block on mma.sync: 64 tokens and 32 channels per warp (the planner's 64-row tile).
-      tile.block_n = 128;
-      tile.warps_m = tile.block_m / 64;
-      tile.warps_n = 4;
-      tile.stages = 4;
-      tile.producer = false;
-    }
-    tile.wgmma = false;
+  return device_has_wgmma() ? tile : mma_sync_tile_of(tile);
+}
+
+GemmTile mma_sync_tile_of(GemmTile tile) {
+  if (tile.producer) {
+    // The same M block on mma.sync: 64 tokens and 32 channels per warp (v6's 64-row tile).
+    tile.block_n = 128;
+    tile.warps_m = tile.block_m / 64;
+    tile.warps_n = 4;
+    tile.stages = 4;
+    tile.producer = false;
   }
+  tile.wgmma = false;
   return tile;
 }
 

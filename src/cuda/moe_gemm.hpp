@@ -41,7 +41,7 @@ struct GemmTile {
   std::string to_string() const;
 };
 
-// The planner's tile for a weight format, block size (8, 16, 32 or 64 tokens) and routed rows
+// The planner's tile for a weight format, block size (8, 16, 32, 64 or 128 tokens) and routed rows
 // (M * top_k); kTileForAnyRows gives one that does not depend on the rows (batch-invariant mode).
 GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots);
 constexpr int64_t kTileForAnyRows = int64_t{1} << 62;
@@ -50,8 +50,15 @@ constexpr int64_t kFewRoutedRows = 32;
 // Every tile gemm_tile_for can return for the format (each once): what tests/jit, `moeq
 // compile` and the candidate list must cover.
 std::vector<GemmTile> planner_tiles(WeightFormat format);
-// The tile as this device runs it: split K off below sm_90 (no clusters), wgmma off but on sm_90a.
+// The tile as this device runs it: split K off below sm_90 (no clusters), wgmma off but on sm_90a
+// (warp-specialized tiles become the mma.sync tile of the same M block).
 GemmTile tile_for_device(GemmTile tile);
+// The mma.sync tile that runs a wgmma tile's M block where there is no wgmma (tile_for_device).
+GemmTile mma_sync_tile_of(GemmTile tile);
+// The M block the GPU GEMM of this device runs for the planner's block_m (plan::choose_block_m):
+// 48 -> 64 (the GEMM tiles M by 8, 16, 32, 64 or 128 rows), 128 -> 64 where there is no wgmma
+// (128-row blocks are warp-specialized wgmma tiles; mma.sync runs 64-row ones faster).
+int64_t gemm_block_m(int64_t planned_block_m);
 // Every reason the tile is not a legal kernel config (shapes, warps, shared memory); empty if legal.
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);
 // "16x128/1x4x2/4": block_m x block_n / warps_m x warps_n x warps_k / stages, then "/k2" or

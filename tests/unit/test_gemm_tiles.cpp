@@ -72,7 +72,7 @@ TEST(GemmTiles, CandidatesAndPlannerTilesAreLegalForEveryFormat) {
                          WeightFormat::fp8_block, WeightFormat::int4, WeightFormat::int8}) {
     const WeightDesc w = desc_of(f);
     for (const auto& t : cuda::gemm_tile_candidates()) EXPECT_TRUE(cuda::gemm_tile_reasons(t, w).empty()) << t.to_string();
-    for (int bm : {8, 16, 32, 64})
+    for (int bm : {8, 16, 32, 64, 128})
       for (int64_t slots : {int64_t{1}, cuda::kFewRoutedRows, cuda::kFewRoutedRows + 1, int64_t{1} << 20, cuda::kTileForAnyRows}) {
         const cuda::GemmTile t = cuda::gemm_tile_for(f, bm, slots);
         EXPECT_EQ(t.block_m, bm);
@@ -89,7 +89,7 @@ TEST(GemmTiles, EveryPlannerTileIsACandidate) {
     const auto tiles = cuda::planner_tiles(f);
     EXPECT_GE(tiles.size(), 4u);
     for (const auto& t : tiles) EXPECT_TRUE(candidates.count(t.to_string())) << t.to_string();
-    for (int bm : {8, 16, 32, 64})
+    for (int bm : {8, 16, 32, 64, 128})
       for (int64_t rows : {int64_t{1}, cuda::kFewRoutedRows + 7, int64_t{100000}}) {
         const std::string chosen = cuda::gemm_tile_for(f, bm, rows).to_string();
         EXPECT_TRUE(std::any_of(tiles.begin(), tiles.end(), [&](const cuda::GemmTile& t) { return t.to_string() == chosen; }))
@@ -158,7 +158,7 @@ TEST(GemmTiles, LayerKernelsCoverEveryPlannerPick) {
     io::apply_scheme(scheme, d);
     std::set<std::string> sources;
     for (const jit::KernelSpec& spec : cuda::layer_kernel_specs(d)) sources.insert(spec.source);
-    for (int block_m : {8, 16, 32, 64})
+    for (int block_m : {8, 16, 32, 64, 128})
       for (int64_t rows : {int64_t{1}, cuda::kFewRoutedRows, cuda::kFewRoutedRows + 1, int64_t{100000}, cuda::kTileForAnyRows}) {
         const cuda::GemmTile tile = cuda::gemm_tile_for(d.weight_format, block_m, rows);
         for (const WeightDesc& w : {d.w13(), d.w2()})
