@@ -2,11 +2,12 @@
 // The warp-specialized MoE GEMM body (GEMM v7, sm_90a, `/p` tiles): the same product as
 // kernels/moe_gemm.cuh (same operand roles, K order, scales and epilogue), with the work split
 // by role instead of every warp doing all of it:
-// - warpgroup 0, the producer (setmaxnreg down to kProducerRegisters), copies each K tile's
-//   gathered token rows (16-byte cp.async into a swizzled staging area) and weight codes into a
-//   ring stage, kLookahead tiles ahead; once a tile has landed it moves the tokens into the core
-//   matrices wgmma reads (permute_token_tile), fences them for the async proxy and arrives on the
-//   stage's `full` mbarrier;
+// - warpgroup 0, the producer (setmaxnreg down to kProducerRegisters): its copy warps (0-1) copy
+//   each K tile's gathered token rows (16-byte cp.async into a swizzled staging area) and weight
+//   codes into a ring stage, up to kStages tiles ahead, and have the stage's `landed` mbarrier
+//   completed by the copies themselves (cp.async.mbarrier.arrive); its permute warps (2-3) wait
+//   for `landed`, move the tokens into the core matrices wgmma reads (move_token_unit), fence
+//   them for the async proxy and arrive on the stage's `full` mbarrier;
 // - warpgroups 1 and 2, the consumers (setmaxnreg up to kConsumerRegisters), each own half of
 //   the block's channels: per K tile they wait for `full`, read their codes from shared memory,
 //   dequantize them into A fragments (two k16 steps at a time) and issue wgmma m64nBMk16 with
