@@ -71,8 +71,9 @@ struct Experts::Impl {
     p.block_m = options.block_m > 0            ? options.block_m
                 : options.batch_invariant ? plan::kBatchInvariantBlockM
                                           : plan::choose_block_m(desc, block_m_tokens);
-    // NOTE: align uses the GEMM's block size, which is the device's (cuda::gemm_block_m).
-    if (backend == Backend::cuda) p.block_m = cuda::gemm_block_m(p.block_m);
+    // NOTE: align uses the GEMM's block size: the planner's choice as this device's GEMM runs it
+    // (cuda::gemm_block_m); a block size the caller set is kept (128 runs on mma.sync off Hopper).
+    if (backend == Backend::cuda && options.block_m == 0) p.block_m = cuda::gemm_block_m(p.block_m);
     return p;
   }
 };

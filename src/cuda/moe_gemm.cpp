@@ -196,8 +196,12 @@ std::vector<GemmTile> gemm_tile_candidates() {
 }
 
 int64_t gemm_static_smem_bytes(const GemmTile& tile) {
-  // Row maps and the block's expert; producer tiles add a full and an empty mbarrier per stage.
-  return 2 * int64_t{tile.block_m} * 4 + 4 + (tile.producer ? 8 + 16 * int64_t{tile.stages} : 0);
+  // Row maps and the block's expert; producer tiles add the copy warps' row pointers and a
+  // landed, a full and an empty mbarrier per stage. NOTE: with ptxas's padding (ptxas -v, sm_90a):
+  // 80, 272 and 528 bytes for 8-, 32- and 64-row tiles; 1152 and 2176 for 64x256/4/p and
+  // 128x256/{3,4}/p, which the producer term rounds up to with its 128 bytes of slack.
+  const int64_t rows = 2 * int64_t{tile.block_m} * 4 + 16;
+  return rows + (tile.producer ? 8 * int64_t{tile.block_m} + 24 * int64_t{tile.stages} + 128 : 0);
 }
 
 int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w) {
@@ -383,7 +387,7 @@ uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& t
   };
   put(static_cast<uint64_t>(w.format), 4);
   put(act_dtype == DType::bf16, 1);
-  put(static_cast<uint64_t>(tile.block_m), 8);  // <= 64
+  put(static_cast<uint64_t>(tile.block_m), 8);  // <= 128
   put(static_cast<uint64_t>(tile.block_n), 10);  // <= 256
   put(static_cast<uint64_t>(tile.warps_m), 5);   // threads <= 512: <= 16 warps
   put(static_cast<uint64_t>(tile.warps_n), 5);

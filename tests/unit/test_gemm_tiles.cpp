@@ -129,7 +129,7 @@ TEST(GemmTiles, IllegalTilesSayWhy) {
   EXPECT_THAT(reasons("16x64/0x4x1/4"), HasSubstr("needs 1 to 16 warps"));
   EXPECT_THAT(reasons("16x64/1x4x0/4"), HasSubstr("needs 1 to 16 warps"));
   // NOTE: the 227 KB check is a guard: the largest legal tile, 64x256/1x4x4/8, needs 225 KB
-  // (three K groups' 128 accumulators per thread plus the output tile, plus 516 B static).
+  // (three K groups' 128 accumulators per thread plus the output tile, plus 528 B static).
   EXPECT_EQ(reasons("64x256/1x4x4/8"), "");
 }
 

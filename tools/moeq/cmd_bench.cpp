@@ -124,7 +124,7 @@ void bench_preset(const BenchArgs& a, const std::vector<std::string>& kernels, c
   cuda::RouteIds route{ids.ptr(), DType::i32, M, top_k, E, 0, E, 0};
 
   if (wants("align")) {
-    const int64_t bm = plan::choose_block_m(d, M);
+    const int64_t bm = cuda::gemm_block_m(plan::choose_block_m(d, M));
     const int64_t cap = cuda::align_capacity(slots, E, bm);
     DeviceBuffer sorted(cap * 4), expert_ids(cap / bm * 4), padded(4);
     const double us = time_us([&](int) {
