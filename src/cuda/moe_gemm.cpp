@@ -73,6 +73,14 @@ constexpr int kFuncAttributeMaxDynamicSharedBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX
 // function) only at a config's first use in the process.
 CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared, bool segments);
 
+// NOTE: the device is selected once per process, so its attributes are queried once.
+const DeviceInfo& this_device() {
+  static const DeviceInfo device = current_device_info();
+  return device;
+}
+
+bool device_has_wgmma() { return this_device().cc_major == 9 && this_device().cc_minor == 0; }
+
 void require_aligned(CUdeviceptr p, int64_t bytes, const char* name) {
   if (p % static_cast<CUdeviceptr>(bytes) != 0)
     throw Error(std::string("moe_gemm: ") + name + " is not aligned to " + std::to_string(bytes) + " bytes");
@@ -413,7 +421,7 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = table.find(key); it != table.end()) return it->second;
   const int64_t smem = gemm_smem_bytes(tile, w), static_smem = gemm_static_smem_bytes(tile);
-  if (const int max_smem = current_device_info().max_smem_per_block_optin; !segments && smem + static_smem > max_smem)
+  if (const int max_smem = this_device().max_smem_per_block_optin; !segments && smem + static_smem > max_smem)
     throw Error("moe_gemm: tile " + tile.to_string() + " needs " + std::to_string(smem + static_smem) +
                 " bytes of shared memory; this device allows " + std::to_string(max_smem));
   const CUfunction f = jit::kernel_cache().function(segments ? moe_gemm_segments_kernel_spec(w, act_dtype, tile, prepared)
@@ -434,16 +442,6 @@ void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& request
   gemm_function(w, act_dtype, tile, false, true);
 }
 
-namespace {
-
-bool device_has_wgmma() {
-  // NOTE: the device is selected once per process, so its attributes are queried once.
-  static const DeviceInfo device = current_device_info();
-  return device.cc_major == 9 && device.cc_minor == 0;
-}
-
-}  // namespace
-
 int64_t gemm_block_m(int64_t planned_block_m) {
   if (planned_block_m == 48) return 64;
   if (planned_block_m > 64 && !device_has_wgmma()) return 64;
@@ -451,8 +449,7 @@ int64_t gemm_block_m(int64_t planned_block_m) {
 }
 
 GemmTile tile_for_device(GemmTile tile) {
-  static const DeviceInfo device = current_device_info();
-  if (device.cc_major < 9) tile.split_k = 1;  // clusters are sm_90+; the sums are the same tile's
+  if (this_device().cc_major < 9) tile.split_k = 1;  // clusters are sm_90+; the sums are the same tile's
   return device_has_wgmma() ? tile : mma_sync_tile_of(tile);
 }
 

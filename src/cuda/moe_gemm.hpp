@@ -1,10 +1,10 @@
 #pragma once
 // Host side of the quantized MoE GEMM (device/moeq_dev/kernels/moe_gemm.cuh), version 7:
 // mma.sync m16n8k16 (or on sm_90a wgmma: `/w` tiles, and the warp-specialized `/p` tiles of
-// kernels/moe_gemm_ws.cuh) with bf16/f16 activations, a cp.async
-// ring of K tiles, weight codes in the canonical layout of CONTRACT §4 or the prepared one
-// (moeq::CodeLayout), dequantized into the MMA's A fragments. Enqueues only (no sync, no
-// allocation, no compile after a config's first use): CUDA-graph safe.
+// kernels/moe_gemm_ws.cuh) with bf16/f16 activations, a cp.async ring of K tiles, weight codes
+// in the canonical layout of CONTRACT §4 or the prepared one (moeq::CodeLayout), dequantized
+// into the MMA's A fragments. Enqueues only (no sync, no allocation, no compile after a config's
+// first use): CUDA-graph safe.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -63,9 +63,9 @@ int64_t gemm_block_m(int64_t planned_block_m);
 // Every reason the tile is not a legal kernel config (shapes, warps, shared memory); empty if legal.
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);
 // "16x128/1x4x2/4": block_m x block_n / warps_m x warps_n x warps_k / stages, then "/k2" or
-// "/k4" when K is split over a cluster of CTAs, "/oN" for min_ctas = N and "/w" for wgmma or "/p"
-// for the warp-specialized wgmma (producer), in that order (the format of to_string; the K tile is always 64). Throws moeq::Error naming the
-// text when it does not parse.
+// "/k4" when K is split over a cluster of CTAs, "/oN" for min_ctas = N and "/w" for wgmma or
+// "/p" for the warp-specialized wgmma (producer), in that order (the format of to_string; the K
+// tile is always 64). Throws moeq::Error naming the text when it does not parse.
 GemmTile parse_gemm_tile(const std::string& text);
 // The tiles `moeq bench --tile` sweeps and tests/gpu checks one by one: the planner's and the
 // candidates for tuning.

@@ -209,6 +209,44 @@ enum class DequantPath : int {
               // e4m3 value) in bf16 or f16
 };
 
+// The path with the scale on the weights: the bf16 fast path where it serves (INT4 only with
+// bf16 scales, which multiply the pair as they are), else the generic one.
+template <class Cfg>
+struct WeightsPath {
+  static constexpr DequantPath value =
+      FragmentFastPath<Cfg>::value &&
+              (Cfg::kFormat != WeightFormatId::kInt4 || ScaleStorage<Cfg>::kDtype == ScaleDtypeId::kBf16)
+          ? DequantPath::kFast
+          : DequantPath::kGeneric;
+};
+
+// A lane's scale rows (its fragment rows g and g + 8 of kTilesN 16-channel tiles) and the
+// group shift, found once per CTA; load() fills a ring slot with the raw scales of K tile kt.
+template <class Cfg, int kTilesN>
+struct LaneScaleRows {
+  LaneScaleRow rows[kTilesN][2];
+  int group_shift;
+
+  // channel_of(nt, r): the block-relative channel of tile nt's row g + 8 r.
+  template <class ChannelOf>
+  __device__ __forceinline__ LaneScaleRows(const WeightScaling& w, int e, int n0, int N, int K, ChannelOf channel_of) {
+#pragma unroll
+    for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) rows[nt][r] = lane_scale_row<Cfg>(w, e, n0 + channel_of(nt, r), N, K);
+    group_shift = scale_group_shift<Cfg>(w);
+  }
+
+  // The raw scales of every row at column k (bits 0 past K or past N).
+  __device__ __forceinline__ void load(LaneScale (&slot)[kTilesN][2], int k, int K) const {
+    if constexpr (Cfg::kFormat == WeightFormatId::kFp8Channel) return;  // on the accumulators
+#pragma unroll
+    for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) slot[nt][r] = load_lane_scale<Cfg>(rows[nt][r], k, K, group_shift);
+  }
+};
+
 // One word of eight 4-bit codes (elements 0-7 in nibble order) -> four 16-bit pairs in element
 // order: out[0] = (e0, e1), ..., out[3] = (e6, e7).
 template <class Cfg>

@@ -242,14 +242,8 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   auto lane_channel = [&](int nt, int r) {
     return S::kWgmma ? nt * 64 + warp_n * 16 + g + r * 8 : warp_n * S::kWarpN + nt * 16 + g + r * 8;
   };
-  constexpr bool int4_fast = ScaleStorage<Cfg>::kDtype == ScaleDtypeId::kBf16;
-
-  LaneScaleRow scale_rows[kTilesN][2];
-#pragma unroll
-  for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-    for (int r = 0; r < 2; ++r) scale_rows[nt][r] = lane_scale_row<Cfg>(p.scaling, e, n0 + lane_channel(nt, r), N, K);
-  const int group_shift = scale_group_shift<Cfg>(p.scaling);
+  const LaneScaleRows<Cfg, kTilesN> scale_rows(p.scaling, e, n0, N, K, lane_channel);
+  const int group_shift = scale_rows.group_shift;
   // Scales on the fp32 accumulators (AccumulatorScaled: INT4 with groups of >= 64, FP8 block):
   // each K tile's MMAs go to fresh tile accumulators, added with the tile's scale per row.
   // PERF: only for warp tiles of <= 2 token tiles, where the 4 FFMA per 16 x 8 tile cost less
@@ -263,14 +257,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   // FP8-block K = 352 caught it).
   const int scale_k = acc_scales ? 0 : 16 * t;
   LaneScale scale_ring[kSteps][kTilesN][2];  // this warp's tile of each ring step
-  auto load_scales = [&](LaneScale (&slot)[kTilesN][2], int kt) {
-    if constexpr (Cfg::kFormat == WeightFormatId::kFp8Channel) return;  // on the accumulators
-#pragma unroll
-    for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-      for (int r = 0; r < 2; ++r)
-        slot[nt][r] = load_lane_scale<Cfg>(scale_rows[nt][r], scale_k + kt * BK, K, group_shift);
-  };
+  auto load_scales = [&](LaneScale (&slot)[kTilesN][2], int kt) { scale_rows.load(slot, scale_k + kt * BK, K); };
 
   float acc[kTilesN][kTilesM][4];
   zero_accumulators(acc);
@@ -454,10 +441,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
         decoded[nt][r] = decode_lane_scale<Cfg>(scales[nt][r], p.scaling);
         foldable = foldable && decoded[nt][r].foldable;
       }
-    // INT4 takes the bf16 bit tricks only with bf16 scales (they multiply the pair as they are).
-    constexpr DequantPath kWeightsPath =
-        FragmentFastPath<Cfg>::value && (Cfg::kFormat != WeightFormatId::kInt4 || int4_fast) ? DequantPath::kFast
-                                                                                            : DequantPath::kGeneric;
+    constexpr DequantPath kWeightsPath = WeightsPath<Cfg>::value;
     // NOTE: not with wgmma: the vote is per warp, and the 4 warps of a warpgroup must issue the
     // same wgmma instructions (.sync.aligned); the folded and the plain multipliers give the
     // same exact values.

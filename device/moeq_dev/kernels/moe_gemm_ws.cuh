@@ -71,7 +71,8 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ int row_src[BM];
   // Copy warps: the activations of row r (padding rows: row 0, whose products land in output
-  // columns nobody stores), stored thread-major: thread tid's rows tid / 8 + 8 j at 16 (tid / 8) + j.
+  // columns nobody stores), stored thread-major: copy thread tid's rows tid / 8 + 8 j at
+  // (tid / 8) BM / 8 + j, so it loads 2 of them per 16-byte shared load.
   __shared__ __align__(16) const unsigned short* row_ptr[BM];
   __shared__ int row_dst[BM];
   __shared__ int block_expert;
@@ -108,8 +109,8 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       // tid % 8 (a warp copies 4 whole rows: 4 global lines per instruction). Code chunk j: chunk
       // tid + kCopyThreads j of the stage's codes, which is chunk tid's plus j whole 16-channel
       // blocks (prepared) or rows (canonical), so one base pointer and one stride serve them all.
-      // NOTE: the producer runs on kProducerRegisters (setmaxnreg): per-chunk 64-bit pointers kept
-      // across the K loop spilled (ptxas -v), so token addresses are recomputed per tile.
+      // NOTE: the producer runs on kProducerRegisters (setmaxnreg): per-row 64-bit pointers kept
+      // across the K loop spilled (ptxas -v), so they live in shared memory (row_ptr).
       const int chunk = tid % 8;
       constexpr int kRowsPerPass = kCopyThreads / 8, kTokenChunks = BM / kRowsPerPass;
       static_assert(kRowsPerPass % 8 == 0 && kTokenChunks % 4 == 0, "a copy thread's rows share r % 8 (its swizzle)");
@@ -209,24 +210,11 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   const int ctid = tid - 128, consumer = ctid / 128, warp = (ctid / 32) % 4, lane = tid % 32, g = lane / 4, t = lane % 4;
   // Channel (within the block) of this lane's fragment rows of 64-channel tile nt, half r.
   auto channel_of = [&](int nt, int r) { return consumer * S::kConsumerN + nt * 64 + warp * 16 + g + r * 8; };
-  constexpr bool int4_fast = ScaleStorage<Cfg>::kDtype == ScaleDtypeId::kBf16;
-  constexpr DequantPath kPath =
-      FragmentFastPath<Cfg>::value && (Cfg::kFormat != WeightFormatId::kInt4 || int4_fast) ? DequantPath::kFast
-                                                                                          : DequantPath::kGeneric;
-  LaneScaleRow scale_rows[kTilesN][2];
-#pragma unroll
-  for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-    for (int r = 0; r < 2; ++r) scale_rows[nt][r] = lane_scale_row<Cfg>(p.scaling, e, n0 + channel_of(nt, r), N, K);
-  const int group_shift = scale_group_shift<Cfg>(p.scaling);
+  constexpr DequantPath kPath = WeightsPath<Cfg>::value;
+  const LaneScaleRows<Cfg, kTilesN> scale_rows(p.scaling, e, n0, N, K, channel_of);
   LaneScale scale_ring[kStages][kTilesN][2];
-  auto load_scales = [&](LaneScale (&slot)[kTilesN][2], int kt) {
-    if constexpr (Cfg::kFormat == WeightFormatId::kFp8Channel) return;  // on the accumulators
-#pragma unroll
-    for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) slot[nt][r] = load_lane_scale<Cfg>(scale_rows[nt][r], 16 * t + kt * BK, K, group_shift);
-  };
+  // The scales of a lane's own 16-code run (16 t) of each row.
+  auto load_scales = [&](LaneScale (&slot)[kTilesN][2], int kt) { scale_rows.load(slot, 16 * t + kt * BK, K); };
 #pragma unroll
   for (int q = 0; q < kStages - 1; ++q)
     if (q < tiles_k) load_scales(scale_ring[q], q);
