@@ -120,7 +120,10 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   //   and token loads of 16-token ones, which are mostly padding there.
   //   8-bit codes keep the /o1 register budget (__launch_bounds__ minimum 1: 84 registers
   //   against 70 without): FP8-block M = 16 79.2 us against 85.3 (GEMM v6, same run).
-  // - 32-token blocks (M = 256): 8 warps of 16 channels (INT4 122 us, FP8-block 144).
+  // - 32-token blocks (M = 256): 8 warps of 16 channels (INT4 122 us, FP8-block 144). 4-bit codes
+  //   with registers capped at 80 (/o3: 3 CTAs of 256 threads per SM): the INT4 body needs 81
+  //   since GEMM v8's scale loads, and at 88 allocated only 2 CTAs fit (INT4 130 -> 119 us,
+  //   MXFP4 127 -> 125, FP8-block 140 either way; run 2 of bench/results/2026-11-30-h200-gemm-v8.md).
   // - 64- and 128-token blocks: the warp-specialized wgmma tiles (GEMM v7, sm_90a; elsewhere
   //   tile_for_device runs 64x128/1x4x1/4 on mma.sync, which v5 measured at 761 us for INT4 at
   //   M = 4096). H200, Qwen3 GEMM1 INT4, same run: M = 1024 64x256/p 219 us against 252 for
@@ -144,7 +147,7 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
       text = four_bit ? "16x128/1x4x1/4" : "16x64/1x4x1/4/o1";
     }
   } else if (block_m <= 32) {
-    text = "32x128/1x8x1/4";
+    text = four_bit ? "32x128/1x8x1/4/o3" : "32x128/1x8x1/4";
   } else if (block_m <= 64) {
     text = "64x256/1x8x1/4/p";
   } else {
@@ -192,7 +195,7 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            "16x64/1x4x1/8/k2", "64x128/1x4x1/4/k2",
                            // registers capped for more CTAs per SM (the v5 ncu profiles: register-bound occupancy)
                            "8x128/1x4x1/4/o6", "8x128/1x4x1/4/o8", "16x64/1x4x1/4/o8", "16x64/1x4x1/4/o1", "64x128/1x4x1/4/o3",
-                           "32x128/1x8x1/4/o2",
+                           "32x128/1x8x1/4/o2", "32x128/1x8x1/4/o3",
                            // Hopper warpgroup MMA (GEMM v5)
                            "64x64/1x4x1/4/w", "64x128/1x4x1/4/w", "64x128/1x4x1/6/w", "64x256/1x4x1/4/w",
                            "64x128/1x4x1/4/o2/w",
