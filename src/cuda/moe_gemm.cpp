@@ -120,6 +120,14 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   //   and token loads of 16-token ones, which are mostly padding there.
   //   8-bit codes keep the /o1 register budget (__launch_bounds__ minimum 1: 84 registers
   //   against 70 without): FP8-block M = 16 79.2 us against 85.3 (GEMM v6, same run).
+  // - GEMM v8: the same 8-token 4-bit tile and the 16-token 8-bit one with a copy warp (/p: the
+  //   compute warps issue no copies and pass no CTA barrier; prepared codes by bulk copies):
+  //   Qwen3 GEMM1, same run: INT4 M = 16 53.3 -> 50.9 us, M = 64 77.4 -> 73.5; MXFP4 59.7 ->
+  //   58.9 and 84.5 -> 84.1; FP8-block (6 stages) 79.1 -> 77.8 and 117.8 -> 107.0 (86% of copy).
+  //   Not for 16-token 4-bit blocks (16x128/1x4x1/4/p 67 us against 55 at M = 16) nor 32-token
+  //   ones (32x128/1x8x1/4/p 147 us against 119 at M = 256): the copy warp's registers and the
+  //   deeper rings cost more CTAs per SM than they save (runs 5-6 of
+  //   bench/results/2026-11-30-h200-gemm-v8.md).
   // - 32-token blocks (M = 256): 8 warps of 16 channels (INT4 122 us, FP8-block 144). 4-bit codes
   //   with registers capped at 80 (/o3: 3 CTAs of 256 threads per SM): the INT4 body needs 81
   //   since GEMM v8's scale loads, and at 88 allocated only 2 CTAs fit (INT4 130 -> 119 us,
@@ -138,13 +146,13 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
     if (num_slots <= kFewRoutedRows) {
       text = "8x32/1x1x4/16";
     } else {
-      text = four_bit ? "8x128/1x4x1/4" : "8x128/1x8x1/4";
+      text = four_bit ? "8x128/1x4x1/4/p" : "8x128/1x8x1/4";
     }
   } else if (block_m <= 16) {
     if (num_slots <= kFewRoutedRows) {
       text = format == WeightFormat::int4 ? "16x64/1x4x2/8" : "16x64/1x4x4/8";
     } else {
-      text = four_bit ? "16x128/1x4x1/4" : "16x64/1x4x1/4/o1";
+      text = four_bit ? "16x128/1x4x1/4" : "16x64/1x4x1/6/p";
     }
   } else if (block_m <= 32) {
     text = four_bit ? "32x128/1x8x1/4/o3" : "32x128/1x8x1/4";
@@ -166,11 +174,12 @@ GemmTile parse_gemm_tile(const std::string& text) {
   // /p (warp-specialized wgmma).
   char last = 0;
   for (char slash = 0, key = 0; ok && (in >> slash);) {
-    ok = slash == '/' && (in >> key) && !t.wgmma;
+    ok = slash == '/' && (in >> key) && last != 'w' && last != 'p';
     if (!ok) break;
     if (key == 'w' || key == 'p') {
-      t.wgmma = true;
+      // /p: warp-specialized; wgmma consumers for 64 and 128 tokens, mma.sync ones below.
       t.producer = key == 'p';
+      t.wgmma = key == 'w' || t.block_m >= 64;
     } else {
       int value = 0;
       ok = (in >> value) && ((key == 'k' && last == 0) || (key == 'o' && last != 'o'));
@@ -201,7 +210,10 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            "64x128/1x4x1/4/o2/w",
                            // warp-specialized wgmma (GEMM v7) and the 128-token mma.sync tile it falls back to
                            "128x256/1x8x1/4/p", "128x256/1x8x1/3/p", "128x128/1x8x1/4/p", "64x256/1x8x1/4/p", "64x256/1x8x1/6/p",
-                           "128x128/2x4x1/4"})
+                           "128x128/2x4x1/4",
+                           // warp-specialized mma.sync: a copy warp (GEMM v8)
+                           "8x128/1x4x1/4/p", "8x128/1x4x1/6/p", "8x256/1x8x1/6/p", "16x64/1x4x1/4/p", "16x64/1x4x1/6/p",
+                           "16x64/1x4x1/8/p", "16x128/1x8x1/6/p", "32x128/1x8x1/4/p"})
     tiles.push_back(parse_gemm_tile(text));
   return tiles;
 }
@@ -212,12 +224,13 @@ int64_t gemm_static_smem_bytes(const GemmTile& tile) {
   // 80, 272 and 528 bytes for 8-, 32- and 64-row tiles; 1152 and 2176 for 64x256/4/p and
   // 128x256/{3,4}/p, which the producer term rounds up to with its 128 bytes of slack.
   const int64_t rows = 2 * int64_t{tile.block_m} * 4 + 16;
+  if (tile.producer && !tile.wgmma) return rows + 16 * int64_t{tile.stages} + 16;  // a full and an empty mbarrier per stage
   return rows + (tile.producer ? 8 * int64_t{tile.block_m} + 24 * int64_t{tile.stages} + 128 : 0);
 }
 
 int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w) {
   const int code_bits = dtype_bits(weight_format_code_dtype(w.format));
-  if (tile.producer) {  // mirror of MoeGemmWsShape: stages of [staging tokens][permuted tokens][codes], or the out tile
+  if (tile.producer && tile.wgmma) {  // mirror of MoeGemmWsShape: stages of [staging tokens][permuted tokens][codes], or the out tile
     const int64_t stage = 2 * int64_t{tile.block_m} * 64 * 2 + int64_t{tile.block_n} * (64 * code_bits / 8);
     return std::max(tile.stages * stage, int64_t{tile.block_m} * (tile.block_n * 2 + 16));
   }
@@ -253,7 +266,10 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
   if (tile.split_k != 1 && tile.split_k != 2 && tile.split_k != 4) bad("split_k must be 1, 2 or 4");
   if (tile.min_ctas < 0 || tile.min_ctas > 16 || tile.min_ctas * tile.threads() > 2048)
     bad("min_ctas must be 0 to 16, with at most 2048 threads per SM");
-  if (tile.producer) {
+  if (tile.producer && !tile.wgmma) {
+    if (tile.block_m > 32 || tile.warps_m != 1 || tile.warps_k != 1 || tile.split_k != 1 || tile.stages > 8)
+      bad("warp-specialized mma.sync (/p) tiles have up to 32 tokens, warps 1xNx1, at most 8 stages and no split K");
+  } else if (tile.producer) {
     if ((tile.block_m != 64 && tile.block_m != 128) || (tile.block_n != 128 && tile.block_n != 256) ||
         tile.warps_m != 1 || tile.warps_n != 8 || tile.warps_k != 1 || tile.split_k != 1 || tile.min_ctas != 0 ||
         tile.stages < 3 || tile.stages > 8)
@@ -457,7 +473,9 @@ GemmTile tile_for_device(GemmTile tile) {
 }
 
 GemmTile mma_sync_tile_of(GemmTile tile) {
-  if (tile.producer) {
+  if (tile.producer && !tile.wgmma) {
+    tile.producer = false;  // the same tile with the copies shared by every warp
+  } else if (tile.producer) {
     // The same M block on mma.sync: 64 tokens and 32 channels per warp (v6's 64-row tile).
     tile.block_n = 128;
     tile.warps_m = tile.block_m / 64;

@@ -35,10 +35,11 @@ struct GemmTile {
   // ptxas's register counts, docs/perf-notes.md v5) or 1 to 16 CTAs per SM
   int min_ctas = 0;
   bool wgmma = false;  // wgmma.mma_async (sm_90a; 64-token blocks of one warpgroup), else mma.sync
-  // Warp-specialized wgmma (sm_90a, implies wgmma; kernels/moe_gemm_ws.cuh): a producer warpgroup
-  // besides the warps_n = 8 consumer warps (two warpgroups), 64 or 128 tokens x 128 or 256 channels.
+  // Warp-specialized (sm_90a): with wgmma (kernels/moe_gemm_ws.cuh) a producer warpgroup besides
+  // the warps_n = 8 consumer warps (two warpgroups), 64 or 128 tokens x 128 or 256 channels; with
+  // mma.sync (up to 32 tokens, kernels/moe_gemm.cuh) one copy warp besides the compute warps.
   bool producer = false;
-  int threads() const { return 32 * warps_m * warps_n * warps_k + (producer ? 128 : 0); }
+  int threads() const { return 32 * warps_m * warps_n * warps_k + (producer ? (wgmma ? 128 : 32) : 0); }
   std::string to_string() const;
 };
 
@@ -64,8 +65,9 @@ int64_t gemm_block_m(int64_t planned_block_m);
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);
 // "16x128/1x4x2/4": block_m x block_n / warps_m x warps_n x warps_k / stages, then "/k2" or
 // "/k4" when K is split over a cluster of CTAs, "/oN" for min_ctas = N and "/w" for wgmma or
-// "/p" for the warp-specialized wgmma (producer), in that order (the format of to_string; the K
-// tile is always 64). Throws moeq::Error naming the text when it does not parse.
+// "/p" for the warp-specialized tiles (producer; wgmma from 64 tokens), in that order (the
+// format of to_string; the K tile is always 64). Throws moeq::Error naming the text when it
+// does not parse.
 GemmTile parse_gemm_tile(const std::string& text);
 // The tiles `moeq bench --tile` sweeps and tests/gpu checks one by one: the planner's and the
 // candidates for tuning.

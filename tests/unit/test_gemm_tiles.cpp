@@ -54,10 +54,17 @@ TEST(GemmTiles, ParseAndPrintRoundTrip) {
   EXPECT_EQ(ws.threads(), 384);  // two consumer warpgroups and the producer's
   EXPECT_EQ(ws.to_string(), "128x256/1x8x1/4/p");
   EXPECT_FALSE(t.producer);
+  const cuda::GemmTile copy_warp = cuda::parse_gemm_tile("8x128/1x4x1/6/p");  // mma.sync below 64 tokens
+  EXPECT_TRUE(copy_warp.producer);
+  EXPECT_FALSE(copy_warp.wgmma);
+  EXPECT_EQ(copy_warp.threads(), 160);  // 4 compute warps and the copy warp
+  EXPECT_EQ(copy_warp.to_string(), "8x128/1x4x1/6/p");
+  EXPECT_FALSE(cuda::mma_sync_tile_of(copy_warp).producer);
+  EXPECT_EQ(cuda::mma_sync_tile_of(copy_warp).to_string(), "8x128/1x4x1/6");
   for (const char* bad : {"16x128/1x4/4", "16x128", "16x128/1x4x1/4x", "a/b/c", "8x128/1x4x1/4/2", "8x128/1x4x1/4/k",
                           "8x128/1x4x1/4/k2/", "8x128/1x4x1/4/o2/k2", "8x128/1x4x1/4/o2/o2", "8x128/1x4x1/4/x2",
                           "64x128/1x4x1/4/w/o2", "64x128/1x4x1/4/w/w", "64x128/1x4x1/4/w2", "128x256/1x8x1/4/p/w",
-                          "128x256/1x8x1/4/w/p", "128x256/1x8x1/4/p2"}) {
+                          "128x256/1x8x1/4/w/p", "128x256/1x8x1/4/p2", "8x128/1x4x1/4/p/p"}) {
     try {
       cuda::parse_gemm_tile(bad);
       ADD_FAILURE() << bad << " parsed";
@@ -107,9 +114,13 @@ TEST(GemmTiles, IllegalTilesSayWhy) {
   };
   EXPECT_THAT(reasons("48x128/1x4x1/4"), HasSubstr("block_m must be 8, 16, 32, 64 or 128"));
   EXPECT_THAT(reasons("128x128/1x4x1/4/w"), HasSubstr("wgmma tiles are 64 x"));
-  for (const char* bad_ws : {"32x256/1x8x1/4/p", "128x64/1x8x1/4/p", "128x256/1x4x1/4/p", "128x256/1x8x1/2/p",
+  for (const char* bad_ws : {"128x64/1x8x1/4/p", "128x256/1x4x1/4/p", "128x256/1x8x1/2/p",
                              "128x256/1x8x1/4/o1/p"})
     EXPECT_THAT(reasons(bad_ws), HasSubstr("warp-specialized (/p) tiles are")) << bad_ws;
+  for (const char* bad_copy_warp : {"8x128/1x4x2/4/p", "16x128/1x4x1/4/k2/p", "32x128/2x4x1/4/p"})
+    EXPECT_THAT(reasons(bad_copy_warp), HasSubstr("warp-specialized mma.sync (/p) tiles have")) << bad_copy_warp;
+  EXPECT_EQ(reasons("8x128/1x4x1/4/p"), "");
+  EXPECT_EQ(reasons("32x256/1x8x1/4/p"), "");
   EXPECT_THAT(reasons("16x96/1x4x1/4"), HasSubstr("block_n must be 32, 64, 128 or 256"));
   EXPECT_THAT(reasons("16x64/4x1x1/4"), HasSubstr("block_m is not a multiple of 8 x warps_m"));
   EXPECT_THAT(reasons("16x64/1x8x1/4"), HasSubstr("block_n is not a multiple of 16 x warps_n"));

@@ -81,6 +81,7 @@
 #include "moeq_dev/moe/segments.cuh"
 #include "moeq_dev/ptx/cluster.cuh"
 #include "moeq_dev/ptx/cp_async.cuh"
+#include "moeq_dev/ptx/mbarrier.cuh"
 #include "moeq_dev/ptx/mma.cuh"
 #include "moeq_dev/ptx/wgmma.cuh"
 
@@ -91,7 +92,21 @@ struct MoeGemmShape {
   static constexpr int kBlockM = Cfg::kBlockM, kBlockN = Cfg::kBlockN, kBlockK = 64;
   static constexpr int kWarpsM = Cfg::kWarpsM, kWarpsN = Cfg::kWarpsN, kWarpsK = Cfg::kWarpsK;
   static constexpr int kStages = Cfg::kStages, kSplitK = Cfg::kSplitK, kMinCtasPerSm = Cfg::kMinCtasPerSm;
-  static constexpr int kThreads = 32 * kWarpsM * kWarpsN * kWarpsK;
+  // Warp-specialized mma.sync tiles (kProducer without kWgmma): one more warp, the producer, which
+  // alone issues the ring's copies (moe_gemm_block).
+  static constexpr bool kCopyWarp = Cfg::kProducer && !Cfg::kWgmma;
+  static constexpr int kComputeThreads = 32 * kWarpsM * kWarpsN * kWarpsK;
+  static constexpr int kThreads = kComputeThreads + (kCopyWarp ? 32 : 0);
+  static constexpr int kCopyThreads = kCopyWarp ? 32 : kThreads;
+  // Scale-ring slots: one per ring step, or for copy-warp tiles 4 (3) where the stages are a
+  // multiple of 4 (3): the scales of 3 (2) tiles ahead cover their load latency, and deeper rings
+  // cost 4 registers per slot and 16-channel tile.
+  // PERF: with one slot per stage the copy-warp 8x128 INT4 tile ran 20% slower at 6 and 8 stages
+  // than at 4 (run 5 of bench/results/2026-11-30-h200-gemm-v8.md).
+  static constexpr int kScaleSlots = !kCopyWarp              ? kStages / kWarpsK
+                                     : kStages % 4 == 0 ? 4
+                                     : kStages % 3 == 0 ? 3
+                                                        : kStages;
   static constexpr int kWarpM = kBlockM / kWarpsM, kWarpN = kBlockN / kWarpsN;
   static constexpr int kTilesM = kWarpM / 8, kTilesN = kWarpN / 16;  // 8 tokens, 16 channels
   static constexpr int kCodeBits = WeightFormatTraits<Cfg::kFormat>::kCodeBits;
@@ -125,24 +140,50 @@ struct MoeGemmShape {
                             kBlockN % 64 == 0),
                 "wgmma tiles: 64 tokens, one warpgroup of 4 warps, 64-channel MMA tiles");
   static_assert(kStages % kWarpsK == 0 && kStages / kWarpsK >= 2, "at least two ring steps of kWarpsK tiles");
+  static_assert(!kCopyWarp || (kBlockM <= 32 && kWarpsK == 1 && kSplitK == 1),
+                "warp-specialized mma.sync tiles: up to 32 tokens, no K groups, no split K");
 };
 
 template <class Cfg>
 __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   using S = MoeGemmShape<Cfg>;
   constexpr int BM = S::kBlockM, BN = S::kBlockN, BK = S::kBlockK, T = S::kThreads, kStages = S::kStages;
+  // Copies: every thread, or the copy warp alone (S::kCopyWarp), thread copy_tid of kCopyThreads.
+  constexpr int kCopyThreads = S::kCopyThreads;
   constexpr int kTilesM = S::kTilesM, kTilesN = S::kTilesN;
   constexpr bool kFourBit = S::kCodeBits == 4;
   constexpr int kChunksA = BM * (BK / 8), kChunksB = BN * S::kCodeChunksPerRow;
-  constexpr int kPerThreadA = (kChunksA + T - 1) / T, kPerThreadB = (kChunksB + T - 1) / T;
+  constexpr int kPerThreadA = (kChunksA + kCopyThreads - 1) / kCopyThreads;
+  constexpr int kPerThreadB = (kChunksB + kCopyThreads - 1) / kCopyThreads;
+  // The copy warp moves prepared codes with one bulk copy per 16-channel block and K tile (every
+  // block exists in full, zero-padded past K); the tokens, and canonical codes (partial tiles
+  // zero-filled), go by 16-byte cp.async.
+  // PERF: with 16-byte copies for the codes too, the copy warp bounded the 8-warp tiles (8x256
+  // INT4 at M = 16 67 us against 55 for 8x128, 16x128 FP8-block 127 against 96; run 4).
+  constexpr bool kBulkCodes = S::kCopyWarp && Cfg::kPreparedCodes;
   constexpr int G = S::kWarpsK, kSteps = kStages / G;  // tiles per ring step, steps in the ring
 
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int row_src[BM];
   __shared__ int row_dst[BM];
   __shared__ int block_expert;
+  // Copy-warp tiles: per stage a `full` mbarrier (the copy warp's cp.async of the stage have landed)
+  // and an `empty` one (every compute warp is done with it).
+  __shared__ __align__(8) unsigned long long stage_barriers[S::kCopyWarp ? 2 * kStages : 1];
 
   const int tid = threadIdx.x;
+  const int copy_tid = S::kCopyWarp ? tid - S::kComputeThreads : tid;  // < 0: a compute warp (no copies)
+  const unsigned full0 = smem_address(&stage_barriers[0]), empty0 = full0 + 8 * kStages;
+  if constexpr (S::kCopyWarp) {
+    if (tid == 0) {
+#pragma unroll
+      for (int s = 0; s < kStages; ++s) {
+        // each copy thread's cp.async.mbarrier.arrive, and the expect_tx arrival of the bulk copies
+        mbarrier_init(full0 + 8 * s, kBulkCodes ? 33 : 32);
+        mbarrier_init(empty0 + 8 * s, Cfg::kWarpsN);  // one lane per compute warp
+      }
+    }
+  }
   // NOTE: M blocks along x (up to 2^31 - 1 of them); consecutive CTAs then share a weight tile
   // (same expert, same n0) while it is hot in L2.
   const int m_block = blockIdx.x;
@@ -177,8 +218,8 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   unsigned a_dst[kPerThreadA];
 #pragma unroll
   for (int j = 0; j < kPerThreadA; ++j) {
-    const int c = tid + j * T;
-    const bool in_tile = kChunksA % T == 0 || c < kChunksA;
+    const int c = copy_tid + j * kCopyThreads;
+    const bool in_tile = kChunksA % kCopyThreads == 0 || c < kChunksA;
     const int r = (in_tile ? c : 0) / (BK / 8), cc = c % (BK / 8);
     const int src = in_tile ? row_src[r] : -1;
     a_end[j] = src >= 0 ? K - cc * 8 : 0;
@@ -192,8 +233,8 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   unsigned b_dst[kPerThreadB];
 #pragma unroll
   for (int j = 0; j < kPerThreadB; ++j) {
-    const int c = tid + j * T;
-    const bool in_tile = kChunksB % T == 0 || c < kChunksB;
+    const int c = copy_tid + j * kCopyThreads;
+    const bool in_tile = kChunksB % kCopyThreads == 0 || c < kChunksB;
     if constexpr (Cfg::kPreparedCodes) {
       // Chunk c is 16 bytes of 16-channel block c / (block / 16); a block's K tiles are
       // kPreparedBlockBytes apart in memory and every tile exists (zero-padded past K).
@@ -219,15 +260,17 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     const unsigned base = smem_base + stage * S::kStageBytes;
 #pragma unroll
     for (int j = 0; j < kPerThreadA; ++j) {
-      if (kChunksA % T != 0 && tid + j * T >= kChunksA) continue;
+      if (kChunksA % kCopyThreads != 0 && copy_tid + j * kCopyThreads >= kChunksA) continue;
       cp_async_16(base + a_dst[j], a_next[j], k0 < a_end[j]);
       a_next[j] += a_step[j];
     }
+    if constexpr (!kBulkCodes) {
 #pragma unroll
-    for (int j = 0; j < kPerThreadB; ++j) {
-      if (kChunksB % T != 0 && tid + j * T >= kChunksB) continue;
-      cp_async_16(base + b_dst[j], b_next[j], k0 < b_end[j]);
-      b_next[j] += b_step[j];
+      for (int j = 0; j < kPerThreadB; ++j) {
+        if (kChunksB % kCopyThreads != 0 && copy_tid + j * kCopyThreads >= kChunksB) continue;
+        cp_async_16(base + b_dst[j], b_next[j], k0 < b_end[j]);
+        b_next[j] += b_step[j];
+      }
     }
   };
 
@@ -256,7 +299,9 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   // past K and would load no scale (0) for sums that include lanes 0 and 1 (the GPU test's
   // FP8-block K = 352 caught it).
   const int scale_k = acc_scales ? 0 : 16 * t;
-  LaneScale scale_ring[kSteps][kTilesN][2];  // this warp's tile of each ring step
+  // This warp's scales of each ring step; copy-warp tiles load them kScaleSlots - 1 tiles ahead
+  // whatever the stages (S::kScaleSlots).
+  LaneScale scale_ring[S::kScaleSlots][kTilesN][2];
   auto load_scales = [&](LaneScale (&slot)[kTilesN][2], int kt) { scale_rows.load(slot, scale_k + kt * BK, K); };
 
   float acc[kTilesN][kTilesM][4];
@@ -456,38 +501,89 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   // (j % kSteps) * G + group. One commit group per step; the loop is unrolled by kSteps so every
   // stage and scale-ring index is a compile-time constant.
   const int num_steps = (num_k_tiles + G - 1) / G;
-  auto issue_step = [&](int slot, int j) {
-#pragma unroll
-    for (int q = 0; q < G; ++q)
-      if (j * G + q < num_k_tiles) issue_stage(slot * G + q, kt_begin + j * G + q);
-    if (j * G + warp_k < num_k_tiles) load_scales(scale_ring[slot], kt_begin + j * G + warp_k);
-  };
-#pragma unroll
-  for (int j = 0; j < kSteps - 1; ++j) {
-    if (j < num_steps) issue_step(j, j);
-    cp_async_commit();
-  }
-  for (int j0 = 0; j0 < num_steps; j0 += kSteps) {
-#pragma unroll
-    for (int q = 0; q < kSteps; ++q) {
-      const int j = j0 + q;
-      if (j < num_steps) {
-        cp_async_wait<kSteps - 2>();
-        if constexpr (S::kWgmma) wgmma_wait<1>();  // tile j - 2's MMAs are done with its buffer
-        __syncthreads();  // step j is visible to all; every warp is done with step j - 1's stages
-        if constexpr (S::kWgmma) {
-          perm_buffer = smem_base + S::kPermOffset + (j % 2) * S::kPermBufferBytes;
-          permute_token_tile<BM, T>(smem_base + q * S::kStageBytes, perm_buffer, tid);
-          // NOTE: st.shared writes through the generic proxy, wgmma reads shared memory through
-          // the async proxy: each thread orders its stores for it before the barrier.
-          fence_proxy_async_shared();
+  if constexpr (S::kCopyWarp) {
+    // The copy warp fills stage it % kStages with tile it once the compute warps have released
+    // the tile kStages before it; the compute warps wait for each stage's copies on `full`. No
+    // CTA barrier in the loop: a compute warp only waits for its own data.
+    // PERF: GEMM v7's 8x128 INT4 tile at M = 16 spent 10-14% of its stall samples at the per-tile
+    // __syncthreads and ~20 instructions per warp and tile issuing its share of the copies (ncu,
+    // run 2 of bench/results/2026-11-30-h200-gemm-v8.md).
+    if (copy_tid >= 0) {
+      // Bulk copies: lane b copies block b of this CTA's channels (blocks past N are skipped; their
+      // channels' products are never stored).
+      const int code_blocks = min(BN / 16, tiles_n16 - n0 / 16);
+      const unsigned char* code_block =
+          codes_e + static_cast<long long>(n0 / 16 + (copy_tid < code_blocks ? copy_tid : 0)) * tiles_k * kPreparedBlockBytes;
+      for (int it = 0; it < num_k_tiles; ++it) {
+        const int stage = it % kStages;
+        if (it >= kStages) mbarrier_wait(empty0 + 8 * stage, ((it / kStages) - 1) & 1);
+        if constexpr (kBulkCodes) {
+          if (copy_tid == 0) mbarrier_arrive_expect_tx(full0 + 8 * stage, code_blocks * kPreparedBlockBytes);
+          __syncwarp();  // the bytes are expected before any copy can complete them
+          if (copy_tid < code_blocks)
+            cp_async_bulk_to_shared(smem_base + stage * S::kStageBytes + S::kAStageBytes + copy_tid * kPreparedBlockBytes,
+                                    code_block + static_cast<long long>(kt_begin + it) * kPreparedBlockBytes,
+                                    kPreparedBlockBytes, full0 + 8 * stage);
         }
-        const int next = j + kSteps - 1;
-        const int next_slot = (q + kSteps - 1) % kSteps;
-        if (next < num_steps) issue_step(next_slot, next);
-        cp_async_commit();
-        if constexpr (S::kWgmma) __syncthreads();  // the permuted tile is complete
-        if (j * G + warp_k < num_k_tiles) compute_stage(q * G + warp_k, scale_ring[q]);
+        issue_stage(stage, kt_begin + it);
+        cp_async_mbarrier_arrive(full0 + 8 * stage);  // completes when this thread's copies land
+      }
+    } else {
+      constexpr int kSlots = S::kScaleSlots;
+#pragma unroll
+      for (int q = 0; q < kSlots - 1; ++q)
+        if (q < num_k_tiles) load_scales(scale_ring[q], kt_begin + q);
+      for (int j0 = 0; j0 < num_k_tiles; j0 += kStages) {
+        const unsigned parity = (j0 / kStages) & 1;
+#pragma unroll
+        for (int q = 0; q < kStages; ++q) {
+          const int j = j0 + q;
+          if (j < num_k_tiles) {
+            // Tile j + kSlots - 1's scales go to the slot of tile j - 1, which is done with it
+            // (kStages is a multiple of kSlots, so slot j % kSlots is q % kSlots).
+            if (j + kSlots - 1 < num_k_tiles) load_scales(scale_ring[(q + kSlots - 1) % kSlots], kt_begin + j + kSlots - 1);
+            mbarrier_wait(full0 + 8 * q, parity);
+            compute_stage(q, scale_ring[q % kSlots]);
+            __syncwarp();
+            if (lane == 0) mbarrier_arrive(empty0 + 8 * q);
+          }
+        }
+      }
+    }
+  } else {
+    auto issue_step = [&](int slot, int j) {
+#pragma unroll
+      for (int q = 0; q < G; ++q)
+        if (j * G + q < num_k_tiles) issue_stage(slot * G + q, kt_begin + j * G + q);
+      if (j * G + warp_k < num_k_tiles) load_scales(scale_ring[slot], kt_begin + j * G + warp_k);
+    };
+#pragma unroll
+    for (int j = 0; j < kSteps - 1; ++j) {
+      if (j < num_steps) issue_step(j, j);
+      cp_async_commit();
+    }
+    for (int j0 = 0; j0 < num_steps; j0 += kSteps) {
+#pragma unroll
+      for (int q = 0; q < kSteps; ++q) {
+        const int j = j0 + q;
+        if (j < num_steps) {
+          cp_async_wait<kSteps - 2>();
+          if constexpr (S::kWgmma) wgmma_wait<1>();  // tile j - 2's MMAs are done with its buffer
+          __syncthreads();  // step j is visible to all; every warp is done with step j - 1's stages
+          if constexpr (S::kWgmma) {
+            perm_buffer = smem_base + S::kPermOffset + (j % 2) * S::kPermBufferBytes;
+            permute_token_tile<BM, T>(smem_base + q * S::kStageBytes, perm_buffer, tid);
+            // NOTE: st.shared writes through the generic proxy, wgmma reads shared memory through
+            // the async proxy: each thread orders its stores for it before the barrier.
+            fence_proxy_async_shared();
+          }
+          const int next = j + kSteps - 1;
+          const int next_slot = (q + kSteps - 1) % kSteps;
+          if (next < num_steps) issue_step(next_slot, next);
+          cp_async_commit();
+          if constexpr (S::kWgmma) __syncthreads();  // the permuted tile is complete
+          if (j * G + warp_k < num_k_tiles) compute_stage(q * G + warp_k, scale_ring[q]);
+        }
       }
     }
   }
@@ -575,7 +671,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 namespace moeq_dev {
 
 // The kernel body and its shape for a config: producer tiles (kernels/moe_gemm_ws.cuh) or not.
-template <class Cfg, bool = Cfg::kProducer>
+template <class Cfg, bool = Cfg::kProducer && Cfg::kWgmma>
 struct MoeGemmKernel {
   using Shape = MoeGemmShape<Cfg>;
   static __device__ __forceinline__ void run(const MoeGemmParams& p) { moe_gemm_block<Cfg>(p); }

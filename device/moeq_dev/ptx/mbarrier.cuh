@@ -25,6 +25,29 @@ __device__ __forceinline__ void mbarrier_arrive(unsigned bar) {
 #endif
 }
 
+// One arrival that also expects `bytes` more of asynchronous copies (cp_async_bulk_to_shared)
+// before the phase can complete.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(unsigned bar, unsigned bytes) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+#else
+  __trap();
+#endif
+}
+
+// A bulk copy of `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to this
+// CTA's shared memory through the async proxy, one instruction for the whole run; it completes
+// `bytes` of the transactions that barrier `bar` expects.
+__device__ __forceinline__ void cp_async_bulk_to_shared(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+#else
+  __trap();
+#endif
+}
+
 // Waits until the phase of parity `parity` has completed (acquire semantics). A barrier starts in
 // phase 0, so waiting on parity 0 blocks until the first `arrivals` arrivals.
 __device__ __forceinline__ void mbarrier_wait(unsigned bar, unsigned parity) {
