@@ -1,6 +1,7 @@
 #pragma once
-// Entry point of the quantized MoE GEMM, version 7 (mma.sync m16n8k16, or wgmma for kWgmma
-// tiles; kProducer tiles run the warp-specialized body of kernels/moe_gemm_ws.cuh; 16-bit
+// Entry point of the quantized MoE GEMM, version 8 (mma.sync m16n8k16, or wgmma for kWgmma
+// tiles; kProducer tiles with wgmma run the warp-specialized body of kernels/moe_gemm_ws.cuh,
+// kProducer tiles without it this body with a copy warp (MoeGemmShape::kCopyWarp); 16-bit
 // activations):
 //   C[dst(r), n] = round(sum_k A[src(r), k] * W_e[n, k] * accumulator scale + bias_e[n])
 // for the rows r of each M block, whose expert e and row mapping come from the layout:
@@ -57,7 +58,7 @@
 //     static constexpr int kSplitK = 1;              // CTAs per cluster along K (1, 2 or 4; > 1 needs sm_90)
 //     static constexpr int kMinCtasPerSm = 0;        // > 0: __launch_bounds__ registers for that many CTAs per SM
 //     static constexpr bool kWgmma = false;          // wgmma instead of mma.sync (sm_90a, 64x{64,128,256}/1x4x1)
-//     static constexpr bool kProducer = false;       // warp-specialized (kernels/moe_gemm_ws.cuh; implies kWgmma)
+//     static constexpr bool kProducer = false;       // warp-specialized: with kWgmma kernels/moe_gemm_ws.cuh, else a copy warp
 //     static constexpr bool kPreparedCodes = false;  // codes in the prepared layout (format/prepared.cuh)
 //     static constexpr int kScaleDtype = 0;          // INT formats: ScaleDtypeId of the scales
 //     static constexpr bool kZeroPoints = false;     // INT4: zero points given
