@@ -102,8 +102,8 @@ struct MoeGemmShape {
   // Scale-ring slots: one per ring step, or for copy-warp tiles 4 (3) where the stages are a
   // multiple of 4 (3): the scales of 3 (2) tiles ahead cover their load latency, and deeper rings
   // cost 4 registers per slot and 16-channel tile.
-  // PERF: with one slot per stage the copy-warp 8x128 INT4 tile ran 20% slower at 6 and 8 stages
-  // than at 4 (run 5 of bench/results/2026-11-30-h200-gemm-v8.md).
+  // PERF: with one slot per stage the copy-warp 8x128 INT4 tile ran 20-23% slower at 6 and 8
+  // stages than at 4, with 3-4 slots 12% (runs 5 and 6 of bench/results/2026-11-30-h200-gemm-v8.md).
   static constexpr int kScaleSlots = !kCopyWarp              ? kStages / kWarpsK
                                      : kStages % 4 == 0 ? 4
                                      : kStages % 3 == 0 ? 3
@@ -506,7 +506,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     // The copy warp fills stage it % kStages with tile it once the compute warps have released
     // the tile kStages before it; the compute warps wait for each stage's copies on `full`. No
     // CTA barrier in the loop: a compute warp only waits for its own data.
-    // PERF: GEMM v7's 8x128 INT4 tile at M = 16 spent 10-14% of its stall samples at the per-tile
+    // PERF: GEMM v7's 8x128 INT4 tile at M = 16 spent ~10% of its stall samples at the per-tile
     // __syncthreads and ~20 instructions per warp and tile issuing its share of the copies (ncu,
     // run 2 of bench/results/2026-11-30-h200-gemm-v8.md).
     if (copy_tid >= 0) {
