@@ -498,9 +498,10 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     }
   };
 
-  // The ring: kSteps steps of G tiles; step j holds this CTA's tiles jG .. jG + G - 1 in stages
-  // (j % kSteps) * G + group. One commit group per step; the loop is unrolled by kSteps so every
-  // stage and scale-ring index is a compile-time constant.
+  // The shared ring (the else branch below; every warp copies): kSteps steps of G tiles; step j
+  // holds this CTA's tiles jG .. jG + G - 1 in stages (j % kSteps) * G + group. One commit group
+  // per step; the loop is unrolled by kSteps so every stage and scale-ring index is a
+  // compile-time constant.
   const int num_steps = (num_k_tiles + G - 1) / G;
   if constexpr (S::kCopyWarp) {
     // The copy warp fills stage it % kStages with tile it once the compute warps have released
