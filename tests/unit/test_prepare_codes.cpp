@@ -53,8 +53,8 @@ uint32_t prepared_code(const std::vector<uint8_t>& p, const WeightDesc& d, int64
   if (bits == 4) {
     std::memcpy(&word, &p[static_cast<size_t>(block + 16 * lane + 4 * s)], 4);
     if (d.format == WeightFormat::mxfp4 || d.format == WeightFormat::nvfp4) {
-      const uint32_t bits = e2m1_register_bits(word, reg) >> (16 * half);
-      return ((bits >> 6) & 7u) | ((bits >> 12) & 8u);
+      const uint32_t pair_bits = e2m1_register_bits(word, reg) >> (16 * half);
+      return ((pair_bits >> 6) & 7u) | ((pair_bits >> 12) & 8u);
     }
     return (word >> (4 * (reg + 4 * half))) & 0xFu;
   }
