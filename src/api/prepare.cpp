@@ -38,6 +38,7 @@ void prepare_codes_host(const WeightDesc& d, const void* canonical, void* prepar
   auto* out = static_cast<uint8_t*>(prepared);
   std::memset(out, 0, static_cast<size_t>(prepared_code_bytes(d)));
   const int per_word = 32 / bits;
+  const bool e2m1 = d.format == WeightFormat::mxfp4 || d.format == WeightFormat::nvfp4;
   for (int64_t e = 0; e < d.num_experts; ++e)
     for (int64_t j = 0; j < tiles_n; ++j)
       for (int64_t kt = 0; kt < tiles_k; ++kt) {
@@ -55,6 +56,7 @@ void prepare_codes_host(const WeightDesc& d, const void* canonical, void* prepar
               const uint32_t code = bits == 4 ? (r[k_abs / 2] >> (4 * (k_abs % 2))) & 0xFu : r[k_abs];
               value |= code << (bits * c);
             }
+            if (e2m1) value = moeq_dev::e2m1_place_word(value);
             std::memcpy(block + offset, &value, 4);
           }
       }

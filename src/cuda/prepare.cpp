@@ -28,7 +28,8 @@ void prepare_codes(const WeightDesc& d, const void* canonical, void* prepared, C
   LaunchShape shape;
   shape.block_x = 256;
   shape.grid_x = static_cast<unsigned>((words + 255) / 256);
-  launch(f, shape, stream, in, out, words, bits, n, k, tiles_n, tiles_k);
+  const int e2m1 = d.format == WeightFormat::mxfp4 || d.format == WeightFormat::nvfp4;
+  launch(f, shape, stream, in, out, words, bits, e2m1, n, k, tiles_n, tiles_k);
 }
 
 }  // namespace moeq::cuda

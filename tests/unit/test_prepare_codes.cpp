@@ -30,6 +30,19 @@ uint32_t canonical_code(const std::vector<uint8_t>& c, const WeightDesc& d, int6
   return bits == 4 ? (byte >> (4 * (k % 2))) & 0xFu : byte;
 }
 
+uint32_t rotr(uint32_t w, int r) { return r == 0 ? w : (w >> r) | (w << (32 - r)); }
+
+// What the GEMM computes from a prepared e2m1 word for register `reg` (weights_fragment.cuh,
+// e2m1_prepared_bits), written out again here: the bf16 bits of the pair, e1 e0 m at 8..6 and
+// the sign at 15 of each half.
+uint32_t e2m1_register_bits(uint32_t w, int reg) {
+  constexpr uint32_t kPairBits = 0x81C081C0u;
+  if (reg == 0) return w & kPairBits;
+  if (reg == 1) return rotr(w, 4) & kPairBits;
+  if (reg == 2) return rotr(w, 10) & kPairBits;
+  return (rotr(w, 6) & 0x81808180u) | (rotr(w, 14) & 0x00400040u);
+}
+
 // Code of prepared (e, 16-channel tile j, K tile kt, lane, register p of step s, half).
 uint32_t prepared_code(const std::vector<uint8_t>& p, const WeightDesc& d, int64_t e, int64_t j, int64_t kt, int lane,
                        int s, int reg, int half) {
@@ -39,6 +52,10 @@ uint32_t prepared_code(const std::vector<uint8_t>& p, const WeightDesc& d, int64
   uint32_t word;
   if (bits == 4) {
     std::memcpy(&word, &p[static_cast<size_t>(block + 16 * lane + 4 * s)], 4);
+    if (d.format == WeightFormat::mxfp4 || d.format == WeightFormat::nvfp4) {
+      const uint32_t pair_bits = e2m1_register_bits(word, reg) >> (16 * half);
+      return ((pair_bits >> 6) & 7u) | ((pair_bits >> 12) & 8u);
+    }
     return (word >> (4 * (reg + 4 * half))) & 0xFu;
   }
   const int w = 2 * s + (reg >> 1);
@@ -48,7 +65,8 @@ uint32_t prepared_code(const std::vector<uint8_t>& p, const WeightDesc& d, int64
 
 TEST(PrepareCodes, EveryCodeLandsInItsFragmentRegister) {
   std::mt19937 rng(7);
-  for (WeightFormat f : {WeightFormat::int4, WeightFormat::mxfp4, WeightFormat::fp8_block, WeightFormat::int8})
+  for (WeightFormat f : {WeightFormat::int4, WeightFormat::mxfp4, WeightFormat::nvfp4, WeightFormat::fp8_block,
+                         WeightFormat::int8})
     for (auto [n, k] : {std::pair<int64_t, int64_t>{32, 64}, {200, 352}, {7, 96}}) {
       const WeightDesc d = desc_of(f, 3, n, k);
       std::vector<uint8_t> canonical(static_cast<size_t>(d.code_bytes()));

@@ -9,7 +9,8 @@
 // the tile (the GEMM's K order, kernels/moe_gemm.cuh). For k16 step s its four A registers
 // a_p (p = 0..3) hold row g + 8 (p & 1), k = 16t + 4s + 2 (p >> 1) + {0, 1}:
 //   4-bit (512-byte block): word s of lane L is at byte 16 L + 4 s; register a_p is its
-//         nibbles p (k + 0) and p + 4 (k + 1), so `(w >> 4p) & 0x000F000F` is the pair.
+//         nibbles p (k + 0) and p + 4 (k + 1), so `(w >> 4p) & 0x000F000F` is the pair (INT4);
+//         e2m1 codes have their bits moved within the word (prepared_map.cuh, e2m1_place_word).
 //   8-bit (1 KB block): word w = 2s + (p >> 1) of lane L is at byte 512 (w >> 2) + 16 L +
 //         4 (w & 3) (two 512-byte halves keep 16-byte loads conflict-free); a_p is its bytes
 //         (p & 1) (k + 0) and (p & 1) + 2 (k + 1).
@@ -19,7 +20,7 @@
 
 // One thread per output 32-bit word of the prepared codes.
 extern "C" __global__ void moeq_prepare_codes(const unsigned char* canonical, unsigned* prepared, long long num_words,
-                                              int code_bits, int n, int k, int tiles_n, int tiles_k) {
+                                              int code_bits, int e2m1, int n, int k, int tiles_n, int tiles_k) {
   const long long word = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (word >= num_words) return;
   const int block_bytes = code_bits * 128;  // 16 x 64 codes
@@ -49,5 +50,5 @@ extern "C" __global__ void moeq_prepare_codes(const unsigned char* canonical, un
     const unsigned code = code_bits == 4 ? (r[k_abs / 2] >> (4 * (k_abs % 2))) & 0xFu : r[k_abs];
     out |= code << (code_bits * c);
   }
-  prepared[word] = out;
+  prepared[word] = e2m1 ? moeq_dev::e2m1_place_word(out) : out;
 }

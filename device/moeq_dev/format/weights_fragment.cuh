@@ -304,21 +304,37 @@ __device__ __forceinline__ void dequant_word8(unsigned w, const FragmentScale& s
 // ---- Prepared codes (format/prepared.cuh): one 32-bit word holds whole A-fragment pairs ----
 namespace moeq_dev {
 
+// The bf16 bits (e2m1 value times 2^-126 in each half) of register p of a prepared e2m1 word
+// (format/prepared_map.cuh, e2m1_prepared_bit). p is a constant at every call site.
+__device__ __forceinline__ unsigned e2m1_prepared_bits(unsigned w, int p) {
+  constexpr unsigned kPairBits = 0x81C081C0u;  // e1 e0 m at 8..6 and the sign at 15, both halves
+  if (p == 0) return w & kPairBits;
+  if (p == 1) return __funnelshift_r(w, w, 4) & kPairBits;
+  if (p == 2) return __funnelshift_r(w, w, 10) & kPairBits;
+  return (__funnelshift_r(w, w, 6) & 0x81808180u) | (__funnelshift_r(w, w, 14) & 0x00400040u);
+}
+
 // Pair p of a word of eight 4-bit codes: nibbles p (low half) and p + 4 (high half), as the
-// prepared layout stores the (k, k + 1) codes of one fragment register.
+// prepared layout stores the (k, k + 1) codes of one fragment register (e2m1: moved bits).
 template <class Cfg>
 __device__ __forceinline__ unsigned dequant_pair4(unsigned w, int p, const FragmentScale& s, DequantPath path) {
   constexpr WeightFormatId F = Cfg::kFormat;
   if constexpr (F == WeightFormatId::kInt4) {
     if (path == DequantPath::kUnscaled) return int4_pair_unscaled<Cfg::kActBf16>(w >> (4 * p), s.neg_offset2);
   }
-  const unsigned x = (w >> (4 * p)) & 0x000F000Fu;
+  unsigned x;  // the two codes in the low nibble of each half
+  if constexpr (F == WeightFormatId::kInt4) {
+    x = (w >> (4 * p)) & 0x000F000Fu;
+  } else {
+    const unsigned b = e2m1_prepared_bits(w, p);
+    x = ((b >> 6) & 0x00070007u) | ((b >> 12) & 0x00080008u);
+  }
   if constexpr (FragmentFastPath<Cfg>::value) {
     if constexpr (F == WeightFormatId::kInt4) {
       if (path == DequantPath::kFast) return bf16x2_mul(int4_pair_unscaled<true>(w >> (4 * p), s.neg_offset2), s.scale2);
     } else {
       constexpr unsigned kTwoPow126 = 0x7E807E80u;
-      const unsigned bits = ((x & 0x00070007u) << 6) | ((x & 0x00080008u) << 12);
+      const unsigned bits = e2m1_prepared_bits(w, p);
       // NOTE: bits are the e2m1 value times 2^-126 (exact); times 2^(b - 1) it is the exact
       // value times the scale, as the two-multiply path computes.
       if (MxFoldable<Cfg>::value && path == DequantPath::kFolded) return bf16x2_mul(bits, s.scale2_folded);

@@ -141,8 +141,8 @@ struct MoeGemmShape {
                             kBlockN % 64 == 0),
                 "wgmma tiles: 64 tokens, one warpgroup of 4 warps, 64-channel MMA tiles");
   static_assert(kStages % kWarpsK == 0 && kStages / kWarpsK >= 2, "at least two ring steps of kWarpsK tiles");
-  static_assert(!kCopyWarp || (kBlockM <= 32 && kWarpsK == 1 && kSplitK == 1),
-                "warp-specialized mma.sync tiles: up to 32 tokens, no K groups, no split K");
+  static_assert(!kCopyWarp || (kBlockM <= 32 && kWarpsM == 1 && kWarpsK == 1 && kSplitK == 1),
+                "warp-specialized mma.sync tiles: up to 32 tokens, warps along N only, no split K");
 };
 
 template <class Cfg>
@@ -181,8 +181,9 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
       for (int s = 0; s < kStages; ++s) {
         // each copy thread's cp.async.mbarrier.arrive, and the expect_tx arrival of the bulk copies
         mbarrier_init(full0 + 8 * s, kBulkCodes ? 33 : 32);
-        mbarrier_init(empty0 + 8 * s, Cfg::kWarpsN);  // one lane per compute warp
+        mbarrier_init(empty0 + 8 * s, S::kComputeThreads / 32);  // one lane per compute warp
       }
+      if constexpr (kBulkCodes) fence_mbarrier_init();
     }
   }
   // NOTE: M blocks along x (up to 2^31 - 1 of them); consecutive CTAs then share a weight tile
@@ -219,8 +220,9 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   unsigned a_dst[kPerThreadA];
 #pragma unroll
   for (int j = 0; j < kPerThreadA; ++j) {
-    const int c = copy_tid + j * kCopyThreads;
-    const bool in_tile = kChunksA % kCopyThreads == 0 || c < kChunksA;
+    // NOTE: compute warps of copy-warp tiles (copy_tid < 0) get chunk 0's descriptors, unused.
+    const bool in_tile = copy_tid >= 0 && (kChunksA % kCopyThreads == 0 || copy_tid + j * kCopyThreads < kChunksA);
+    const int c = in_tile ? copy_tid + j * kCopyThreads : 0;
     const int r = (in_tile ? c : 0) / (BK / 8), cc = c % (BK / 8);
     const int src = in_tile ? row_src[r] : -1;
     a_end[j] = src >= 0 ? K - cc * 8 : 0;
@@ -234,8 +236,8 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   unsigned b_dst[kPerThreadB];
 #pragma unroll
   for (int j = 0; j < kPerThreadB; ++j) {
-    const int c = copy_tid + j * kCopyThreads;
-    const bool in_tile = kChunksB % kCopyThreads == 0 || c < kChunksB;
+    const bool in_tile = copy_tid >= 0 && (kChunksB % kCopyThreads == 0 || copy_tid + j * kCopyThreads < kChunksB);
+    const int c = in_tile ? copy_tid + j * kCopyThreads : 0;
     if constexpr (Cfg::kPreparedCodes) {
       // Chunk c is 16 bytes of 16-channel block c / (block / 16); a block's K tiles are
       // kPreparedBlockBytes apart in memory and every tile exists (zero-padded past K).

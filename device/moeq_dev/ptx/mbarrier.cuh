@@ -15,6 +15,16 @@ __device__ __forceinline__ void mbarrier_init(unsigned bar, unsigned arrivals) {
 #endif
 }
 
+// Makes this thread's mbarrier_init visible to the async proxy (cp.async.bulk's complete_tx),
+// which the CTA barrier that follows the inits does not order.
+__device__ __forceinline__ void fence_mbarrier_init() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#else
+  __trap();
+#endif
+}
+
 // One arrival (release semantics at CTA scope: this thread's earlier shared-memory writes are
 // visible to the threads that then see the phase complete).
 __device__ __forceinline__ void mbarrier_arrive(unsigned bar) {
