@@ -124,6 +124,9 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   //   compute warps issue no copies and pass no CTA barrier; prepared codes by bulk copies):
   //   Qwen3 GEMM1, same run: INT4 M = 16 53.3 -> 50.9 us, M = 64 77.4 -> 73.5; MXFP4 59.7 ->
   //   58.9 and 84.5 -> 84.1; FP8-block (6 stages) 79.1 -> 77.8 and 117.8 -> 107.0 (86% of copy).
+  //   8-bit codes in 8-row blocks run 8 copy-fed warps of 16 channels (session 9, call A of
+  //   bench/results/2026-12-01-h200-gemm-v9.md): DeepSeek-V3 FP8-block M = 16 GEMM1 798 us (93% of
+  //   copy) against 927 without the copy warp and 859 with 16x64/1x4x1/6/p, GEMM2 397 against 453.
   //   Not for 16-token 4-bit blocks (16x128/1x4x1/4/p 67 us against 55 at M = 16) nor 32-token
   //   ones (32x128/1x8x1/4/p 147 us against 119 at M = 256): the copy warp's registers and the
   //   deeper rings cost more CTAs per SM than they save (runs 5-6 of
@@ -146,7 +149,7 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
     if (num_slots <= kFewRoutedRows) {
       text = "8x32/1x1x4/16";
     } else {
-      text = four_bit ? "8x128/1x4x1/4/p" : "8x128/1x8x1/4";
+      text = four_bit ? "8x128/1x4x1/4/p" : "8x128/1x8x1/4/p";
     }
   } else if (block_m <= 16) {
     if (num_slots <= kFewRoutedRows) {
@@ -213,7 +216,7 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            "128x128/2x4x1/4",
                            // warp-specialized mma.sync: a copy warp (GEMM v8)
                            "8x128/1x4x1/4/p", "8x128/1x4x1/6/p", "8x256/1x8x1/6/p", "16x64/1x4x1/4/p", "16x64/1x4x1/6/p",
-                           "16x64/1x4x1/8/p", "16x128/1x8x1/6/p", "32x128/1x8x1/4/p"})
+                           "16x64/1x4x1/8/p", "16x128/1x8x1/6/p", "32x128/1x8x1/4/p", "8x128/1x8x1/4/p"})
     tiles.push_back(parse_gemm_tile(text));
   return tiles;
 }

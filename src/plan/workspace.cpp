@@ -144,10 +144,11 @@ int64_t choose_block_m(const ExpertsDesc& d, int64_t num_tokens) {
   const double rows_per_expert =
       static_cast<double>(valid_shape_m(d, num_tokens)) / static_cast<double>(d.num_experts);
   // PERF: 8-row blocks halve the padded MMAs at a few rows per expert; 4-bit codes gain
-  // (instruction-bound), 8-bit codes only below one row per expert (GEMM v4 sweep on the H200:
-  // FP8-block at M = 16-64 is 1-5% faster with 16-row blocks, at M = 1 10% slower).
+  // (instruction-bound), 8-bit codes below two rows per expert since their 8-row tile has a copy
+  // warp (session 9, bench/results/2026-12-01-h200-gemm-v9.md: Qwen3 FP8-block GEMM1 M = 16
+  // 76.6 us against 78.1 with 16-row blocks, M = 64 110.2 against 108.5).
   const bool four_bit = dtype_bits(weight_format_code_dtype(d.weight_format)) == 4;
-  if (rows_per_expert < 1.0 || (four_bit && rows_per_expert < 0.9 * 8)) return 8;
+  if (rows_per_expert < 2.0 || (four_bit && rows_per_expert < 0.9 * 8)) return 8;
   for (int64_t bm : {16, 32, 48, 64})
     if (rows_per_expert / static_cast<double>(bm) < 0.9) return bm;
   // PERF: 128-row blocks (the warp-specialized wgmma tiles of GEMM v7; the CUDA backend caps them
