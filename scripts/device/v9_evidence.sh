@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Device evidence for the 8-bit 8-row copy-warp planner change (session 9, call C of
+# bench/results/2026-12-01-h200-gemm-v9.md), in one device call: warm-up of the kernel cache, the GPU
+# tests on the copy-warp and few-rows tiles, `moeq verify`, the warm-up test, then every 8-bit
+# scheme's GEMM1 and GEMM2 at M = 16, 32, 64 (Qwen3-30B-A3B) and FP8-block on DeepSeek-V3, a
+# baseline `moeq` and this build's in turn.
+# Usage: v9_evidence.sh BASE_MOEQ BUILD   (BUILD holds moeq, moeq_gpu_tests, moeq_gpu_warmup_test; env OUT)
+set -u
+base="$1"
+build="$2"
+out="${OUT:-/tmp/moeq-out}"
+mkdir -p "$out"
+export MOEQ_CACHE_DIR="${MOEQ_CACHE_DIR:-$PWD/.cache-device}"
+t0=$(date +%s)
+"$(dirname "$0")/warm_parallel.sh" "$build/moeq" 16 >"$out/warm.txt" 2>&1
+echo "warm rc=$? $(($(date +%s) - t0)) s"
+(
+  for s in fp8-block fp8-channel mxfp8 int8-ch; do "$base" compile --arch sm_90a --preset qwen3-30b-a3b --scheme $s | tail -1; done
+  "$base" compile --arch sm_90a --preset deepseek-v3 --scheme fp8-block | tail -1
+) >"$out/warm_base.txt" 2>&1 &
+MOEQ_TEST_TILES="8x128/1x8x1/4/p 8x128/1x4x1/4/p 16x64/1x4x1/6/p 8x32/1x1x4/16" timeout 300 "$build/moeq_gpu_tests" \
+  >"$out/gpu_tests.txt" 2>&1
+echo "gpu tests rc=$? $(($(date +%s) - t0)) s"
+grep -E "^\[  (PASSED|FAILED) |^\[  FAILED" "$out/gpu_tests.txt" | head
+wait
+timeout 90 "$build/moeq" verify >"$out/verify.txt" 2>&1
+echo "verify rc=$?"; tail -1 "$out/verify.txt"
+timeout 100 "$build/moeq_gpu_warmup_test" >"$out/warmup.txt" 2>&1
+echo "warmup rc=$?"
+bench="bench --kernel gemm1 gemm2 --trials 5"
+for s in fp8-block fp8-channel mxfp8 int8-ch; do
+  for bin in "$base" "$build/moeq"; do
+    echo "== qwen3 $s $bin"
+    timeout 60 "$bin" $bench --preset qwen3-30b-a3b --scheme $s --tokens 16 32 64 | grep -E "^gemm|^copy"
+  done
+done
+for bin in "$base" "$build/moeq"; do
+  echo "== deepseek fp8-block $bin"
+  timeout 120 "$bin" $bench --preset deepseek-v3 --scheme fp8-block --tokens 16 32 64 | grep -E "^gemm|^copy"
+done
+echo "end $(($(date +%s) - t0)) s"
