@@ -3,7 +3,7 @@
 # bench/results/2026-12-01-h200-gemm-v9.md), in one device call: warm-up of the kernel cache, the GPU
 # tests on the copy-warp and few-rows tiles, `moeq verify`, the warm-up test, then every 8-bit
 # scheme's GEMM1 and GEMM2 at M = 16, 32, 64 (Qwen3-30B-A3B) and FP8-block on DeepSeek-V3, a
-# baseline `moeq` and this build's in turn.
+# baseline `moeq` and this build's in turn (gemm_compare.sh).
 # Usage: v9_evidence.sh BASE_MOEQ BUILD   (BUILD holds moeq, moeq_gpu_tests, moeq_gpu_warmup_test; env OUT)
 set -u
 base="$1"
@@ -27,15 +27,10 @@ timeout 90 "$build/moeq" verify >"$out/verify.txt" 2>&1
 echo "verify rc=$?"; tail -1 "$out/verify.txt"
 timeout 100 "$build/moeq_gpu_warmup_test" >"$out/warmup.txt" 2>&1
 echo "warmup rc=$?"
-bench="bench --kernel gemm1 gemm2 --trials 5"
-for s in fp8-block fp8-channel mxfp8 int8-ch; do
-  for bin in "$base" "$build/moeq"; do
-    echo "== qwen3 $s $bin"
-    timeout 60 "$bin" $bench --preset qwen3-30b-a3b --scheme $s --tokens 16 32 64 | grep -E "^gemm|^copy"
-  done
-done
-for bin in "$base" "$build/moeq"; do
-  echo "== deepseek fp8-block $bin"
-  timeout 120 "$bin" $bench --preset deepseek-v3 --scheme fp8-block --tokens 16 32 64 | grep -E "^gemm|^copy"
-done
+# Speed: gemm_compare.sh runs the base then this build per scheme, and cuBLAS bf16 of each shape.
+OUT="$out" TOKENS="16 32 64" KERNELS="gemm1 gemm2" timeout 300 "$(dirname "$0")/gemm_compare.sh" "$base" "$build" \
+  qwen3-30b-a3b fp8-block fp8-channel mxfp8 int8-ch
+OUT="$out" TOKENS="16 32 64" KERNELS="gemm1 gemm2" timeout 200 "$(dirname "$0")/gemm_compare.sh" "$base" "$build" \
+  deepseek-v3 fp8-block
+grep -E "^gemm|^==" "$out/cmp_qwen3-30b-a3b.txt" "$out/cmp_deepseek-v3.txt"
 echo "end $(($(date +%s) - t0)) s"

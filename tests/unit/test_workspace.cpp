@@ -447,6 +447,7 @@ TEST(WorkspaceChoice, BlockM) {
   EXPECT_EQ(choose_block_m(d, 100000), 128);
   // 8-bit codes take 8-row blocks only below two rows per expert.
   const auto f8 = make_desc(WeightFormat::fp8_block, ActFormat::none, Activation::silu, 256, 128, 8, 2);
+  EXPECT_EQ(choose_block_m(f8, 3), 8);    // 0.75 rows per expert
   EXPECT_EQ(choose_block_m(f8, 4), 8);    // 1 row per expert
   EXPECT_EQ(choose_block_m(f8, 7), 8);    // 1.75 rows per expert
   EXPECT_EQ(choose_block_m(f8, 8), 16);   // 2 rows per expert
