@@ -55,7 +55,8 @@ struct HostWeights {
   std::vector<double> bias;    // [E, N] as stored (zeros without bias)
 };
 
-HostWeights quantized_weights(const GemmCase& c, std::mt19937& rng) {
+// weight_gain(e): a factor on expert e's random weights (a power of two keeps them exact).
+HostWeights quantized_weights(const GemmCase& c, std::mt19937& rng, float (*weight_gain)(int64_t) = nullptr) {
   HostWeights h;
   h.q = std::make_unique<ref::QuantizedWeights>(c.w);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -65,7 +66,8 @@ HostWeights quantized_weights(const GemmCase& c, std::mt19937& rng) {
   h.values.resize(static_cast<size_t>(E * N * K));
   h.bias.resize(static_cast<size_t>(E * N));
   for (int64_t e = 0; e < E; ++e) {
-    for (auto& x : w) x = normal(rng) * 0.05f;
+    const float gain = weight_gain != nullptr ? weight_gain(e) : 1.0f;
+    for (auto& x : w) x = normal(rng) * 0.05f * gain;
     ref::quantize_expert(w.data(), e, *h.q);
     ref::dequantize_expert(c.w, h.q->view(), e, deq.data());
     for (int64_t i = 0; i < N * K; ++i) h.values[static_cast<size_t>(e * N * K + i)] = deq[static_cast<size_t>(i)];
@@ -169,10 +171,11 @@ cuda::MoeGemmArgs gemm_args(const GemmCase& c, const DeviceWeights& dw, const cu
 }
 
 // Indexed layout: M tokens, top_k 3 distinct experts each, expert 4 never chosen.
-// prepared: read the prepared codes; `outputs` (when given) receives the raw output.
+// prepared: read the prepared codes; `outputs` (when given) receives the raw output;
+// only_expert >= 0: the error of that expert's rows alone.
 ErrorStats run_gather(const GemmCase& c, const cuda::GemmTile& tile, const HostWeights& h, const DeviceWeights& dw,
                       int64_t M, std::mt19937 rng, cuda::CUstream stream, bool prepared = false,
-                      std::vector<uint16_t>* outputs = nullptr) {
+                      std::vector<uint16_t>* outputs = nullptr, int64_t only_expert = -1) {
   const int64_t E = c.w.num_experts, N = c.w.n, K = c.w.k, top_k = 3, slots = M * top_k;
   std::vector<int32_t> ids(static_cast<size_t>(slots));
   for (int64_t m = 0; m < M; ++m) {
@@ -199,7 +202,8 @@ ErrorStats run_gather(const GemmCase& c, const cuda::GemmTile& tile, const HostW
   cuda::moe_gemm(g, stream);
   cuda::check(cuda::driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
   std::vector<RowJob> jobs;
-  for (int64_t s = 0; s < slots; ++s) jobs.push_back({s / top_k, s, ids[static_cast<size_t>(s)]});
+  for (int64_t s = 0; s < slots; ++s)
+    if (only_expert < 0 || ids[static_cast<size_t>(s)] == only_expert) jobs.push_back({s / top_k, s, ids[static_cast<size_t>(s)]});
   const auto got = out.to_host<uint16_t>(static_cast<size_t>(slots * N));
   if (outputs != nullptr) *outputs = got;
   return compare(c, h, a_host, got, jobs);
@@ -301,6 +305,31 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
                                               << (s.finite ? "" : ", non-finite or rows past a count written");
       }
     }
+  }
+}
+
+// FP8 128x128-block scales of 2^8 and more: the warp-specialized tiles fold the e4m3 bias into
+// the scale only where every scale of a CTA allows it (Fp8BlockFoldable), so expert 1 (weights
+// x 2^20, scales ~2^9) takes the two-multiply path in the same launch as the folded experts.
+TEST(MoeGemmGpu, Fp8BlockLargeScalesTakeTheUnfoldedPath) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  std::string why;
+  if (!jit::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  cuda::ensure_context();
+  cuda::Stream stream;
+  std::mt19937 rng(7);
+  const GemmCase c = make_case("fp8-block", DType::none);
+  const HostWeights h = quantized_weights(c, rng, [](int64_t e) { return e == 1 ? 1048576.0f : 1.0f; });
+  const DeviceWeights dw = upload(*h.q);
+  for (const char* text : {"128x256/1x8x1/4/p", "64x256/1x8x1/4/p", "128x128/1x8x1/4/p", "8x128/1x8x1/4/p", "16x64/1x4x1/6/p"}) {
+    const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
+    for (bool prepared : {false, true})
+      for (int64_t expert = 0; expert < 4; ++expert) {
+        const ErrorStats s = run_gather(c, tile, h, dw, 45, std::mt19937(11), stream.get(), prepared, nullptr, expert);
+        EXPECT_TRUE(s.finite && s.rows > 0 && s.rel < 5e-3)
+            << "tile " << text << (prepared ? " prepared" : "") << " expert " << expert << ": rel " << s.rel
+            << (s.finite ? "" : ", non-finite");
+      }
   }
 }
 

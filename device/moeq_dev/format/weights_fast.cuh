@@ -67,21 +67,34 @@ __device__ __forceinline__ void e2m1_word_to_bf16(unsigned w, unsigned scale2, u
   interleave_pairs(p, out);
 }
 
-// e4m3: magnitude bits shifted into a bf16's low exponent / high mantissa bits give the value
-// times 2^-120 (subnormals included); `scaled`: times scale2 too. out[0] = (e0, e1),
-// out[1] = (e2, e3).
+// Two e4m3 codes (bytes lo and hi of w) -> a bf16 pair whose halves are the values times 2^-120
+// (subnormals included): a sign-replicating byte permute puts each code in the low byte of its
+// half with its sign above, one shift moves the magnitude to bits 10-4, one mask keeps it and
+// the sign at bit 15.
+// PERF: 3 integer ops per pair instead of 5-6 (two masked shifts, an or and the pair's extract).
+__device__ __forceinline__ unsigned e4m3_pair_bits(unsigned w, unsigned lo, unsigned hi) {
+  // NOTE: prmt selector nibble 8 + b replicates byte b's sign; the shift's spill of the low
+  // half's sign copies into the high half lands on bits 3-0, which the mask clears.
+  const unsigned selector = lo | ((8u + lo) << 4) | (hi << 8) | ((8u + hi) << 12);
+  return (prmt_b32(w, 0u, selector) << 4) & 0x87F087F0u;
+}
+
+constexpr unsigned kBf16x2TwoPow120 = 0x7B807B80u;  // bf16 2^120 in both lanes
+
+// e4m3: the value times 2^-120 (e4m3_pair_bits) times 2^120, exact; `scaled`: times scale2 too.
+// out[0] = (e0, e1), out[1] = (e2, e3).
 __device__ __forceinline__ void e4m3_word_to_bf16(unsigned w, unsigned scale2, bool scaled, unsigned (&out)[2]) {
-  constexpr unsigned kTwoPow120 = 0x7B807B80u;  // bf16 2^120 in both lanes
-  unsigned p[2];
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    const unsigned x = (w >> (8 * i)) & 0x00FF00FFu;  // (e_i, e_{i+2})
-    const unsigned bits = ((x & 0x007F007Fu) << 4) | ((x & 0x00800080u) << 8);
-    p[i] = bf16x2_mul(bits, kTwoPow120);
-    if (scaled) p[i] = bf16x2_mul(p[i], scale2);
+    out[i] = bf16x2_mul(e4m3_pair_bits(w, 2 * i, 2 * i + 1), kBf16x2TwoPow120);
+    if (scaled) out[i] = bf16x2_mul(out[i], scale2);
   }
-  out[0] = prmt_b32(p[0], p[1], 0x5410u);
-  out[1] = prmt_b32(p[0], p[1], 0x7632u);
+}
+
+// e4m3 with the bias and the scale in one multiplier, `folded2` = splat of scale * 2^120.
+__device__ __forceinline__ void e4m3_word_to_bf16_folded(unsigned w, unsigned folded2, unsigned (&out)[2]) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) out[i] = bf16x2_mul(e4m3_pair_bits(w, 2 * i, 2 * i + 1), folded2);
 }
 
 }  // namespace moeq_dev

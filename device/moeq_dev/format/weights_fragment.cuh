@@ -99,9 +99,23 @@ struct FragmentScale {
   float zero_point = 0.0f;  // INT
   unsigned scale2 = 0;      // bf16x2 splat of the scale (fast paths)
   unsigned neg_offset2 = 0; // INT4 fast paths: splat of -(zero_point + 128) (bf16) or -(zero_point + 1024) (f16)
-  unsigned scale2_folded = 0;  // MX fast path: bf16x2 splat of scale * 2^126 (valid when foldable)
+  unsigned scale2_folded = 0;  // MX: bf16x2 splat of scale * 2^126; FP8 block: bf16(scale) * 2^120
   bool foldable = false;       // MX: scale <= 2, so scale * 2^126 fits bf16
 };
+
+// FP8 128x128-block scales with bf16 activations: the e4m3 bias 2^120 and the bf16-rounded scale
+// can be one multiplier wherever |bf16(scale)| < 2^8 (fp8_block_scale_foldable), which the
+// warp-specialized GEMM checks once per CTA for all of its scales.
+template <class Cfg>
+struct Fp8BlockFoldable {
+  static constexpr bool value = Cfg::kActBf16 && Cfg::kFormat == WeightFormatId::kFp8Block;
+};
+
+// NOTE: bf16 exponent field <= 134 (|s| < 2^8): s * 2^120 is then a finite bf16, exact also for
+// subnormal and zero s, so (code * 2^-120) * (s * 2^120) rounds exactly as (code * s) does.
+__device__ __forceinline__ bool fp8_block_scale_foldable(float scale) {
+  return ((f32_to_bf16_rn(scale) >> 7) & 0xFFu) <= 134u;
+}
 
 // Formats whose fast path can fold the e2m1 bias into the scale (MXFP4 with bf16 activations).
 template <class Cfg>
@@ -170,6 +184,7 @@ __device__ __forceinline__ FragmentScale decode_lane_scale(const LaneScale& raw,
                                                                   : bf16x2_splat(f32_to_bf16_rn(f.scale));
     } else {
       f.scale2 = bf16x2_splat(f32_to_bf16_rn(f.scale));
+      if constexpr (F == WeightFormatId::kFp8Block) f.scale2_folded = bf16x2_mul(f.scale2, kBf16x2TwoPow120);
     }
     if constexpr (F == WeightFormatId::kInt4) f.neg_offset2 = bf16x2_splat(f32_to_bf16_rn(-(f.zero_point + 128.0f)));
   }
@@ -207,9 +222,16 @@ enum class DequantPath : int {
   kGeneric,   // fp32 decode x scale, one rounding (INT8, f16 activations, INT4 with f16 scales,
               // where the scale stays on the weights)
   kFast,      // bf16 bit tricks with the scale on the weights (FragmentFastPath)
-  kFolded,    // MXFP4: the e2m1 bias 2^126 and the scale are one multiplier (MxFoldable)
+  kFolded,    // the e2m1 bias 2^126 (MXFP4, MxFoldable) or the e4m3 bias 2^120 (FP8 block,
+              // Fp8BlockFoldable) and the scale are one multiplier
   kUnscaled,  // the scale is on the accumulators (AccumulatorScaled): exact values (INT4 code - zp,
               // e4m3 value) in bf16 or f16
+};
+
+// A path as a type, for the loop bodies instantiated once per path.
+template <DequantPath P>
+struct DequantPathTag {
+  static constexpr DequantPath value = P;
 };
 
 // The path with the scale on the weights: the bf16 fast path where it serves (INT4 only with
@@ -288,6 +310,10 @@ template <class Cfg>
 __device__ __forceinline__ void dequant_word8(unsigned w, const FragmentScale& s, DequantPath path, unsigned (&out)[2]) {
   constexpr WeightFormatId F = Cfg::kFormat;
   if constexpr (FragmentFastPath<Cfg>::value) {
+    if (Fp8BlockFoldable<Cfg>::value && path == DequantPath::kFolded) {
+      e4m3_word_to_bf16_folded(w, s.scale2_folded, out);
+      return;
+    }
     e4m3_word_to_bf16(w, s.scale2, F != WeightFormatId::kFp8Channel && path != DequantPath::kUnscaled, out);
   } else {
 #pragma unroll
@@ -350,14 +376,14 @@ __device__ __forceinline__ unsigned dequant_pair4(unsigned w, int p, const Fragm
 template <class Cfg>
 __device__ __forceinline__ unsigned dequant_pair8(unsigned w, int i, const FragmentScale& s, DequantPath path) {
   constexpr WeightFormatId F = Cfg::kFormat;
-  const unsigned x = (w >> (8 * i)) & 0x00FF00FFu;
   if constexpr (FragmentFastPath<Cfg>::value) {
-    constexpr unsigned kTwoPow120 = 0x7B807B80u;
-    const unsigned bits = ((x & 0x007F007Fu) << 4) | ((x & 0x00800080u) << 8);
+    if (Fp8BlockFoldable<Cfg>::value && path == DequantPath::kFolded) return bf16x2_mul(e4m3_pair_bits(w, i, i + 2), s.scale2_folded);
+    const unsigned value = bf16x2_mul(e4m3_pair_bits(w, i, i + 2), kBf16x2TwoPow120);
     // FP8 per channel, and FP8 block with kUnscaled: the scale is on the accumulators.
-    if (F == WeightFormatId::kFp8Channel || path == DequantPath::kUnscaled) return bf16x2_mul(bits, kTwoPow120);
-    return bf16x2_mul(bf16x2_mul(bits, kTwoPow120), s.scale2);
+    if (F == WeightFormatId::kFp8Channel || path == DequantPath::kUnscaled) return value;
+    return bf16x2_mul(value, s.scale2);
   } else {
+    const unsigned x = (w >> (8 * i)) & 0x00FF00FFu;
     const float lo = lane_code_value<Cfg>(x & 0xFFu, s);
     const float hi = lane_code_value<Cfg>(x >> 16, s);
     return pack_act2<Cfg::kActBf16>(lo, hi);

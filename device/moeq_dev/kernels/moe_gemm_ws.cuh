@@ -210,8 +210,21 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   const int ctid = tid - 128, consumer = ctid / 128, warp = (ctid / 32) % 4, lane = tid % 32, g = lane / 4, t = lane % 4;
   // Channel (within the block) of this lane's fragment rows of 64-channel tile nt, half r.
   auto channel_of = [&](int nt, int r) { return consumer * S::kConsumerN + nt * 64 + warp * 16 + g + r * 8; };
-  constexpr DequantPath kPath = WeightsPath<Cfg>::value;
   const LaneScaleRows<Cfg, kTilesN> scale_rows(p.scaling, e, n0, N, K, channel_of);
+  // Fp8BlockFoldable: one multiply per pair instead of two where every scale of this CTA's
+  // channel blocks allows it. Every warp reads the same scales, so all take the same path (the
+  // warps of a warpgroup must issue the same wgmma instructions).
+  bool fold_scales = false;
+  if constexpr (Fp8BlockFoldable<Cfg>::value) {
+    const int blocks_n = (N + 127) / 128, blocks_k = (K + 127) / 128;
+    const int first_block = n0 / 128, last_block = (min(n0 + BN, N) - 1) / 128;
+    const float* block_scales =
+        static_cast<const float*>(p.scaling.scales) + (static_cast<long long>(e) * blocks_n + first_block) * blocks_k;
+    bool foldable = true;
+    for (int i = lane; i < (last_block - first_block + 1) * blocks_k; i += 32)
+      foldable = foldable && fp8_block_scale_foldable(block_scales[i]);
+    fold_scales = __all_sync(0xFFFFFFFFu, foldable);
+  }
   LaneScale scale_ring[kStages][kTilesN][2];
   // The scales of a lane's own 16-code run (16 t) of each row.
   auto load_scales = [&](LaneScale (&slot)[kTilesN][2], int kt) { scale_rows.load(slot, 16 * t + kt * BK, K); };
@@ -259,7 +272,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   // A fragments of k16 steps 2h and 2h + 1 (the K order of kernels/moe_gemm.cuh: lane t's
   // physical k of step s are 16t + 4s + [0, 4)).
   auto fragments = [&](const unsigned (&words)[kTilesN][kWords], int h, const FragmentScale (&decoded)[kTilesN][2],
-                       unsigned (&a)[kTilesN][2][4]) {
+                       DequantPath kPath, unsigned (&a)[kTilesN][2][4]) {
 #pragma unroll
     for (int nt = 0; nt < kTilesN; ++nt) {
       if constexpr (Cfg::kPreparedCodes) {
@@ -301,48 +314,57 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
     }
   };
 
-  // The ring, unrolled by kStages so stage and scale-ring indices are compile-time constants.
-  for (int j0 = 0; j0 < tiles_k; j0 += kStages) {
-    const unsigned parity = (j0 / kStages) & 1;
-#pragma unroll
-    for (int q = 0; q < kStages; ++q) {
-      const int j = j0 + q;
-      if (j < tiles_k) {
-        const int prev = (q + kStages - 1) % kStages;  // tile j - 1's stage and scale slot
-        FragmentScale decoded[kTilesN][2];
-  #pragma unroll
-        for (int nt = 0; nt < kTilesN; ++nt)
-  #pragma unroll
-          for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg>(scale_ring[q][nt][r], p.scaling);
-        if (j + kStages - 1 < tiles_k) load_scales(scale_ring[prev], j + kStages - 1);
-        const unsigned base = smem_base + q * S::kStageBytes;
-        mbarrier_wait(full0 + 8 * q, parity);
-        unsigned words[kTilesN][kWords];
-        load_codes(base + S::kCodeOffset, words);
-  #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          unsigned a[kTilesN][2][4];
-          fragments(words, h, decoded, a);
-          wgmma_fence();  // the A fragments (and the first time the accumulators) come from ordinary instructions
-  #pragma unroll
+  // The ring, unrolled by kStages so stage and scale-ring indices are compile-time constants;
+  // one copy per dequantization path (a constant in each, so no branch per pair).
+  auto run_ring = [&](auto path_tag) {
+    constexpr DequantPath kPath = decltype(path_tag)::value;
+    for (int j0 = 0; j0 < tiles_k; j0 += kStages) {
+      const unsigned parity = (j0 / kStages) & 1;
+      #pragma unroll
+      for (int q = 0; q < kStages; ++q) {
+        const int j = j0 + q;
+        if (j < tiles_k) {
+          const int prev = (q + kStages - 1) % kStages;  // tile j - 1's stage and scale slot
+          FragmentScale decoded[kTilesN][2];
+          #pragma unroll
           for (int nt = 0; nt < kTilesN; ++nt)
-  #pragma unroll
-            for (int qq = 0; qq < 2; ++qq)
-              // Core matrices of step s start at 256 s; along K (the two halves) 128 bytes apart,
-              // along the tokens (groups of 8) 1024.
-              wgmma_m64k16_rs<BM, Cfg::kActBf16>(reinterpret_cast<float(&)[BM / 2]>(acc[nt]), a[nt][qq],
-                                                 wgmma_descriptor(base + S::kPermutedOffset + (2 * h + qq) * 256, 128, 1024),
-                                                 j > 0 || h > 0 || qq > 0);
-          wgmma_commit();
-          wgmma_wait<1>();
-          if (h == 0 && j > 0) {
-            // Tile j - 1's MMAs have completed: its stage goes back to the producer.
-            __syncwarp();
-            if (lane == 0) mbarrier_arrive(empty0 + 8 * prev);
+            #pragma unroll
+            for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg>(scale_ring[q][nt][r], p.scaling);
+          if (j + kStages - 1 < tiles_k) load_scales(scale_ring[prev], j + kStages - 1);
+          const unsigned base = smem_base + q * S::kStageBytes;
+          mbarrier_wait(full0 + 8 * q, parity);
+          unsigned words[kTilesN][kWords];
+          load_codes(base + S::kCodeOffset, words);
+          #pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            unsigned a[kTilesN][2][4];
+            fragments(words, h, decoded, kPath, a);
+            wgmma_fence();  // the A fragments (and the first time the accumulators) come from ordinary instructions
+            #pragma unroll
+            for (int nt = 0; nt < kTilesN; ++nt)
+              #pragma unroll
+              for (int qq = 0; qq < 2; ++qq)
+                // Core matrices of step s start at 256 s; along K (the two halves) 128 bytes apart,
+                // along the tokens (groups of 8) 1024.
+                wgmma_m64k16_rs<BM, Cfg::kActBf16>(reinterpret_cast<float(&)[BM / 2]>(acc[nt]), a[nt][qq],
+                                                   wgmma_descriptor(base + S::kPermutedOffset + (2 * h + qq) * 256, 128, 1024),
+                                                   j > 0 || h > 0 || qq > 0);
+            wgmma_commit();
+            wgmma_wait<1>();
+            if (h == 0 && j > 0) {
+              // Tile j - 1's MMAs have completed: its stage goes back to the producer.
+              __syncwarp();
+              if (lane == 0) mbarrier_arrive(empty0 + 8 * prev);
+            }
           }
         }
       }
     }
+  };
+  if (Fp8BlockFoldable<Cfg>::value && fold_scales) {
+    if constexpr (Fp8BlockFoldable<Cfg>::value) run_ring(DequantPathTag<DequantPath::kFolded>{});
+  } else {
+    run_ring(DequantPathTag<WeightsPath<Cfg>::value>{});
   }
   wgmma_wait<0>();
   // Epilogue, consumers only: the out tile reuses the ring, which the other consumer may still
