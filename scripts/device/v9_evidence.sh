@@ -5,28 +5,13 @@
 # scheme's GEMM1 and GEMM2 at M = 16, 32, 64 (Qwen3-30B-A3B) and FP8-block on DeepSeek-V3, a
 # baseline `moeq` and this build's in turn (gemm_compare.sh).
 # Usage: v9_evidence.sh BASE_MOEQ BUILD   (BUILD holds moeq, moeq_gpu_tests, moeq_gpu_warmup_test; env OUT)
-set -u
-base="$1"
-build="$2"
-out="${OUT:-/tmp/moeq-out}"
-mkdir -p "$out"
-export MOEQ_CACHE_DIR="${MOEQ_CACHE_DIR:-$PWD/.cache-device}"
-t0=$(date +%s)
-"$(dirname "$0")/warm_parallel.sh" "$build/moeq" 16 >"$out/warm.txt" 2>&1
-echo "warm rc=$? $(($(date +%s) - t0)) s"
+. "$(dirname "$0")/evidence_lib.sh"
+evidence_setup "$1" "$2"
 (
   for s in fp8-block fp8-channel mxfp8 int8-ch; do "$base" compile --arch sm_90a --preset qwen3-30b-a3b --scheme $s | tail -1; done
   "$base" compile --arch sm_90a --preset deepseek-v3 --scheme fp8-block | tail -1
 ) >"$out/warm_base.txt" 2>&1 &
-MOEQ_TEST_TILES="8x128/1x8x1/4/p 8x128/1x4x1/4/p 16x64/1x4x1/6/p 8x32/1x1x4/16" timeout 300 "$build/moeq_gpu_tests" \
-  >"$out/gpu_tests.txt" 2>&1
-echo "gpu tests rc=$? $(($(date +%s) - t0)) s"
-grep -E "^\[  (PASSED|FAILED) |^\[  FAILED" "$out/gpu_tests.txt" | head
-wait
-timeout 90 "$build/moeq" verify >"$out/verify.txt" 2>&1
-echo "verify rc=$?"; tail -1 "$out/verify.txt"
-timeout 100 "$build/moeq_gpu_warmup_test" >"$out/warmup.txt" 2>&1
-echo "warmup rc=$?"
+evidence_correctness "8x128/1x8x1/4/p 8x128/1x4x1/4/p 16x64/1x4x1/6/p 8x32/1x1x4/16"
 # Speed: gemm_compare.sh runs the base then this build per scheme, and cuBLAS bf16 of each shape.
 OUT="$out" TOKENS="16 32 64" KERNELS="gemm1 gemm2" timeout 300 "$(dirname "$0")/gemm_compare.sh" "$base" "$build" \
   qwen3-30b-a3b fp8-block fp8-channel mxfp8 int8-ch

@@ -141,6 +141,10 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   //   v6's 64x128/1x4x1/4/o3 (128x256/p 226); M = 4096 128x256/p 488 against 769 (64x256/p
   //   590); MXFP4 and FP8-block alike (M = 4096: 531 and 596 against 808 and 924), GEMM2 and
   //   gpt-oss-120b too (bench/results/2026-11-30-h200-gemm-v7.md).
+  //   Session 10's split copy ring (stages of staging tokens and codes, 3 permuted token tiles
+  //   apart) lets 64-row blocks take 8 stages: Qwen3 M = 1024 GEMM1 INT4 226 -> 199 us, MXFP4
+  //   231 -> 218, FP8-block 264 either way, GEMM2 3-9% faster; 128-row blocks keep 4 stages (5:
+  //   INT4 equal, MXFP4 2% and FP8-block 9% slower; call D of bench/results/2026-12-01-h200-gemm-v11.md).
   // - Split K over clusters (/k2, /k4) lost in every regime timed (GEMM v5): the planner does
   //   not use it.
   const bool four_bit = dtype_bits(weight_format_code_dtype(format)) == 4;
@@ -160,7 +164,7 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   } else if (block_m <= 32) {
     text = four_bit ? "32x128/1x8x1/4/o3" : "32x128/1x8x1/4";
   } else if (block_m <= 64) {
-    text = "64x256/1x8x1/4/p";
+    text = "64x256/1x8x1/8/p";
   } else {
     text = "128x256/1x8x1/4/p";
   }
@@ -213,6 +217,7 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            "64x128/1x4x1/4/o2/w",
                            // warp-specialized wgmma (GEMM v7) and the 128-token mma.sync tile it falls back to
                            "128x256/1x8x1/4/p", "128x256/1x8x1/3/p", "128x128/1x8x1/4/p", "64x256/1x8x1/4/p", "64x256/1x8x1/6/p",
+                           "128x256/1x8x1/5/p", "64x256/1x8x1/8/p",
                            "128x128/2x4x1/4",
                            // warp-specialized mma.sync: a copy warp (GEMM v8)
                            "8x128/1x4x1/4/p", "8x128/1x4x1/6/p", "8x256/1x8x1/6/p", "16x64/1x4x1/4/p", "16x64/1x4x1/6/p",
@@ -233,9 +238,10 @@ int64_t gemm_static_smem_bytes(const GemmTile& tile) {
 
 int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w) {
   const int code_bits = dtype_bits(weight_format_code_dtype(w.format));
-  if (tile.producer && tile.wgmma) {  // mirror of MoeGemmWsShape: stages of [staging tokens][permuted tokens][codes], or the out tile
-    const int64_t stage = 2 * int64_t{tile.block_m} * 64 * 2 + int64_t{tile.block_n} * (64 * code_bits / 8);
-    return std::max(tile.stages * stage, int64_t{tile.block_m} * (tile.block_n * 2 + 16));
+  if (tile.producer && tile.wgmma) {
+    // Mirror of MoeGemmWsShape: stages of [staging tokens][codes] and 3 permuted token tiles, or the out tile.
+    const int64_t tokens = int64_t{tile.block_m} * 64 * 2, stage = tokens + int64_t{tile.block_n} * (64 * code_bits / 8);
+    return std::max(tile.stages * stage + 3 * tokens, int64_t{tile.block_m} * (tile.block_n * 2 + 16));
   }
   const int64_t a_stage = int64_t{tile.block_m} * (64 * 2 + (tile.wgmma ? 0 : 16));  // wgmma rows are unpadded
   const int64_t b_stage = int64_t{tile.block_n} * (64 * code_bits / 8);

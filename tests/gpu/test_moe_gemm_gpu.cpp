@@ -321,7 +321,7 @@ TEST(MoeGemmGpu, Fp8BlockLargeScalesTakeTheUnfoldedPath) {
   const GemmCase c = make_case("fp8-block", DType::none);
   const HostWeights h = quantized_weights(c, rng, [](int64_t e) { return e == 1 ? 1048576.0f : 1.0f; });
   const DeviceWeights dw = upload(*h.q);
-  for (const char* text : {"128x256/1x8x1/4/p", "64x256/1x8x1/4/p", "128x128/1x8x1/4/p", "8x128/1x8x1/4/p", "16x64/1x4x1/6/p"}) {
+  for (const char* text : {"128x256/1x8x1/4/p", "64x256/1x8x1/8/p", "128x128/1x8x1/4/p", "8x128/1x8x1/4/p", "16x64/1x4x1/6/p"}) {
     const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
     for (bool prepared : {false, true})
       for (int64_t expert = 0; expert < 4; ++expert) {

@@ -4,16 +4,17 @@
 // by role instead of every warp doing all of it:
 // - warpgroup 0, the producer (setmaxnreg down to kProducerRegisters): its copy warps (0-1) copy
 //   each K tile's gathered token rows (16-byte cp.async into a swizzled staging area) and weight
-//   codes into a ring stage, up to kStages tiles ahead, and have the stage's `landed` mbarrier
-//   completed by the copies themselves (cp.async.mbarrier.arrive); its permute warps (2-3) wait
-//   for `landed`, move the tokens into the core matrices wgmma reads (move_token_unit), fence
-//   them for the async proxy and arrive on the stage's `full` mbarrier;
+//   codes into a stage of the copy ring, up to kStages tiles ahead, and have the stage's `landed`
+//   mbarrier completed by the copies themselves (cp.async.mbarrier.arrive); its permute warps
+//   (2-3) wait for `landed` and for a free permuted-token buffer (`retired`), move the tokens into
+//   the core matrices wgmma reads (move_token_unit), fence them for the async proxy and arrive on
+//   the buffer's `permuted` mbarrier and on the stage's `staged` one (its tokens are read);
 // - warpgroups 1 and 2, the consumers (setmaxnreg up to kConsumerRegisters), each own half of
-//   the block's channels: per K tile they wait for `full`, read their codes from shared memory,
-//   dequantize them into A fragments (two k16 steps at a time) and issue wgmma m64nBMk16 with
-//   all BM tokens as B; a tile's stage goes back to the producer (`empty`, one arrival per
-//   consumer warp) once its MMAs have completed, which the consumer learns while it issues the
-//   next tile's first MMAs (wgmma.wait_group 1).
+//   the block's channels: per K tile they wait for `permuted`, read their codes from the stage,
+//   dequantize them into A fragments (two k16 steps at a time), give the stage back (`staged`,
+//   one arrival per consumer warp) and issue wgmma m64nBMk16 with all BM tokens as B; a tile's
+//   permuted buffer goes back to the permute warps (`retired`) once its MMAs have completed,
+//   which the consumer learns while it issues the next tile's first MMAs (wgmma.wait_group 1).
 // With the copies and the permute off the consumers, their only waits are the MMAs themselves
 // and the `full` barrier; two consumer warpgroups per SM take turns at the tensor cores.
 // PERF: GEMM v6's one-warpgroup wgmma tile issued 38 instructions per HGMMA (copies, permute,
@@ -45,13 +46,21 @@ struct MoeGemmWsShape {
   static constexpr int kPreparedBlockBytes = kCodeBits * 128;   // prepared: 16 channels x 64 k
   static constexpr int kTokenBytes = kBlockM * kBlockK * 2;     // staging, and again permuted
   static constexpr int kCodeBytes = kBlockN * kCodeRowBytes;
-  // Stage: [staging tokens][permuted tokens][codes].
-  static constexpr int kPermutedOffset = kTokenBytes, kCodeOffset = 2 * kTokenBytes;
-  static constexpr int kStageBytes = 2 * kTokenBytes + kCodeBytes;
+  // The copy ring's stage: [staging tokens][codes], free again once the permute warps have read
+  // its tokens and the consumers its codes; after the kStages stages, kPermBuffers permuted token
+  // tiles, each held until the wgmma that read it has completed.
+  // PERF: with the permuted tokens inside the stage (GEMM v7), a stage stayed taken until the
+  // next tile's wgmma retired it, so 4 stages kept ~1.5 tiles of copies in flight and the
+  // consumers waited on their stages ~45% of their stall samples (ncu, M = 4096, call C of
+  // bench/results/2026-12-01-h200-gemm-v11.md).
+  static constexpr int kPermBuffers = 3;
+  static constexpr int kCodeOffset = kTokenBytes;
+  static constexpr int kStageBytes = kTokenBytes + kCodeBytes;
+  static constexpr int kPermutedOffset = kStages * kStageBytes;  // buffer b at kPermutedOffset + b * kTokenBytes
   // Producer warps 0-1 copy, 2-3 permute.
   static constexpr int kCopyThreads = 64;
   static constexpr int kOutRowBytes = kBlockN * 2 + 16;
-  static constexpr int kRingBytes = kStages * kStageBytes;
+  static constexpr int kRingBytes = kStages * kStageBytes + kPermBuffers * kTokenBytes;
   static constexpr int kEpilogueBytes = kBlockM * kOutRowBytes;
   static constexpr int kSmemBytes = kRingBytes > kEpilogueBytes ? kRingBytes : kEpilogueBytes;
   static_assert(Cfg::kWgmma && Cfg::kWarpsM == 1 && Cfg::kWarpsN == 8 && Cfg::kWarpsK == 1 && Cfg::kSplitK == 1,
@@ -76,19 +85,28 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   __shared__ __align__(16) const unsigned short* row_ptr[BM];
   __shared__ int row_dst[BM];
   __shared__ int block_expert;
-  __shared__ __align__(8) unsigned long long barriers[3 * kStages];  // landed, full, empty: kStages each
+  constexpr int kPermBuffers = S::kPermBuffers;
+  // landed and staged (kStages each: copies done, stage free), permuted and retired (kPermBuffers
+  // each: tokens permuted, buffer free).
+  __shared__ __align__(8) unsigned long long barriers[2 * kStages + 2 * kPermBuffers];
 
   const int tid = threadIdx.x;
   const int m_block = blockIdx.x;
   const int n0 = blockIdx.y * BN;
   constexpr int kCopyThreads = S::kCopyThreads;
-  const unsigned landed0 = smem_address(&barriers[0]), full0 = landed0 + 8 * kStages, empty0 = full0 + 8 * kStages;
+  const unsigned landed0 = smem_address(&barriers[0]), staged0 = landed0 + 8 * kStages,
+                 permuted0 = staged0 + 8 * kStages, retired0 = permuted0 + 8 * kPermBuffers;
   if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
       mbarrier_init(landed0 + 8 * s, kCopyThreads);  // every copy thread's copies (cp.async.mbarrier.arrive)
-      mbarrier_init(full0 + 8 * s, 128 - kCopyThreads);  // every permute thread, after its share
-      mbarrier_init(empty0 + 8 * s, 4 * S::kConsumers);  // one lane per consumer warp
+      // Every permute thread once its tokens are read, one lane per consumer warp once its codes are.
+      mbarrier_init(staged0 + 8 * s, 128 - kCopyThreads + 4 * S::kConsumers);
+    }
+#pragma unroll
+    for (int b = 0; b < kPermBuffers; ++b) {
+      mbarrier_init(permuted0 + 8 * b, 128 - kCopyThreads);  // every permute thread, after its share
+      mbarrier_init(retired0 + 8 * b, 4 * S::kConsumers);    // one lane per consumer warp
     }
   }
   if (!load_block_rows<BM, S::kThreads>(p, m_block, tid, row_src, row_dst, &block_expert)) return;
@@ -136,7 +154,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       const unsigned row_ptr_base = smem_address(&row_ptr[(tid / 8) * kTokenChunks]);
       for (int it = 0; it < tiles_k; ++it) {
         const int stage = it % kStages;
-        if (it >= kStages) mbarrier_wait(empty0 + 8 * stage, ((it / kStages) - 1) & 1);
+        if (it >= kStages) mbarrier_wait(staged0 + 8 * stage, ((it / kStages) - 1) & 1);
         const unsigned base = smem_base + stage * S::kStageBytes;
         const int k = it * BK + chunk * 8;
         const bool k_valid = k < K;  // the partial last K tile zero-fills
@@ -182,11 +200,13 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       for (int sp = 0; sp < 2; ++sp)
 #pragma unroll
         for (int tt = 0; tt < 4; ++tt) read_offset[sp][tt] = ptid * 128 + (((2 * tt + sp) ^ x) * 16);
-      const unsigned write_offset = S::kPermutedOffset + (ptid / 8) * 1024 + x * 16;
+      const unsigned write_offset = (ptid / 8) * 1024 + x * 16;
       for (int it = 0; it < tiles_k; ++it) {
-        const int stage = it % kStages;
+        const int stage = it % kStages, buffer = it % kPermBuffers;
         const unsigned base = smem_base + stage * S::kStageBytes;
+        const unsigned permuted = smem_base + S::kPermutedOffset + buffer * S::kTokenBytes;
         mbarrier_wait(landed0 + 8 * stage, (it / kStages) & 1);
+        if (it >= kPermBuffers) mbarrier_wait(retired0 + 8 * buffer, ((it / kPermBuffers) - 1) & 1);
 #pragma unroll
         for (int sp = 0; sp < 2; ++sp)
 #pragma unroll
@@ -195,11 +215,12 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
             unsigned read[4];
 #pragma unroll
             for (int tt = 0; tt < 4; ++tt) read[tt] = base + read_offset[sp][tt] + pass * 8192;
-            move_token_unit(read, base + write_offset + pass * 8192 + sp * 512);
+            move_token_unit(read, permuted + write_offset + pass * 8192 + sp * 512);
           }
         // NOTE: st.shared writes through the generic proxy, wgmma reads through the async one.
         fence_proxy_async_shared();
-        mbarrier_arrive(full0 + 8 * stage);
+        mbarrier_arrive(permuted0 + 8 * buffer);
+        mbarrier_arrive(staged0 + 8 * stage);  // its staging reads are done: their values were stored
       }
     }
     return;
@@ -318,13 +339,20 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   // one copy per dequantization path (a constant in each, so no branch per pair).
   auto run_ring = [&](auto path_tag) {
     constexpr DequantPath kPath = decltype(path_tag)::value;
+    // Tile j's permuted buffer j % kPermBuffers, its phase and its wgmma descriptor, counted along.
+    // PERF: the descriptor built per tile from the buffer's address cost ~25 uniform-datapath
+    // instructions per tile (offline SASS); its address field is advanced instead.
+    const unsigned long long first_descriptor = wgmma_descriptor(smem_base + S::kPermutedOffset, 128, 1024);
+    unsigned long long descriptor = first_descriptor;
+    int buffer = 0, last_buffer = 0;
+    unsigned buffer_parity = 0;
     for (int j0 = 0; j0 < tiles_k; j0 += kStages) {
       const unsigned parity = (j0 / kStages) & 1;
       #pragma unroll
       for (int q = 0; q < kStages; ++q) {
         const int j = j0 + q;
         if (j < tiles_k) {
-          const int prev = (q + kStages - 1) % kStages;  // tile j - 1's stage and scale slot
+          const int prev = (q + kStages - 1) % kStages;  // tile j - 1's scale slot
           FragmentScale decoded[kTilesN][2];
           #pragma unroll
           for (int nt = 0; nt < kTilesN; ++nt)
@@ -332,13 +360,20 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
             for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg>(scale_ring[q][nt][r], p.scaling);
           if (j + kStages - 1 < tiles_k) load_scales(scale_ring[prev], j + kStages - 1);
           const unsigned base = smem_base + q * S::kStageBytes;
-          mbarrier_wait(full0 + 8 * q, parity);
+          // NOTE: the permute warps arrive on `permuted` only after the stage's `landed`, so the
+          // codes of stage q have landed too.
+          mbarrier_wait(permuted0 + 8 * buffer, buffer_parity);
           unsigned words[kTilesN][kWords];
           load_codes(base + S::kCodeOffset, words);
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             unsigned a[kTilesN][2][4];
             fragments(words, h, decoded, kPath, a);
+            if (h == 1) {
+              // Every code word has been dequantized: the stage goes back to the copy warps.
+              __syncwarp();
+              if (lane == 0) mbarrier_arrive(staged0 + 8 * q);
+            }
             wgmma_fence();  // the A fragments (and the first time the accumulators) come from ordinary instructions
             #pragma unroll
             for (int nt = 0; nt < kTilesN; ++nt)
@@ -347,15 +382,22 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
                 // Core matrices of step s start at 256 s; along K (the two halves) 128 bytes apart,
                 // along the tokens (groups of 8) 1024.
                 wgmma_m64k16_rs<BM, Cfg::kActBf16>(reinterpret_cast<float(&)[BM / 2]>(acc[nt]), a[nt][qq],
-                                                   wgmma_descriptor(base + S::kPermutedOffset + (2 * h + qq) * 256, 128, 1024),
+                                                   wgmma_descriptor_advance(descriptor, (2 * h + qq) * 256),
                                                    j > 0 || h > 0 || qq > 0);
             wgmma_commit();
             wgmma_wait<1>();
             if (h == 0 && j > 0) {
-              // Tile j - 1's MMAs have completed: its stage goes back to the producer.
+              // Tile j - 1's MMAs have completed: its permuted tokens go back to the permute warps.
               __syncwarp();
-              if (lane == 0) mbarrier_arrive(empty0 + 8 * prev);
+              if (lane == 0) mbarrier_arrive(retired0 + 8 * last_buffer);
             }
+          }
+          last_buffer = buffer;
+          descriptor = wgmma_descriptor_advance(descriptor, S::kTokenBytes);
+          if (++buffer == kPermBuffers) {
+            buffer = 0;
+            buffer_parity ^= 1u;
+            descriptor = first_descriptor;
           }
         }
       }

@@ -54,6 +54,12 @@ __device__ __forceinline__ unsigned long long wgmma_descriptor(unsigned shared_a
          static_cast<unsigned long long>((stride >> 4) & 0x3FFFu) << 32;
 }
 
+// The descriptor of the same layout `bytes` further on: a 32-bit add to the address field (no
+// carry out of it while shared-memory addresses stay below 256 KB), so the high word is reused.
+__device__ __forceinline__ unsigned long long wgmma_descriptor_advance(unsigned long long descriptor, unsigned bytes) {
+  return (descriptor & 0xFFFFFFFF00000000ull) | (static_cast<unsigned>(descriptor) + (bytes >> 4));
+}
+
 // d (64 x N, fp32, this thread's N / 2) += a (64 x 16, registers) * b (16 x N, descriptor,
 // K-major), N = 64 or 128. Thread (warp w, g, t) holds d[4 j + i] at row 16 w + g + 8 (i / 2),
 // column 8 j + 2 t + i % 2: per 8 columns the mma.sync m16n8 accumulator layout.

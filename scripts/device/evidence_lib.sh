@@ -1,0 +1,32 @@
+# Shared steps of the per-session device evidence scripts (v9_evidence.sh, v11_evidence.sh), sourced
+# by them: the set-up, and the correctness half of the call. Each script names its own tiles, the
+# baseline kernels it warms and the cases it times.
+# NOTE: sourced, not run: it sets base, build, out and t0 in the caller's shell.
+
+# evidence_setup BASE_MOEQ BUILD: the variables, the output folder and the kernel cache, warmed for
+# BUILD on every core.
+evidence_setup() {
+  set -u
+  base="$1"
+  build="$2"
+  out="${OUT:-/tmp/moeq-out}"
+  mkdir -p "$out"
+  export MOEQ_CACHE_DIR="${MOEQ_CACHE_DIR:-$PWD/.cache-device}"
+  t0=$(date +%s)
+  "$(dirname "${BASH_SOURCE[0]}")/warm_parallel.sh" "$build/moeq" 16 >"$out/warm.txt" 2>&1
+  echo "warm rc=$? $(($(date +%s) - t0)) s"
+}
+
+# evidence_correctness "TILE ...": every GPU test (MoeGemmGpu on those tiles), then, once the
+# caller's background jobs are done, `moeq verify` and the warm-up test.
+evidence_correctness() {
+  MOEQ_TEST_TILES="$1" timeout 300 "$build/moeq_gpu_tests" >"$out/gpu_tests.txt" 2>&1
+  echo "gpu tests rc=$? $(($(date +%s) - t0)) s"
+  grep -E "^\[  (PASSED|FAILED) |^\[  FAILED" "$out/gpu_tests.txt" | head
+  wait
+  timeout 90 "$build/moeq" verify >"$out/verify.txt" 2>&1
+  echo "verify rc=$?"
+  tail -1 "$out/verify.txt"
+  timeout 100 "$build/moeq_gpu_warmup_test" >"$out/warmup.txt" 2>&1
+  echo "warmup rc=$?"
+}
