@@ -227,10 +227,12 @@ std::vector<GemmTile> gemm_tile_candidates() {
 }
 
 int64_t gemm_static_smem_bytes(const GemmTile& tile) {
-  // Row maps and the block's expert; producer tiles add the copy warps' row pointers and a
-  // landed, a full and an empty mbarrier per stage. NOTE: with ptxas's padding (ptxas -v, sm_90a):
-  // 80, 272 and 528 bytes for 8-, 32- and 64-row tiles; 1152 and 2176 for 64x256/4/p and
-  // 128x256/{3,4}/p, which the producer term rounds up to with its 128 bytes of slack.
+  // Row maps and the block's expert; producer tiles add the copy warps' row pointers and the
+  // mbarriers (wgmma: a landed and a staged one per stage, a permuted and a retired one per
+  // permuted token buffer; mma.sync: a full and an empty one per stage). NOTE: with ptxas's
+  // padding (ptxas -v, sm_90a, session 10): 80, 272 and 528 bytes for 8-, 32- and 64-row tiles;
+  // 1280 for 64x256/8/p, 2176 for 128x256/4/p and 2304 for 128x256/5/p, which the producer term
+  // bounds with its 128 bytes of slack (2312 for the last).
   const int64_t rows = 2 * int64_t{tile.block_m} * 4 + 16;
   if (tile.producer && !tile.wgmma) return rows + 16 * int64_t{tile.stages} + 16;  // a full and an empty mbarrier per stage
   return rows + (tile.producer ? 8 * int64_t{tile.block_m} + 24 * int64_t{tile.stages} + 128 : 0);

@@ -16,7 +16,7 @@
 //   permuted buffer goes back to the permute warps (`retired`) once its MMAs have completed,
 //   which the consumer learns while it issues the next tile's first MMAs (wgmma.wait_group 1).
 // With the copies and the permute off the consumers, their only waits are the MMAs themselves
-// and the `full` barrier; two consumer warpgroups per SM take turns at the tensor cores.
+// and the `permuted` barrier; two consumer warpgroups per SM take turns at the tensor cores.
 // PERF: GEMM v6's one-warpgroup wgmma tile issued 38 instructions per HGMMA (copies, permute,
 // proxy fence, dequantization and MMA all on the same warps; ncu: tensor pipe 28% at M = 4096).
 // Scales: the consumers load their rows' raw scale bits kStages - 1 tiles ahead from global
@@ -347,7 +347,6 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
     int buffer = 0, last_buffer = 0;
     unsigned buffer_parity = 0;
     for (int j0 = 0; j0 < tiles_k; j0 += kStages) {
-      const unsigned parity = (j0 / kStages) & 1;
       #pragma unroll
       for (int q = 0; q < kStages; ++q) {
         const int j = j0 + q;
