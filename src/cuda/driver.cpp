@@ -246,7 +246,14 @@ void DeviceBuffer::upload(const void* host, size_t num_bytes) {
     throw Error("DeviceBuffer::upload of " + std::to_string(num_bytes) + " bytes into a buffer of " +
                 std::to_string(num_bytes_));
   }
-  if (num_bytes > 0) check(driver().cuMemcpyHtoD_v2(ptr_, host, num_bytes), "cuMemcpyHtoD");
+  if (num_bytes > 0) {
+    check(driver().cuMemcpyHtoD_v2(ptr_, host, num_bytes), "cuMemcpyHtoD");
+    // NOTE: from pageable memory cuMemcpyHtoD returns once the bytes are staged, before the DMA
+    // lands, and it orders only the legacy stream; moeq's streams are non-blocking, so a kernel
+    // launched next on one of them could read the old bytes (seen: `moeq bench` at M = 4096 read
+    // half-uploaded routing ids, session 11). Every DeviceBuffer transfer completes before it returns.
+    check(driver().cuCtxSynchronize(), "cuCtxSynchronize");
+  }
 }
 
 void DeviceBuffer::download(void* host, size_t num_bytes) const {
@@ -254,11 +261,17 @@ void DeviceBuffer::download(void* host, size_t num_bytes) const {
     throw Error("DeviceBuffer::download of " + std::to_string(num_bytes) + " bytes from a buffer of " +
                 std::to_string(num_bytes_));
   }
-  if (num_bytes > 0) check(driver().cuMemcpyDtoH_v2(host, ptr_, num_bytes), "cuMemcpyDtoH");
+  if (num_bytes > 0) {
+    check(driver().cuCtxSynchronize(), "cuCtxSynchronize");  // work of every stream, not just the legacy one
+    check(driver().cuMemcpyDtoH_v2(host, ptr_, num_bytes), "cuMemcpyDtoH");
+  }
 }
 
 void DeviceBuffer::fill_bytes(uint8_t value) {
-  if (num_bytes_ > 0) check(driver().cuMemsetD8_v2(ptr_, value, num_bytes_), "cuMemsetD8");
+  if (num_bytes_ > 0) {
+    check(driver().cuMemsetD8_v2(ptr_, value, num_bytes_), "cuMemsetD8");
+    check(driver().cuCtxSynchronize(), "cuCtxSynchronize");  // a memset of device memory is asynchronous
+  }
 }
 
 // ---- Stream, Event ----

@@ -161,9 +161,10 @@ class DeviceBuffer {
   CUdeviceptr ptr() const { return ptr_; }
   size_t num_bytes() const { return num_bytes_; }
 
-  void upload(const void* host, size_t num_bytes);      // synchronous, from offset 0
-  void download(void* host, size_t num_bytes) const;    // synchronous, from offset 0
-  void fill_bytes(uint8_t value);                       // synchronous memset of the whole buffer
+  // Synchronous with every stream (moeq's are non-blocking): the device has the bytes on return.
+  void upload(const void* host, size_t num_bytes);      // from offset 0
+  void download(void* host, size_t num_bytes) const;    // from offset 0, after all work queued so far
+  void fill_bytes(uint8_t value);                       // memset of the whole buffer
 
   template <typename T>
   static DeviceBuffer from_host(const std::vector<T>& values) {

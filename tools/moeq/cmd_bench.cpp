@@ -71,6 +71,28 @@ double copy_bandwidth_gbs(cuda::CUstream stream) {
   return 2.0 * static_cast<double>(bytes) / (us * 1e-6) / 1e9;
 }
 
+// The copy ceiling at the size of one GEMM case: a device-to-device copy whose traffic equals the
+// case's counted bytes (half read, half written), sources and destinations rotated over enough
+// buffers that every pass touches more than 3x the L2.
+// NOTE: a 1 GiB copy runs at a rate that a 100 MB one does not reach (a plain read of Qwen3
+// GEMM1's 135 MB at M = 16 ran at 63% of it: bench/results/2026-12-01-h200-gemm-v9.md, call A),
+// so the memory-bound GEMMs are also reported against the copy of their own size.
+double sized_copy_gbs(double bytes, int64_t l2_bytes, int iterations, int trials, cuda::CUstream stream) {
+  const size_t half = (static_cast<size_t>(bytes / 2.0) + 255) / 256 * 256;
+  const int n = static_cast<int>(std::clamp(std::ceil(3.0 * static_cast<double>(l2_bytes) / std::max(bytes, 1.0)), 2.0, 16.0));
+  std::vector<DeviceBuffer> from, to;
+  for (int i = 0; i < n; ++i) {
+    from.emplace_back(half);
+    from.back().fill_bytes(0x3c);
+    to.emplace_back(half);
+  }
+  const auto& d = cuda::driver();
+  const double us = time_us([&](int i) {
+    cuda::check(d.cuMemcpyDtoDAsync_v2(to[i % n].ptr(), from[i % n].ptr(), half, stream), "copy");
+  }, iterations, trials, stream);
+  return 2.0 * static_cast<double>(half) / (us * 1e-6) / 1e9;
+}
+
 DeviceBuffer random_bf16(int64_t elems, float scale, std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, scale);
   std::vector<uint16_t> v(static_cast<size_t>(elems));
@@ -348,9 +370,12 @@ void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string&
     cuda::moe_gemm(g, stream);
   }, a.iterations, a.trials, stream);
   const double gbs = bytes / (us * 1e-6) / 1e9;
-  std::printf("%-6s %-14s %-10s %6lld %10.2f %10.1f %9.1f %7.1f%% %9.1f  tile %s, %s, %d weight copies\n",
+  const double sized_gbs = sized_copy_gbs(bytes, l2_bytes, a.iterations, a.trials, stream);
+  std::printf("%-6s %-14s %-10s %6lld %10.2f %10.1f %9.1f %7.1f%% %7.1f%% %9.1f  tile %s, %s, %d weight copies, "
+              "sized copy %.0f GB/s\n",
               second ? "gemm2" : "gemm1", preset.name.c_str(), scheme.c_str(), static_cast<long long>(M), us, bytes / 1e6,
-              gbs, 100.0 * gbs / copy_gbs, flops / (us * 1e-6) / 1e12, tile.to_string().c_str(), codes.c_str(), copies);
+              gbs, 100.0 * gbs / copy_gbs, 100.0 * gbs / sized_gbs, flops / (us * 1e-6) / 1e12, tile.to_string().c_str(),
+              codes.c_str(), copies, sized_gbs);
   std::fflush(stdout);
 }
 
@@ -392,8 +417,8 @@ int run_bench(const BenchArgs& a) {
   }
   for (const char* gemm : {"gemm1", "gemm2"}) {
     if (std::find(kernels.begin(), kernels.end(), gemm) == kernels.end()) continue;
-    std::printf("\n%-6s %-14s %-10s %6s %10s %10s %9s %8s %9s\n", "gemm", "preset", "scheme", "M", "time us", "MB moved",
-                "GB/s", "% copy", "TFLOP/s");
+    std::printf("\n%-6s %-14s %-10s %6s %10s %10s %9s %8s %8s %9s\n", "gemm", "preset", "scheme", "M", "time us",
+                "MB moved", "GB/s", "% copy", "% sized", "TFLOP/s");
     for (const auto& name : a.presets)
       for (const auto& scheme : a.schemes)
         for (int64_t M : a.tokens) {

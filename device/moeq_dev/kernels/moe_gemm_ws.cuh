@@ -59,6 +59,17 @@ struct MoeGemmWsShape {
   static constexpr int kPermutedOffset = kStages * kStageBytes;  // buffer b at kPermutedOffset + b * kTokenBytes
   // Producer warps 0-1 copy, 2-3 permute.
   static constexpr int kCopyThreads = 64;
+  // Prepared 8-bit codes go by one bulk copy per 16-channel block and K tile (every block exists
+  // in full, zero-padded past K), issued by kBulkLanes lanes of each copy warp; 4-bit and
+  // canonical codes, and the tokens, by 16-byte cp.async.
+  // PERF: with 16-byte copies for the codes too, the two copy warps bounded the FP8-block tile at
+  // M = 4096: they seldom waited for a free stage, yet the permute warps waited for `landed` and
+  // the consumers for `permuted` ~27% of their samples (ncu, call A of
+  // bench/results/2026-12-01-h200-gemm-v12.md). Bulk copies: Qwen3 FP8-block GEMM1 M = 4096
+  // 583 -> 517 us, GEMM2 355 -> 327; for 4-bit codes (half the bytes, 512-byte copies) they lost
+  // 6-12% (INT4 GEMM1 M = 1024 200 -> 225 us), so those keep cp.async (call D there).
+  static constexpr bool kBulkCodes = Cfg::kPreparedCodes && kCodeBits == 8;
+  static constexpr int kCodeBlocks = kBlockN / 16, kBulkLanes = kCodeBlocks / 2;
   static constexpr int kOutRowBytes = kBlockN * 2 + 16;
   static constexpr int kRingBytes = kStages * kStageBytes + kPermBuffers * kTokenBytes;
   static constexpr int kEpilogueBytes = kBlockM * kOutRowBytes;
@@ -99,7 +110,9 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
-      mbarrier_init(landed0 + 8 * s, kCopyThreads);  // every copy thread's copies (cp.async.mbarrier.arrive)
+      // Every copy thread's cp.async (cp.async.mbarrier.arrive), and the expect_tx arrival of each
+      // bulk-copy lane.
+      mbarrier_init(landed0 + 8 * s, kCopyThreads + (S::kBulkCodes ? 2 * S::kBulkLanes : 0));
       // Every permute thread once its tokens are read, one lane per consumer warp once its codes are.
       mbarrier_init(staged0 + 8 * s, 128 - kCopyThreads + 4 * S::kConsumers);
     }
@@ -108,6 +121,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       mbarrier_init(permuted0 + 8 * b, 128 - kCopyThreads);  // every permute thread, after its share
       mbarrier_init(retired0 + 8 * b, 4 * S::kConsumers);    // one lane per consumer warp
     }
+    if constexpr (S::kBulkCodes) fence_mbarrier_init();  // the bulk copies complete through the async proxy
   }
   if (!load_block_rows<BM, S::kThreads>(p, m_block, tid, row_src, row_dst, &block_expert)) return;
 
@@ -124,15 +138,16 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
     setmaxnreg_dec<S::kProducerRegisters>();
     if (tid < kCopyThreads) {
       // Copy warps. Token chunk j of this thread: row tid / 8 + kRowsPerPass j, 16-byte chunk
-      // tid % 8 (a warp copies 4 whole rows: 4 global lines per instruction). Code chunk j: chunk
-      // tid + kCopyThreads j of the stage's codes, which is chunk tid's plus j whole 16-channel
-      // blocks (prepared) or rows (canonical), so one base pointer and one stride serve them all.
+      // tid % 8 (a warp copies 4 whole rows: 4 global lines per instruction). Code chunk j
+      // (without bulk copies): chunk tid + kCopyThreads j of the stage's codes, which is chunk
+      // tid's plus j whole 16-channel blocks (prepared) or rows (canonical), so one base pointer
+      // and one stride serve them all.
       // NOTE: the producer runs on kProducerRegisters (setmaxnreg): per-row 64-bit pointers kept
       // across the K loop spilled (ptxas -v), so they live in shared memory (row_ptr).
       const int chunk = tid % 8;
       constexpr int kRowsPerPass = kCopyThreads / 8, kTokenChunks = BM / kRowsPerPass;
       static_assert(kRowsPerPass % 8 == 0 && kTokenChunks % 4 == 0, "a copy thread's rows share r % 8 (its swizzle)");
-      constexpr int kCodeChunks = S::kCodeBytes / 16 / kCopyThreads;
+      constexpr int kCodeChunks = S::kBulkCodes ? 0 : S::kCodeBytes / 16 / kCopyThreads;
       constexpr int kChunksPerUnit = Cfg::kPreparedCodes ? S::kPreparedBlockBytes / 16 : S::kCodeRowBytes / 16;
       static_assert(kCopyThreads % kChunksPerUnit == 0, "whole blocks or rows per pass of the copy threads");
       // 16-channel block (prepared) or row (canonical) of code chunk j: code_index + j code_index_step.
@@ -145,6 +160,15 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       // Canonical codes of a partial last K tile: this thread's chunks start at code k code_k.
       const int code_k = Cfg::kPreparedCodes ? 0 : (tid % kChunksPerUnit) * (128 / S::kCodeBits);
       constexpr int kCodeTileBytes = Cfg::kPreparedCodes ? S::kPreparedBlockBytes : S::kCodeRowBytes;
+      // Bulk copies: lane l < kBulkLanes of copy warp w copies 16-channel block w kBulkLanes + l
+      // (blocks past N are not copied: their channels' products are never stored).
+      // NOTE: few live registers: the producer runs on kProducerRegisters.
+      const int bulk_block = (tid / 32) * S::kBulkLanes + tid % 32;
+      const bool bulk_lane = S::kBulkCodes && tid % 32 < S::kBulkLanes;
+      const unsigned bulk_bytes = bulk_lane && n0 / 16 + bulk_block < tiles_n16 ? S::kPreparedBlockBytes : 0;
+      const unsigned bulk_dst = smem_base + S::kCodeOffset + bulk_block * S::kPreparedBlockBytes;
+      const unsigned char* bulk_src =
+          codes_e + static_cast<long long>(bulk_bytes != 0 ? n0 / 16 + bulk_block : 0) * tiles_k * S::kPreparedBlockBytes;
       for (int r = tid; r < BM; r += kCopyThreads) {
         const int src = row_src[r];
         row_ptr[(r % kRowsPerPass) * kTokenChunks + r / kRowsPerPass] =
@@ -156,6 +180,13 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
         const int stage = it % kStages;
         if (it >= kStages) mbarrier_wait(staged0 + 8 * stage, ((it / kStages) - 1) & 1);
         const unsigned base = smem_base + stage * S::kStageBytes;
+        if (bulk_lane) {
+          // NOTE: each lane expects its own bytes before its copy can complete them.
+          mbarrier_arrive_expect_tx(landed0 + 8 * stage, bulk_bytes);
+          if (bulk_bytes != 0)
+            cp_async_bulk_to_shared(bulk_dst + stage * S::kStageBytes, bulk_src + static_cast<long long>(it) * S::kPreparedBlockBytes,
+                                    S::kPreparedBlockBytes, landed0 + 8 * stage);
+        }
         const int k = it * BK + chunk * 8;
         const bool k_valid = k < K;  // the partial last K tile zero-fills
         // NOTE: r % 8 = (tid / 8) % 8 for every j (kRowsPerPass is a multiple of 8).
