@@ -247,6 +247,7 @@ void DeviceBuffer::upload(const void* host, size_t num_bytes) {
                 std::to_string(num_bytes_));
   }
   if (num_bytes > 0) {
+    check(driver().cuCtxSynchronize(), "cuCtxSynchronize");  // no queued kernel still reads the old bytes
     check(driver().cuMemcpyHtoD_v2(ptr_, host, num_bytes), "cuMemcpyHtoD");
     // NOTE: from pageable memory cuMemcpyHtoD returns once the bytes are staged, before the DMA
     // lands, and it orders only the legacy stream; moeq's streams are non-blocking, so a kernel
@@ -269,6 +270,7 @@ void DeviceBuffer::download(void* host, size_t num_bytes) const {
 
 void DeviceBuffer::fill_bytes(uint8_t value) {
   if (num_bytes_ > 0) {
+    check(driver().cuCtxSynchronize(), "cuCtxSynchronize");
     check(driver().cuMemsetD8_v2(ptr_, value, num_bytes_), "cuMemsetD8");
     check(driver().cuCtxSynchronize(), "cuCtxSynchronize");  // a memset of device memory is asynchronous
   }

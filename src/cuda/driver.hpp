@@ -161,9 +161,10 @@ class DeviceBuffer {
   CUdeviceptr ptr() const { return ptr_; }
   size_t num_bytes() const { return num_bytes_; }
 
-  // Synchronous with every stream (moeq's are non-blocking): the device has the bytes on return.
+  // Synchronous with every stream (moeq's are non-blocking): each waits for all work queued so
+  // far, and the device has the bytes on return. Not for use while a stream is being captured.
   void upload(const void* host, size_t num_bytes);      // from offset 0
-  void download(void* host, size_t num_bytes) const;    // from offset 0, after all work queued so far
+  void download(void* host, size_t num_bytes) const;    // from offset 0
   void fill_bytes(uint8_t value);                       // memset of the whole buffer
 
   template <typename T>

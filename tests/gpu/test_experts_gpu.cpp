@@ -190,6 +190,8 @@ TEST(ExpertsGpu, GraphCaptureReplaysWithNewRouting) {
     cuda::check(drv.cuMemcpyHtoD_v2(reinterpret_cast<uintptr_t>(dev.inputs.topk_ids), p->topk_ids.data(), p->topk_ids.size()), "ids");
     cuda::check(drv.cuMemcpyHtoD_v2(reinterpret_cast<uintptr_t>(dev.inputs.topk_weights), p->topk_weights.data(), p->topk_weights.size()), "w");
     cuda::check(drv.cuMemcpyHtoD_v2(reinterpret_cast<uintptr_t>(dev.inputs.hidden), p->hidden.data(), p->hidden.size()), "x");
+    // NOTE: pageable uploads may return before the bytes land, and `stream` does not wait for them.
+    cuda::check(drv.cuCtxSynchronize(), "cuCtxSynchronize");
     out.fill_bytes(0xFF);
     cuda::check(drv.cuGraphLaunch(exec, stream.get()), "launch");
     stream.synchronize();
