@@ -95,6 +95,8 @@ std::string GemmTile::to_string() const {
   if (min_ctas != 0) s << "/o" << min_ctas;
   if (producer) {
     s << "/p";
+  } else if (direct) {
+    s << (register_ring ? "/r" : "/d");
   } else if (wgmma) {
     s << "/w";
   }
@@ -177,13 +179,16 @@ GemmTile parse_gemm_tile(const std::string& text) {
   std::istringstream in(text);
   in >> t.block_m >> x1 >> t.block_n >> slash1 >> t.warps_m >> x2 >> t.warps_n >> x3 >> t.warps_k >> slash2 >> t.stages;
   bool ok = in && x1 == 'x' && slash1 == '/' && x2 == 'x' && x3 == 'x' && slash2 == '/';
-  // Optional suffixes, each once and in this order: /kN (split_k), /oN (min_ctas), /w (wgmma) or
-  // /p (warp-specialized wgmma).
+  // Optional suffixes, each once and in this order: /kN (split_k), /oN (min_ctas), /w (wgmma),
+  // /p (warp-specialized), /d (direct loads) or /r (direct loads into registers).
   char last = 0;
   for (char slash = 0, key = 0; ok && (in >> slash);) {
-    ok = slash == '/' && (in >> key) && last != 'w' && last != 'p';
+    ok = slash == '/' && (in >> key) && last != 'w' && last != 'p' && last != 'd' && last != 'r';
     if (!ok) break;
-    if (key == 'w' || key == 'p') {
+    if (key == 'd' || key == 'r') {
+      t.direct = true;
+      t.register_ring = key == 'r';
+    } else if (key == 'w' || key == 'p') {
       // /p: warp-specialized; wgmma consumers for 64 and 128 tokens, mma.sync ones below.
       t.producer = key == 'p';
       t.wgmma = key == 'w' || t.block_m >= 64;
@@ -196,7 +201,7 @@ GemmTile parse_gemm_tile(const std::string& text) {
   }
   if (!ok || (in >> rest))
     throw Error("GEMM tile '" + text +
-                "' is not BMxBN/WMxWNxWK/S[/kN][/oN][/w or /p] (e.g. 16x128/1x4x2/4, 64x128/1x4x1/4/w or 128x256/1x8x1/4/p)");
+                "' is not BMxBN/WMxWNxWK/S[/kN][/oN][/w, /p, /d or /r] (e.g. 16x128/1x4x2/4, 64x128/1x4x1/4/w or 128x256/1x8x1/4/p)");
   return t;
 }
 
@@ -221,7 +226,11 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            "128x128/2x4x1/4",
                            // warp-specialized mma.sync: a copy warp (GEMM v8)
                            "8x128/1x4x1/4/p", "8x128/1x4x1/6/p", "8x256/1x8x1/6/p", "16x64/1x4x1/4/p", "16x64/1x4x1/6/p",
-                           "16x64/1x4x1/8/p", "16x128/1x8x1/6/p", "32x128/1x8x1/4/p", "8x128/1x8x1/4/p"})
+                           "16x64/1x4x1/8/p", "16x128/1x8x1/6/p", "32x128/1x8x1/4/p", "8x128/1x8x1/4/p",
+                           // direct loads into registers (GEMM v13)
+                           "8x64/1x4x1/4/d", "8x64/1x4x1/8/d", "8x128/1x8x1/4/d", "8x128/1x4x1/4/d", "8x128/1x4x1/6/d",
+                           "8x128/1x4x1/8/d", "8x256/1x8x1/4/d", "8x64/1x2x2/4/d", "8x32/1x1x4/8/d", "16x64/1x4x1/4/d",
+                           "8x128/1x4x1/4/r", "8x128/1x4x1/4/o4/r", "8x128/1x4x1/2/r", "8x256/1x8x1/4/r", "8x64/1x2x2/4/r"})
     tiles.push_back(parse_gemm_tile(text));
   return tiles;
 }
@@ -240,6 +249,16 @@ int64_t gemm_static_smem_bytes(const GemmTile& tile) {
 
 int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w) {
   const int code_bits = dtype_bits(weight_format_code_dtype(w.format));
+  const int64_t acc_per_thread = int64_t{tile.block_m / tile.warps_m / 8} * (tile.block_n / tile.warps_n / 16) * 4;
+  const int64_t reduce = int64_t{tile.threads() - tile.threads() / tile.warps_k} * acc_per_thread * 4;
+  const int64_t out_tile = int64_t{tile.block_m} * (tile.block_n * 2 + 16);
+  if (tile.direct) {
+    // Mirror of MoeGemmDirectShape: per warp `stages` stages of its lanes' codes and token halves.
+    const int64_t tiles_n = tile.block_n / tile.warps_n / 16, tiles_m = tile.block_m / 8;
+    const int64_t stage = tiles_n * (code_bits == 4 ? 512 : 1024) + tiles_m * 1024;
+    if (tile.register_ring) return reduce + out_tile;
+    return std::max(int64_t{tile.threads() / 32} * tile.stages * stage, reduce + out_tile);
+  }
   if (tile.producer && tile.wgmma) {
     // Mirror of MoeGemmWsShape: stages of [staging tokens][codes] and 3 permuted token tiles, or the out tile.
     const int64_t tokens = int64_t{tile.block_m} * 64 * 2, stage = tokens + int64_t{tile.block_n} * (64 * code_bits / 8);
@@ -249,9 +268,7 @@ int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w) {
   const int64_t b_stage = int64_t{tile.block_n} * (64 * code_bits / 8);
   // wgmma: two buffers of the permuted tokens after the ring (MoeGemmShape::kPermOffset).
   const int64_t ring = tile.stages * (a_stage + b_stage) + (tile.wgmma ? 2 * int64_t{tile.block_m} * 64 * 2 : 0);
-  const int64_t acc_per_thread = int64_t{tile.block_m / tile.warps_m / 8} * (tile.block_n / tile.warps_n / 16) * 4;
-  const int64_t reduce = int64_t{tile.threads() - tile.threads() / tile.warps_k} * acc_per_thread * 4;
-  const int64_t epilogue = reduce + int64_t{tile.block_m} * (tile.block_n * 2 + 16);
+  const int64_t epilogue = reduce + out_tile;
   const int64_t split = tile.split_k > 1 ? int64_t{tile.threads() / tile.warps_k} * acc_per_thread * 4 : 0;
   return std::max({ring, epilogue, split});
 }
@@ -272,12 +289,17 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
     if (tile.block_n % (16 * tile.warps_n) != 0) bad("block_n is not a multiple of 16 x warps_n");
   }
   if (tile.warps_k != 1 && tile.warps_k != 2 && tile.warps_k != 4) bad("warps_k must be 1, 2 or 4");
-  else if (tile.stages % tile.warps_k != 0 || tile.stages / tile.warps_k < 2)
+  else if (!tile.direct && (tile.stages % tile.warps_k != 0 || tile.stages / tile.warps_k < 2))
     bad("stages must be a multiple of warps_k, at least twice it");
   if (tile.split_k != 1 && tile.split_k != 2 && tile.split_k != 4) bad("split_k must be 1, 2 or 4");
   if (tile.min_ctas < 0 || tile.min_ctas > 16 || tile.min_ctas * tile.threads() > 2048)
     bad("min_ctas must be 0 to 16, with at most 2048 threads per SM");
-  if (tile.producer && !tile.wgmma) {
+  if (tile.direct) {
+    if ((tile.block_m != 8 && tile.block_m != 16) || tile.warps_m != 1 || tile.split_k != 1 || tile.wgmma ||
+        tile.producer || tile.stages % 2 != 0 || tile.stages > 8)
+      bad("direct (/d) tiles have 8 or 16 tokens, warps 1xNxK, no split K, and 2, 4, 6 or 8 stages (K tiles in "
+          "each warp's register ring)");
+  } else if (tile.producer && !tile.wgmma) {
     if (tile.block_m > 32 || tile.warps_m != 1 || tile.warps_k != 1 || tile.split_k != 1 || tile.stages > 8)
       bad("warp-specialized mma.sync (/p) tiles have up to 32 tokens, warps 1xNx1, at most 8 stages and no split K");
   } else if (tile.producer) {
@@ -332,6 +354,8 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "  static constexpr int kMinCtasPerSm = " << tile.min_ctas << ";\n"
     << "  static constexpr bool kWgmma = " << (tile.wgmma ? "true" : "false") << ";\n"
     << "  static constexpr bool kProducer = " << (tile.producer ? "true" : "false") << ";\n"
+    << "  static constexpr bool kDirect = " << (tile.direct ? "true" : "false") << ";\n"
+    << "  static constexpr bool kRegisterRing = " << (tile.register_ring ? "true" : "false") << ";\n"
     << "  static constexpr bool kPreparedCodes = " << (prepared_codes ? "true" : "false") << ";\n"
     << "  static constexpr int kScaleDtype = " << (is_int ? scale_dtype_id(w.scale_dtype) : 0) << ";\n"
     << "  static constexpr bool kZeroPoints = " << (is_int && w.has_zero_point ? "true" : "false") << ";\n"
@@ -435,6 +459,8 @@ uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& t
   put(static_cast<uint64_t>(tile.min_ctas), 5);  // <= 16
   put(tile.wgmma, 1);
   put(tile.producer, 1);
+  put(tile.direct, 1);
+  put(tile.register_ring, 1);
   put(prepared_codes, 1);
   put(is_int ? static_cast<uint64_t>(scale_dtype_id(w.scale_dtype)) : 0, 2);
   put(is_int && w.has_zero_point, 1);

@@ -39,6 +39,11 @@ struct GemmTile {
   // the warps_n = 8 consumer warps (two warpgroups), 64 or 128 tokens x 128 or 256 channels; with
   // mma.sync (up to 32 tokens, kernels/moe_gemm.cuh) one copy warp besides the compute warps.
   bool producer = false;
+  // Direct loads (`/d`, kernels/moe_gemm_direct.cuh): 8 or 16 tokens, warps along N (and K groups)
+  // only; each warp loads its codes into registers `stages` K tiles deep, no shared-memory ring.
+  bool direct = false;
+  // With direct: the codes go straight into a register ring instead (`/r`), no shared memory.
+  bool register_ring = false;
   int threads() const { return 32 * warps_m * warps_n * warps_k + (producer ? (wgmma ? 128 : 32) : 0); }
   std::string to_string() const;
 };
@@ -65,7 +70,7 @@ int64_t gemm_block_m(int64_t planned_block_m);
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);
 // "16x128/1x4x2/4": block_m x block_n / warps_m x warps_n x warps_k / stages, then "/k2" or
 // "/k4" when K is split over a cluster of CTAs, "/oN" for min_ctas = N and "/w" for wgmma or
-// "/p" for the warp-specialized tiles (producer; wgmma from 64 tokens), in that order (the
+// "/p" for the warp-specialized tiles (producer; wgmma from 64 tokens) or "/d" for direct loads, in that order (the
 // format of to_string; the K tile is always 64). Throws moeq::Error naming the text when it
 // does not parse.
 GemmTile parse_gemm_tile(const std::string& text);

@@ -59,6 +59,8 @@
 //     static constexpr int kMinCtasPerSm = 0;        // > 0: __launch_bounds__ registers for that many CTAs per SM
 //     static constexpr bool kWgmma = false;          // wgmma instead of mma.sync (sm_90a, 64x{64,128,256}/1x4x1)
 //     static constexpr bool kProducer = false;       // warp-specialized: with kWgmma kernels/moe_gemm_ws.cuh, else a copy warp
+//     static constexpr bool kDirect = false;         // the direct-load body (kernels/moe_gemm_direct.cuh)
+//     static constexpr bool kRegisterRing = false;   // direct: the codes' ring in registers, not shared memory
 //     static constexpr bool kPreparedCodes = false;  // codes in the prepared layout (format/prepared.cuh)
 //     static constexpr int kScaleDtype = 0;          // INT formats: ScaleDtypeId of the scales
 //     static constexpr bool kZeroPoints = false;     // INT4: zero points given
@@ -77,6 +79,7 @@
 // so they exit together), so a captured graph stays valid for any routing.
 #include "moeq_dev/format/prepared.cuh"
 #include "moeq_dev/kernels/moe_gemm_common.cuh"
+#include "moeq_dev/kernels/moe_gemm_direct.cuh"
 #include "moeq_dev/kernels/moe_gemm_ws.cuh"
 #include "moeq_dev/format/weights_fragment.cuh"
 #include "moeq_dev/moe/segments.cuh"
@@ -597,34 +600,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 
   // Epilogue. 1) K groups: groups 1.. hand their accumulators to group 0, which adds them in
   // group order (deterministic).
-  if constexpr (G > 1) {
-    float* reduce = reinterpret_cast<float*>(smem);
-    constexpr int kGroupThreads = T / G;
-    const int slot = warp_mn * 32 + lane;
-    // Accumulator (nt, mt, i) of group q >= 1, for this thread's place in its group.
-    auto partial = [&](int q, int nt, int mt, int i) -> float& {
-      return reduce[(((q - 1) * kTilesN + nt) * kTilesM * 4 + mt * 4 + i) * kGroupThreads + slot];
-    };
-    if (warp_k > 0) {
-#pragma unroll
-      for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-        for (int mt = 0; mt < kTilesM; ++mt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) partial(warp_k, nt, mt, i) = acc[nt][mt][i];
-    }
-    __syncthreads();
-    if (warp_k == 0) {
-#pragma unroll
-      for (int q = 1; q < G; ++q)
-#pragma unroll
-        for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-          for (int mt = 0; mt < kTilesM; ++mt)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) acc[nt][mt][i] += partial(q, nt, mt, i);
-    }
-  }
+  if constexpr (G > 1) add_k_groups<G, T>(acc, reinterpret_cast<float*>(smem), warp_k, warp_mn * 32 + lane);
   // 2) Split K: ranks > 0 leave K group 0's sums in their shared memory; rank 0 adds them in
   // rank order, then every rank passes a second cluster barrier (a CTA's shared memory must
   // outlive the reads of it) and only rank 0 goes on.
@@ -674,16 +650,26 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
 
 namespace moeq_dev {
 
-// The kernel body and its shape for a config: producer tiles (kernels/moe_gemm_ws.cuh) or not.
-template <class Cfg, bool = Cfg::kProducer && Cfg::kWgmma>
+// The kernel body and its shape for a config: 0 this file's, 1 the warp-specialized wgmma body
+// (kernels/moe_gemm_ws.cuh), 2 the direct-load body (kernels/moe_gemm_direct.cuh).
+template <class Cfg>
+constexpr int moe_gemm_body() {
+  return Cfg::kDirect ? 2 : Cfg::kProducer && Cfg::kWgmma ? 1 : 0;
+}
+template <class Cfg, int = moe_gemm_body<Cfg>()>
 struct MoeGemmKernel {
   using Shape = MoeGemmShape<Cfg>;
   static __device__ __forceinline__ void run(const MoeGemmParams& p) { moe_gemm_block<Cfg>(p); }
 };
 template <class Cfg>
-struct MoeGemmKernel<Cfg, true> {
+struct MoeGemmKernel<Cfg, 1> {
   using Shape = MoeGemmWsShape<Cfg>;
   static __device__ __forceinline__ void run(const MoeGemmParams& p) { moe_gemm_ws_block<Cfg>(p); }
+};
+template <class Cfg>
+struct MoeGemmKernel<Cfg, 2> {
+  using Shape = MoeGemmDirectShape<Cfg>;
+  static __device__ __forceinline__ void run(const MoeGemmParams& p) { moe_gemm_direct_block<Cfg>(p); }
 };
 
 }  // namespace moeq_dev

@@ -50,6 +50,38 @@ __device__ __forceinline__ void zero_accumulators(float (&acc)[kTilesN][kTilesM]
       for (int i = 0; i < 4; ++i) acc[nt][mt][i] = 0.0f;
 }
 
+// K groups (warps taking turns over the K tiles): groups 1.. hand their accumulators to group 0
+// through `reduce` (shared memory), which adds them in group order, so the sums do not depend on
+// timing. `slot` is the thread's place in its group (T / G threads); every thread passes one
+// barrier.
+template <int G, int T, int kTilesN, int kTilesM>
+__device__ __forceinline__ void add_k_groups(float (&acc)[kTilesN][kTilesM][4], float* reduce, int warp_k, int slot) {
+  constexpr int kGroupThreads = T / G;
+  // Accumulator (nt, mt, i) of group q >= 1, for this thread's place in its group.
+  auto partial = [&](int q, int nt, int mt, int i) -> float& {
+    return reduce[(((q - 1) * kTilesN + nt) * kTilesM * 4 + mt * 4 + i) * kGroupThreads + slot];
+  };
+  if (warp_k > 0) {
+#pragma unroll
+    for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+      for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) partial(warp_k, nt, mt, i) = acc[nt][mt][i];
+  }
+  __syncthreads();
+  if (warp_k == 0) {
+#pragma unroll
+    for (int q = 1; q < G; ++q)
+#pragma unroll
+      for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+        for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[nt][mt][i] += partial(q, nt, mt, i);
+  }
+}
+
 // The rows of M block `m_block`: row_src / row_dst (-1: padding) and the block's expert, then
 // a barrier over the whole CTA. False (before any barrier, so the whole CTA exits) for blocks past
 // the device-side count.

@@ -1,0 +1,399 @@
+#pragma once
+// The direct-load body of the MoE GEMM (`/d` tiles, GEMM v13), for blocks of 8 or 16 tokens where
+// each weight byte is read once and the time is the weights' transfer.
+// No CTA barrier in the K loop and no copy warp: each lane copies its own bytes of each K tile
+// (its 16 or 32 bytes of codes per 16-channel tile, its 32 bytes of each token row) with cp.async
+// into its warp's ring of kDepth stages in shared memory, kDepth - 1 tiles ahead, waits for its
+// own copies (cp.async.wait_group) and reads back only what it copied, so no lane ever waits for
+// another. Then it dequantizes into A fragments and multiplies with mma.sync exactly as
+// kernels/moe_gemm.cuh does (same operand roles, same K order inside a tile, same dequantization
+// paths). Scales go through a 2-slot register ring, loaded one tile ahead. Warps meet only in
+// the epilogue.
+// Why (docs/perf-notes.md v10-v13): the copy-warp tile's CTAs stream at ~90% of copy while the
+// SMs are full, but a CTA does not speed up when it runs alone (its ring is a chain of waits
+// between the copy warp and all compute warps), so the last, part-full wave runs slowly.
+// PERF: a first version loaded the codes into a register ring (ld.global, kDepth - 1 tiles ahead):
+// 124-164 registers, and deeper rings did not help (call A of bench/results/2026-12-01-h200-gemm-v13.md).
+// Codes: prepared (format/prepared.cuh): one (4-bit) or two (8-bit) 16-byte copies per 16-channel
+// tile and K tile, whole fragment registers; canonical: rows g and g + 8, 8 (4-bit) or 16 (8-bit)
+// bytes each, zero past K. Codes bypass L1 (read once); tokens go through it (every warp of the
+// CTA reads them).
+#include "moeq_dev/kernels/moe_gemm_common.cuh"
+#include "moeq_dev/format/weights_fragment.cuh"
+#include "moeq_dev/ptx/mma.cuh"
+
+namespace moeq_dev {
+
+template <class Cfg>
+struct MoeGemmDirectShape {
+  static constexpr int kBlockM = Cfg::kBlockM, kBlockN = Cfg::kBlockN, kBlockK = 64;
+  static constexpr int kWarpsN = Cfg::kWarpsN, kWarpsK = Cfg::kWarpsK;
+  static constexpr int kDepth = Cfg::kStages;  // K tiles of codes in each warp's register ring
+  static constexpr int kMinCtasPerSm = Cfg::kMinCtasPerSm;
+  static constexpr int kThreads = 32 * kWarpsN * kWarpsK;
+  static constexpr int kTilesM = kBlockM / 8, kTilesN = kBlockN / (16 * kWarpsN);
+  static constexpr int kCodeBits = WeightFormatTraits<Cfg::kFormat>::kCodeBits;
+  static constexpr int kWords = kCodeBits == 4 ? 4 : 8;  // a lane's code words per 16-channel tile and K tile
+  static constexpr int kAccPerThread = kTilesN * kTilesM * 4;
+  static constexpr int kReduceBytes = kWarpsK > 1 ? (kThreads - kThreads / kWarpsK) * kAccPerThread * 4 : 0;
+  static constexpr int kOutRowBytes = kBlockN * 2 + 16;
+  static constexpr int kEpilogueBytes = kReduceBytes + kBlockM * kOutRowBytes;
+  // A warp's stage: per 16-channel tile 16 (4-bit) or 32 bytes of codes per lane, then per token
+  // tile 32 bytes per lane (two 16-byte halves), each array lane-major (conflict-free 16-byte reads).
+  static constexpr int kCodeLaneBytes = kCodeBits == 4 ? 16 : 32;
+  static constexpr int kCodeStageBytes = kTilesN * kCodeLaneBytes * 32;
+  static constexpr int kStageBytes = kCodeStageBytes + kTilesM * 32 * 32;
+  // kRegisterRing (`/r`): each lane loads its codes and scales straight into registers kDepth - 1
+  // tiles ahead and its token fragments one tile ahead (ld.global; tokens through L1): no ring in
+  // shared memory.
+  static constexpr bool kRegisterRing = Cfg::kRegisterRing;
+  static constexpr int kRingBytes = kRegisterRing ? 0 : kThreads / 32 * kDepth * kStageBytes;
+  static constexpr int kSmemBytes = kRingBytes > kEpilogueBytes ? kRingBytes : kEpilogueBytes;
+  static_assert(Cfg::kWarpsM == 1 && Cfg::kSplitK == 1 && !Cfg::kWgmma && !Cfg::kProducer,
+                "direct tiles: warps along N (and K groups) only, mma.sync, no split K, no producer");
+  static_assert(kBlockM == 8 || kBlockM == 16, "direct tiles: 8 or 16 tokens");
+  static_assert(kBlockN % (16 * kWarpsN) == 0, "whole 16-channel tiles per warp");
+  static_assert(kDepth == 2 || kDepth == 4 || kDepth == 6 || kDepth == 8, "an even ring depth of 2 to 8 K tiles");
+};
+
+// 16 (8) bytes at p, or zeros where !valid: read-only, not kept in L1 (streamed weights), or
+// through L1 (tokens, which every warp of the CTA reads).
+template <bool kThroughL1>
+__device__ __forceinline__ uint4 ldg_128(const void* p, bool valid) {
+  uint4 v;
+  if constexpr (kThroughL1) {
+    asm volatile(
+        "{\n .reg .pred q;\n setp.ne.b32 q, %5, 0;\n mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n mov.b32 %3, 0;\n"
+        " @q ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p), "r"(static_cast<int>(valid)));
+  } else {
+    asm volatile(
+        "{\n .reg .pred q;\n setp.ne.b32 q, %5, 0;\n mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n mov.b32 %3, 0;\n"
+        " @q ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p), "r"(static_cast<int>(valid)));
+  }
+  return v;
+}
+__device__ __forceinline__ uint2 ldg_stream_64(const void* p, bool valid) {
+  uint2 v;
+  asm volatile(
+      "{\n .reg .pred q;\n setp.ne.b32 q, %3, 0;\n mov.b32 %0, 0;\n mov.b32 %1, 0;\n"
+      " @q ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];\n}"
+      : "=r"(v.x), "=r"(v.y)
+      : "l"(p), "r"(static_cast<int>(valid)));
+  return v;
+}
+
+// cp.async.ca: 16 or 8 bytes through L1; src_bytes = 0 writes zeros and reads nothing.
+__device__ __forceinline__ void cp_async_cached_16(unsigned smem_dst, const void* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(smem_dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async_cached_8(unsigned smem_dst, const void* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(smem_dst), "l"(src), "r"(valid ? 8 : 0) : "memory");
+}
+
+template <class Cfg>
+__device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
+  using S = MoeGemmDirectShape<Cfg>;
+  constexpr int BM = S::kBlockM, BN = S::kBlockN, BK = S::kBlockK, T = S::kThreads, D = S::kDepth, G = S::kWarpsK;
+  constexpr int kTilesM = S::kTilesM, kTilesN = S::kTilesN, kWords = S::kWords;
+  constexpr bool kFourBit = S::kCodeBits == 4;
+  constexpr int kPreparedBlockBytes = S::kCodeBits * 128;  // 16 channels x 64 k
+
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ int row_src[BM];
+  __shared__ int row_dst[BM];
+  __shared__ int block_expert;
+
+  const int tid = threadIdx.x;
+  const int m_block = blockIdx.x;
+  const int n0 = blockIdx.y * BN;
+  if (!load_block_rows<BM, T>(p, m_block, tid, row_src, row_dst, &block_expert)) return;
+
+  const int e = block_expert, N = p.n, K = p.k;
+  const int tiles_n16 = (N + 15) / 16, tiles_k = (K + BK - 1) / BK;
+  const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int warp_k = warp / Cfg::kWarpsN, warp_n = warp % Cfg::kWarpsN;
+  auto lane_channel = [&](int nt, int r) { return warp_n * (BN / Cfg::kWarpsN) + nt * 16 + g + r * 8; };
+
+  // This lane's token rows (padding rows read the block's first row: their columns are never
+  // stored, and an MMA column depends only on its own token).
+  const unsigned short* tok_row[kTilesM];
+#pragma unroll
+  for (int mt = 0; mt < kTilesM; ++mt) {
+    int src = row_src[mt * 8 + g];
+    if (src < 0) src = row_src[0] >= 0 ? row_src[0] : 0;
+    tok_row[mt] = p.a + static_cast<long long>(src) * p.a_row_stride + 16 * t;
+  }
+  // This lane's code pointers per 16-channel tile (rows past N read the last block or row: their
+  // products are never stored).
+  const long long row_bytes = static_cast<long long>(K) * S::kCodeBits / 8;
+  const unsigned char* code_ptr[kTilesN][2];
+#pragma unroll
+  for (int nt = 0; nt < kTilesN; ++nt) {
+    if constexpr (Cfg::kPreparedCodes) {
+      const int j16 = min((n0 + lane_channel(nt, 0) - g) / 16, tiles_n16 - 1);
+      code_ptr[nt][0] = p.codes + (static_cast<long long>(e) * tiles_n16 + j16) * tiles_k * kPreparedBlockBytes + lane * 16;
+      code_ptr[nt][1] = code_ptr[nt][0] + 512;  // 8-bit: the block's second 512 bytes
+    } else {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int n = min(n0 + lane_channel(nt, r), N - 1);
+        code_ptr[nt][r] = p.codes + (static_cast<long long>(e) * N + n) * row_bytes + 16 * t * S::kCodeBits / 8;
+      }
+    }
+  }
+  const LaneScaleRows<Cfg, kTilesN> scale_rows(p.scaling, e, n0, N, K, lane_channel);
+  constexpr bool kAccScaleTile = AccumulatorScaled<Cfg>::value;
+  const bool acc_scales = kAccScaleTile && (Cfg::kFormat == WeightFormatId::kFp8Block || scale_rows.group_shift >= 6);
+  const int scale_k = acc_scales ? 0 : 16 * t;  // as kernels/moe_gemm.cuh (the partial last tile)
+
+  // This warp's ring and this lane's bytes in it: codes of tile nt at code_lane + nt * 32 * kCodeLaneBytes
+  // (8-bit: the second 16 bytes 512 further), token half (mt, h) at token_lane + (2 mt + h) * 512.
+  const unsigned ring = smem_address(smem) + warp * D * S::kStageBytes;
+  const unsigned code_lane = lane * 16, token_lane = S::kCodeStageBytes + lane * 16;
+  auto issue_copies = [&](int stage, int kt) {
+    const unsigned base = ring + stage * S::kStageBytes;
+    const bool in_k = kt * BK + 16 * t < K;
+#pragma unroll
+    for (int nt = 0; nt < kTilesN; ++nt) {
+      const unsigned dst = base + code_lane + nt * 32 * S::kCodeLaneBytes;
+      if constexpr (Cfg::kPreparedCodes) {
+        const unsigned char* src = code_ptr[nt][0] + static_cast<long long>(kt) * kPreparedBlockBytes;
+        cp_async_16(dst, src, true);
+        if constexpr (!kFourBit) cp_async_16(dst + 512, src + 512, true);
+      } else {
+        const long long offset = static_cast<long long>(kt) * BK * S::kCodeBits / 8;
+        if constexpr (kFourBit) {
+          cp_async_cached_8(dst, code_ptr[nt][0] + offset, in_k);
+          cp_async_cached_8(dst + 8, code_ptr[nt][1] + offset, in_k);
+        } else {
+          cp_async_16(dst, code_ptr[nt][0] + offset, in_k);
+          cp_async_16(dst + 512, code_ptr[nt][1] + offset, in_k);
+        }
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) cp_async_cached_16(base + token_lane + (2 * mt + h) * 512, tok_row[mt] + kt * BK + 8 * h, in_k);
+  };
+  // The lane's words of a stage, in the order kernels/moe_gemm.cuh reads them (canonical 4-bit:
+  // row g's two words, then row g + 8's; 8-bit: row g's four, then row g + 8's).
+  using CodeWords = unsigned[kTilesN][kWords];
+  // tok[mt][h]: B fragments of steps 2h (words 0, 1) and 2h + 1 (words 2, 3): physical k 16t + 8h + [0, 8).
+  using TokenFragments = unsigned[kTilesM][2][4];
+  auto read_stage = [&](int stage, CodeWords& words, TokenFragments& tok) {
+    const unsigned base = ring + stage * S::kStageBytes;
+#pragma unroll
+    for (int nt = 0; nt < kTilesN; ++nt) {
+      const unsigned at = base + code_lane + nt * 32 * S::kCodeLaneBytes;
+      const uint4 v = lds_128(at);
+      words[nt][0] = v.x, words[nt][1] = v.y, words[nt][2] = v.z, words[nt][3] = v.w;
+      if constexpr (!kFourBit) {
+        const uint4 u = lds_128(at + 512);
+        words[nt][4] = u.x, words[nt][5] = u.y, words[nt][6] = u.z, words[nt][7] = u.w;
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint4 v = lds_128(base + token_lane + (2 * mt + h) * 512);
+        tok[mt][h][0] = v.x, tok[mt][h][1] = v.y, tok[mt][h][2] = v.z, tok[mt][h][3] = v.w;
+      }
+  };
+  using TileScales = LaneScale[kTilesN][2];
+  // kRegisterRing: the same words and fragments by ld.global into registers.
+  auto load_codes = [&](CodeWords& words, int kt) {
+    const bool in_k = kt * BK + 16 * t < K;
+#pragma unroll
+    for (int nt = 0; nt < kTilesN; ++nt) {
+      if constexpr (Cfg::kPreparedCodes) {
+        const unsigned char* src = code_ptr[nt][0] + static_cast<long long>(kt) * kPreparedBlockBytes;
+        const uint4 v = ldg_128<false>(src, true);
+        words[nt][0] = v.x, words[nt][1] = v.y, words[nt][2] = v.z, words[nt][3] = v.w;
+        if constexpr (!kFourBit) {
+          const uint4 u = ldg_128<false>(src + 512, true);
+          words[nt][4] = u.x, words[nt][5] = u.y, words[nt][6] = u.z, words[nt][7] = u.w;
+        }
+      } else {
+        const long long offset = static_cast<long long>(kt) * BK * S::kCodeBits / 8;
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          if constexpr (kFourBit) {
+            const uint2 v = ldg_stream_64(code_ptr[nt][r] + offset, in_k);
+            words[nt][2 * r] = v.x, words[nt][2 * r + 1] = v.y;
+          } else {
+            const uint4 v = ldg_128<false>(code_ptr[nt][r] + offset, in_k);
+            words[nt][4 * r] = v.x, words[nt][4 * r + 1] = v.y, words[nt][4 * r + 2] = v.z, words[nt][4 * r + 3] = v.w;
+          }
+        }
+      }
+    }
+  };
+  auto load_tokens = [&](TokenFragments& tok, int kt) {
+    const bool in_k = kt * BK + 16 * t < K;
+#pragma unroll
+    for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint4 v = ldg_128<true>(tok_row[mt] + kt * BK + 8 * h, in_k);
+        tok[mt][h][0] = v.x, tok[mt][h][1] = v.y, tok[mt][h][2] = v.z, tok[mt][h][3] = v.w;
+      }
+  };
+
+  float acc[kTilesN][kTilesM][4];
+  zero_accumulators(acc);
+
+  auto multiply = [&](DequantPath path, const CodeWords& words, const FragmentScale (&decoded)[kTilesN][2],
+                      const TokenFragments& tok, float (&dst)[kTilesN][kTilesM][4]) {
+#pragma unroll
+    for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        unsigned a[2][4];  // A fragments of steps 2h and 2h + 1
+        if constexpr (Cfg::kPreparedCodes) {
+#pragma unroll
+          for (int q = 0; q < 2; ++q)
+#pragma unroll
+            for (int pr = 0; pr < 4; ++pr) {
+              const int step = 2 * h + q;
+              a[q][pr] = kFourBit ? dequant_pair4<Cfg>(words[nt][step], pr, decoded[nt][pr & 1], path)
+                                  : dequant_pair8<Cfg>(words[nt][2 * step + (pr >> 1)], pr & 1, decoded[nt][pr & 1], path);
+            }
+        } else {
+          unsigned lo[4], hi[4];  // rows g and g + 8: (e0, e1), (e2, e3) of step 2h, then of step 2h + 1
+          if constexpr (kFourBit) {
+            dequant_word4<Cfg>(words[nt][h], decoded[nt][0], path, lo);
+            dequant_word4<Cfg>(words[nt][2 + h], decoded[nt][1], path, hi);
+          } else {
+#pragma unroll
+            for (int q = 0; q < 2; ++q) {
+              unsigned out0[2], out1[2];
+              dequant_word8<Cfg>(words[nt][2 * h + q], decoded[nt][0], path, out0);
+              dequant_word8<Cfg>(words[nt][4 + 2 * h + q], decoded[nt][1], path, out1);
+              lo[2 * q] = out0[0], lo[2 * q + 1] = out0[1], hi[2 * q] = out1[0], hi[2 * q + 1] = out1[1];
+            }
+          }
+#pragma unroll
+          for (int q = 0; q < 2; ++q) {
+            a[q][0] = lo[2 * q], a[q][1] = hi[2 * q], a[q][2] = lo[2 * q + 1], a[q][3] = hi[2 * q + 1];
+          }
+        }
+#pragma unroll
+        for (int q = 0; q < 2; ++q)
+#pragma unroll
+          for (int mt = 0; mt < kTilesM; ++mt)
+            mma_m16n8k16<Cfg::kActBf16>(dst[nt][mt], a[q], tok[mt][h][2 * q], tok[mt][h][2 * q + 1]);
+      }
+  };
+
+  // One K tile, with its scales on the accumulators or on the weights (kernels/moe_gemm.cuh
+  // compute_stage: same paths, same vote).
+  auto compute = [&](const CodeWords& words, const TileScales& scales, const TokenFragments& tok) {
+    if constexpr (kAccScaleTile) {
+      if (acc_scales) {
+        FragmentScale decoded[kTilesN][2];
+#pragma unroll
+        for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+          for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg, true>(scales[nt][r], p.scaling);
+        float tile_acc[kTilesN][kTilesM][4];
+        zero_accumulators(tile_acc);
+        multiply(DequantPath::kUnscaled, words, decoded, tok, tile_acc);
+#pragma unroll
+        for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+          for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[nt][mt][i] = fmaf(tile_acc[nt][mt][i], decoded[nt][i >> 1].acc_scale, acc[nt][mt][i]);
+        return;
+      }
+    }
+    FragmentScale decoded[kTilesN][2];
+    bool foldable = true;
+#pragma unroll
+    for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        decoded[nt][r] = decode_lane_scale<Cfg>(scales[nt][r], p.scaling);
+        foldable = foldable && decoded[nt][r].foldable;
+      }
+    if (Cfg::kPreparedCodes && MxFoldable<Cfg>::value && __all_sync(0xFFFFFFFFu, foldable)) {
+      multiply(DequantPath::kFolded, words, decoded, tok, acc);
+    } else {
+      multiply(WeightsPath<Cfg>::value, words, decoded, tok, acc);
+    }
+  };
+
+  // K group warp_k takes the tiles warp_k, warp_k + G, ...: tile j of this warp is warp_k + G j.
+  const int my_tiles = tiles_k > warp_k ? (tiles_k - warp_k + G - 1) / G : 0;
+  if constexpr (S::kRegisterRing) {
+    CodeWords code_ring[D];
+    TileScales scale_ring[D];
+    TokenFragments tok[2];
+#pragma unroll
+    for (int q = 0; q < D - 1; ++q)
+      if (q < my_tiles) {
+        load_codes(code_ring[q], warp_k + G * q);
+        scale_rows.load(scale_ring[q], scale_k + (warp_k + G * q) * BK, K);
+      }
+    if (my_tiles > 0) load_tokens(tok[0], warp_k);
+    for (int j0 = 0; j0 < my_tiles; j0 += D) {
+#pragma unroll
+      for (int q = 0; q < D; ++q) {
+        const int j = j0 + q;
+        if (j < my_tiles) {
+          if (j + D - 1 < my_tiles) {
+            const int kt = warp_k + G * (j + D - 1);
+            load_codes(code_ring[(q + D - 1) % D], kt);
+            scale_rows.load(scale_ring[(q + D - 1) % D], scale_k + kt * BK, K);
+          }
+          if (j + 1 < my_tiles) load_tokens(tok[(q + 1) % 2], warp_k + G * (j + 1));
+          compute(code_ring[q], scale_ring[q], tok[q % 2]);
+        }
+      }
+    }
+  } else {
+    // One commit group per tile (empty past the warp's last): before tile j is read, j + D groups
+    // are committed, so wait_group<D - 1> leaves the D - 1 younger ones in flight.
+#pragma unroll
+    for (int q = 0; q < D - 1; ++q) {
+      if (q < my_tiles) issue_copies(q, warp_k + G * q);
+      cp_async_commit();
+    }
+    TileScales scale_ring[2];
+    if (my_tiles > 0) scale_rows.load(scale_ring[0], scale_k + warp_k * BK, K);
+    for (int j0 = 0; j0 < my_tiles; j0 += D) {
+#pragma unroll
+      for (int q = 0; q < D; ++q) {
+        const int j = j0 + q;
+        if (j < my_tiles) {
+          // Stage q + D - 1 is the one tile j - 1 used, which this lane has read.
+          if (j + D - 1 < my_tiles) issue_copies((q + D - 1) % D, warp_k + G * (j + D - 1));
+          cp_async_commit();
+          if (j + 1 < my_tiles) scale_rows.load(scale_ring[(q + 1) % 2], scale_k + (warp_k + G * (j + 1)) * BK, K);
+          cp_async_wait<D - 1>();
+          CodeWords words;
+          TokenFragments tok;
+          read_stage(q, words, tok);
+          compute(words, scale_ring[q % 2], tok);
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // every warp is done with its ring: the epilogue reuses the shared memory
+
+  // Epilogue: K groups added in group order, then the output tile and its rows (moe_gemm.cuh).
+  if constexpr (G > 1) add_k_groups<G, T>(acc, reinterpret_cast<float*>(smem), warp_k, warp_n * 32 + lane);
+  unsigned char* out_tile = smem + S::kReduceBytes;
+  if (warp_k == 0) write_output_tile<Cfg>(p, e, n0, acc, out_tile, S::kOutRowBytes, 0, t, lane_channel);
+  __syncthreads();
+  store_output_rows<BM, BN, T>(p, out_tile, S::kOutRowBytes, row_dst, n0, tid);
+}
+
+}  // namespace moeq_dev
