@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Session 12, calls A-C: the direct-load tiles (`/d` shared-memory ring per warp, `/r` register
-# ring; GEMM v13) against the planner's small-M tiles. MoeGemmGpu on the tiles under test (every
+# Session 12, calls A-C: the direct-load tiles (GEMM v13) against the planner's small-M tiles. Calls A
+# and B ran versions of the body named `/d` (a register ring 4 deep, then a per-warp shared-memory
+# ring), removed after call C; bench/results/2026-12-01-h200-gemm-v13.md lists each call's tiles. MoeGemmGpu on the tiles under test (every
 # scheme, both code layouts, gather and masked), then GEMM1 and GEMM2 for INT4, MXFP4 and
 # FP8-block, all tiles in one process per scheme and preset, two rounds.
 # Usage: v13_direct.sh MOEQ_BUILD   (env OUT; TEST_TILES, TILES, M, PRESET, EXTRA: see below)
@@ -10,7 +11,7 @@ out="${OUT:-/tmp/moeq-out}"
 mkdir -p "$out"
 export MOEQ_CACHE_DIR="${MOEQ_CACHE_DIR:-$PWD/.cache-device}"
 t0=$(date +%s)
-test_tiles="${TEST_TILES:-8x64/1x4x1/4/d 8x128/1x8x1/4/d 8x128/1x4x1/4/d 8x256/1x8x1/4/d 8x64/1x2x2/4/d 8x32/1x1x4/8/d}"
+test_tiles="${TEST_TILES:-8x128/1x4x1/2/r 8x128/1x4x1/4/r 8x64/1x2x2/4/r 8x256/1x8x1/4/r}"
 tiles="${TILES:-8x128/1x4x1/4/p 8x128/1x8x1/4/p 8x32/1x1x4/16 $test_tiles}"
 ms="${M:-1 4 16 64}"
 preset="${PRESET:-qwen3-30b-a3b}"

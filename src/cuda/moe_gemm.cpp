@@ -96,7 +96,7 @@ std::string GemmTile::to_string() const {
   if (producer) {
     s << "/p";
   } else if (direct) {
-    s << (register_ring ? "/r" : "/d");
+    s << "/r";
   } else if (wgmma) {
     s << "/w";
   }
@@ -149,14 +149,17 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   //   INT4 equal, MXFP4 2% and FP8-block 9% slower; call D of bench/results/2026-12-01-h200-gemm-v11.md).
   // - Split K over clusters (/k2, /k4) lost in every regime timed (GEMM v5): the planner does
   //   not use it.
+  // - GEMM v13: 8-row blocks, every format, run the direct-load tiles (/r: codes straight into
+  //   registers, no ring in shared memory, no barrier in the K loop; bench/results/2026-12-01-h200-gemm-v13.md,
+  //   call C). Qwen3 GEMM1 M = 16 / 64 with 8x128/1x4x1/2/r against the copy-warp tiles: INT4
+  //   51.3 -> 49.6 / 73.8 -> 70.3 us, MXFP4 54.9 -> 48.6 / 77.9 -> 70.3, FP8-block 75.3 -> 66.3 /
+  //   109.0 -> 95.9 (93% / 97% of copy); GEMM2 3-10% faster. Few rows: 8x64/1x2x2/4/r (2 K groups)
+  //   against 8x32/1x1x4/16: DeepSeek-V3 M = 1 GEMM1 INT4 64.0 -> 51.6, MXFP4 68.1 -> 43.6, FP8-block
+  //   88.5 -> 79.2; Qwen3 M = 2 21.1 -> 17.2, 21.0 -> 14.4, 26.3 -> 17.9.
   const bool four_bit = dtype_bits(weight_format_code_dtype(format)) == 4;
   const char* text;
   if (block_m <= 8) {
-    if (num_slots <= kFewRoutedRows) {
-      text = "8x32/1x1x4/16";
-    } else {
-      text = four_bit ? "8x128/1x4x1/4/p" : "8x128/1x8x1/4/p";
-    }
+    text = num_slots <= kFewRoutedRows ? "8x64/1x2x2/4/r" : "8x128/1x4x1/2/r";
   } else if (block_m <= 16) {
     if (num_slots <= kFewRoutedRows) {
       text = format == WeightFormat::int4 ? "16x64/1x4x2/8" : "16x64/1x4x4/8";
@@ -180,14 +183,13 @@ GemmTile parse_gemm_tile(const std::string& text) {
   in >> t.block_m >> x1 >> t.block_n >> slash1 >> t.warps_m >> x2 >> t.warps_n >> x3 >> t.warps_k >> slash2 >> t.stages;
   bool ok = in && x1 == 'x' && slash1 == '/' && x2 == 'x' && x3 == 'x' && slash2 == '/';
   // Optional suffixes, each once and in this order: /kN (split_k), /oN (min_ctas), /w (wgmma),
-  // /p (warp-specialized), /d (direct loads) or /r (direct loads into registers).
+  // /p (warp-specialized) or /r (direct loads into registers).
   char last = 0;
   for (char slash = 0, key = 0; ok && (in >> slash);) {
-    ok = slash == '/' && (in >> key) && last != 'w' && last != 'p' && last != 'd' && last != 'r';
+    ok = slash == '/' && (in >> key) && last != 'w' && last != 'p' && last != 'r';
     if (!ok) break;
-    if (key == 'd' || key == 'r') {
+    if (key == 'r') {
       t.direct = true;
-      t.register_ring = key == 'r';
     } else if (key == 'w' || key == 'p') {
       // /p: warp-specialized; wgmma consumers for 64 and 128 tokens, mma.sync ones below.
       t.producer = key == 'p';
@@ -201,7 +203,7 @@ GemmTile parse_gemm_tile(const std::string& text) {
   }
   if (!ok || (in >> rest))
     throw Error("GEMM tile '" + text +
-                "' is not BMxBN/WMxWNxWK/S[/kN][/oN][/w, /p, /d or /r] (e.g. 16x128/1x4x2/4, 64x128/1x4x1/4/w or 128x256/1x8x1/4/p)");
+                "' is not BMxBN/WMxWNxWK/S[/kN][/oN][/w, /p or /r] (e.g. 16x128/1x4x2/4, 64x128/1x4x1/4/w or 128x256/1x8x1/4/p)");
   return t;
 }
 
@@ -228,9 +230,8 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            "8x128/1x4x1/4/p", "8x128/1x4x1/6/p", "8x256/1x8x1/6/p", "16x64/1x4x1/4/p", "16x64/1x4x1/6/p",
                            "16x64/1x4x1/8/p", "16x128/1x8x1/6/p", "32x128/1x8x1/4/p", "8x128/1x8x1/4/p",
                            // direct loads into registers (GEMM v13)
-                           "8x64/1x4x1/4/d", "8x64/1x4x1/8/d", "8x128/1x8x1/4/d", "8x128/1x4x1/4/d", "8x128/1x4x1/6/d",
-                           "8x128/1x4x1/8/d", "8x256/1x8x1/4/d", "8x64/1x2x2/4/d", "8x32/1x1x4/8/d", "16x64/1x4x1/4/d",
-                           "8x128/1x4x1/4/r", "8x128/1x4x1/4/o4/r", "8x128/1x4x1/2/r", "8x256/1x8x1/4/r", "8x64/1x2x2/4/r"})
+                           "8x128/1x4x1/2/r", "8x128/1x4x1/4/r", "8x64/1x2x2/4/r", "8x256/1x8x1/4/r", "8x64/1x4x1/2/r",
+                           "16x128/1x4x1/2/r"})
     tiles.push_back(parse_gemm_tile(text));
   return tiles;
 }
@@ -252,13 +253,7 @@ int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w) {
   const int64_t acc_per_thread = int64_t{tile.block_m / tile.warps_m / 8} * (tile.block_n / tile.warps_n / 16) * 4;
   const int64_t reduce = int64_t{tile.threads() - tile.threads() / tile.warps_k} * acc_per_thread * 4;
   const int64_t out_tile = int64_t{tile.block_m} * (tile.block_n * 2 + 16);
-  if (tile.direct) {
-    // Mirror of MoeGemmDirectShape: per warp `stages` stages of its lanes' codes and token halves.
-    const int64_t tiles_n = tile.block_n / tile.warps_n / 16, tiles_m = tile.block_m / 8;
-    const int64_t stage = tiles_n * (code_bits == 4 ? 512 : 1024) + tiles_m * 1024;
-    if (tile.register_ring) return reduce + out_tile;
-    return std::max(int64_t{tile.threads() / 32} * tile.stages * stage, reduce + out_tile);
-  }
+  if (tile.direct) return reduce + out_tile;  // mirror of MoeGemmDirectShape: the epilogue only
   if (tile.producer && tile.wgmma) {
     // Mirror of MoeGemmWsShape: stages of [staging tokens][codes] and 3 permuted token tiles, or the out tile.
     const int64_t tokens = int64_t{tile.block_m} * 64 * 2, stage = tokens + int64_t{tile.block_n} * (64 * code_bits / 8);
@@ -297,8 +292,8 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
   if (tile.direct) {
     if ((tile.block_m != 8 && tile.block_m != 16) || tile.warps_m != 1 || tile.split_k != 1 || tile.wgmma ||
         tile.producer || tile.stages % 2 != 0 || tile.stages > 8)
-      bad("direct (/d) tiles have 8 or 16 tokens, warps 1xNxK, no split K, and 2, 4, 6 or 8 stages (K tiles in "
-          "each warp's register ring)");
+      bad("direct (/r) tiles have 8 or 16 tokens, warps 1xNxK, no split K, and 2, 4, 6 or 8 stages (K tiles in "
+          "each lane's register ring)");
   } else if (tile.producer && !tile.wgmma) {
     if (tile.block_m > 32 || tile.warps_m != 1 || tile.warps_k != 1 || tile.split_k != 1 || tile.stages > 8)
       bad("warp-specialized mma.sync (/p) tiles have up to 32 tokens, warps 1xNx1, at most 8 stages and no split K");
@@ -355,7 +350,6 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "  static constexpr bool kWgmma = " << (tile.wgmma ? "true" : "false") << ";\n"
     << "  static constexpr bool kProducer = " << (tile.producer ? "true" : "false") << ";\n"
     << "  static constexpr bool kDirect = " << (tile.direct ? "true" : "false") << ";\n"
-    << "  static constexpr bool kRegisterRing = " << (tile.register_ring ? "true" : "false") << ";\n"
     << "  static constexpr bool kPreparedCodes = " << (prepared_codes ? "true" : "false") << ";\n"
     << "  static constexpr int kScaleDtype = " << (is_int ? scale_dtype_id(w.scale_dtype) : 0) << ";\n"
     << "  static constexpr bool kZeroPoints = " << (is_int && w.has_zero_point ? "true" : "false") << ";\n"
@@ -460,7 +454,6 @@ uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& t
   put(tile.wgmma, 1);
   put(tile.producer, 1);
   put(tile.direct, 1);
-  put(tile.register_ring, 1);
   put(prepared_codes, 1);
   put(is_int ? static_cast<uint64_t>(scale_dtype_id(w.scale_dtype)) : 0, 2);
   put(is_int && w.has_zero_point, 1);

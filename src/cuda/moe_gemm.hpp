@@ -39,11 +39,9 @@ struct GemmTile {
   // the warps_n = 8 consumer warps (two warpgroups), 64 or 128 tokens x 128 or 256 channels; with
   // mma.sync (up to 32 tokens, kernels/moe_gemm.cuh) one copy warp besides the compute warps.
   bool producer = false;
-  // Direct loads (`/d`, kernels/moe_gemm_direct.cuh): 8 or 16 tokens, warps along N (and K groups)
-  // only; each warp loads its codes into registers `stages` K tiles deep, no shared-memory ring.
+  // Direct loads (`/r`, kernels/moe_gemm_direct.cuh): 8 or 16 tokens, warps along N (and K groups)
+  // only; each lane loads its codes into a register ring of `stages` K tiles, no shared-memory ring.
   bool direct = false;
-  // With direct: the codes go straight into a register ring instead (`/r`), no shared memory.
-  bool register_ring = false;
   int threads() const { return 32 * warps_m * warps_n * warps_k + (producer ? (wgmma ? 128 : 32) : 0); }
   std::string to_string() const;
 };
@@ -53,7 +51,10 @@ struct GemmTile {
 GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots);
 constexpr int64_t kTileForAnyRows = int64_t{1} << 62;
 // Up to this many routed rows the planner takes a tile of K groups (few CTAs).
-constexpr int64_t kFewRoutedRows = 32;
+// PERF: 16 (M <= 2 at top_k 8) since GEMM v13 (bench/results/2026-12-01-h200-gemm-v13.md): at
+// Qwen3 M = 4 (32 rows) 8x128/1x4x1/2/r takes 5-26% less time than the K-group tile 8x64/1x2x2/4/r
+// (call D); at M = 2 the K-group tile takes 8-33% less, but for FP8-block GEMM2 (16% more; call C).
+constexpr int64_t kFewRoutedRows = 16;
 // Every tile gemm_tile_for can return for the format (each once): what tests/jit, `moeq
 // compile` and the candidate list must cover.
 std::vector<GemmTile> planner_tiles(WeightFormat format);
@@ -70,7 +71,7 @@ int64_t gemm_block_m(int64_t planned_block_m);
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);
 // "16x128/1x4x2/4": block_m x block_n / warps_m x warps_n x warps_k / stages, then "/k2" or
 // "/k4" when K is split over a cluster of CTAs, "/oN" for min_ctas = N and "/w" for wgmma or
-// "/p" for the warp-specialized tiles (producer; wgmma from 64 tokens) or "/d" for direct loads, in that order (the
+// "/p" for the warp-specialized tiles (producer; wgmma from 64 tokens) or "/r" for direct loads, in that order (the
 // format of to_string; the K tile is always 64). Throws moeq::Error naming the text when it
 // does not parse.
 GemmTile parse_gemm_tile(const std::string& text);

@@ -143,12 +143,13 @@ int64_t valid_shape_m(const ExpertsDesc& d, int64_t global_tokens) {
 int64_t choose_block_m(const ExpertsDesc& d, int64_t num_tokens) {
   const double rows_per_expert =
       static_cast<double>(valid_shape_m(d, num_tokens)) / static_cast<double>(d.num_experts);
-  // PERF: 8-row blocks halve the padded MMAs at a few rows per expert; 4-bit codes gain
-  // (instruction-bound), 8-bit codes below two rows per expert since their 8-row tile has a copy
-  // warp (session 9, bench/results/2026-12-01-h200-gemm-v9.md: Qwen3 FP8-block GEMM1 M = 16
-  // 76.6 us against 78.1 with 16-row blocks, M = 64 110.2 against 108.5).
-  const bool four_bit = dtype_bits(weight_format_code_dtype(d.weight_format)) == 4;
-  if (rows_per_expert < 2.0 || (four_bit && rows_per_expert < 0.9 * 8)) return 8;
+  // PERF: 8-row blocks halve the padded MMAs at a few rows per expert; since GEMM v13's direct-load
+  // tiles (bench/results/2026-12-01-h200-gemm-v13.md) for 8-bit codes too: Qwen3 FP8-block GEMM1
+  // M = 64 (4 rows per expert) 95.9 us with 8x128/1x4x1/2/r (call C) against 110.9 with the 16-row
+  // planner tile (call D), GEMM2 54.0 against 66.0; DeepSeek-V3 M = 64 (2 rows per expert) took 16-row
+  // blocks at 1779 us, 8-row copy-warp ones 1644 (call D). (Session 9 had kept 8-bit codes in
+  // 16-row blocks from two rows per expert: then the 8-row tile had a copy warp.)
+  if (rows_per_expert < 0.9 * 8) return 8;
   for (int64_t bm : {16, 32, 48, 64})
     if (rows_per_expert / static_cast<double>(bm) < 0.9) return bm;
   // PERF: 128-row blocks (the warp-specialized wgmma tiles of GEMM v7; the CUDA backend caps them

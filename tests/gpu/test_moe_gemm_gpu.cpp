@@ -253,7 +253,8 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
   // The benchmarked schemes on every candidate; the generic (fp32) dequantization paths, NVFP4,
   // the remaining formats and INT4 with zero points or one scale per channel (scales on the
   // accumulators; per channel with a partial last K tile) on a few tiles: unusual warp layouts,
-  // an 8-row block and the few-rows tile. Biases (f32, bf16, f16) ride on three of them.
+  // an 8-row block, the few-rows tile and the planner's direct-load tiles. Biases (f32, bf16,
+  // f16) ride on three of them.
   struct Plan {
     const char* scheme;
     bool all_tiles;
@@ -285,7 +286,7 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
       const bool few_tiles_tile = text == "16x32/1x2x4/8" || text == "32x128/1x4x2/8" || text == "64x256/2x4x1/3" ||
                                   text == "8x128/1x4x1/4" || text == "8x32/1x1x4/16" || text == "8x128/1x4x1/4/k2" ||
                                   text == "8x32/1x1x4/16/k4" || text == "64x128/1x4x1/4/w" ||
-                                  text == "128x256/1x8x1/4/p";
+                                  text == "128x256/1x8x1/4/p" || text == "8x128/1x4x1/2/r" || text == "8x64/1x2x2/4/r";
       if (!plan.all_tiles && !few_tiles_tile && !selected) continue;
       for (int64_t M : {1, 45}) {
         std::vector<uint16_t> canonical_out, prepared_out;

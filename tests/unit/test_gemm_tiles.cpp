@@ -61,10 +61,18 @@ TEST(GemmTiles, ParseAndPrintRoundTrip) {
   EXPECT_EQ(copy_warp.to_string(), "8x128/1x4x1/6/p");
   EXPECT_FALSE(cuda::mma_sync_tile_of(copy_warp).producer);
   EXPECT_EQ(cuda::mma_sync_tile_of(copy_warp).to_string(), "8x128/1x4x1/6");
+  const cuda::GemmTile direct = cuda::parse_gemm_tile("8x64/1x2x2/4/r");  // codes into registers
+  EXPECT_TRUE(direct.direct);
+  EXPECT_FALSE(direct.producer || direct.wgmma);
+  EXPECT_EQ(direct.threads(), 128);  // no copy warp
+  EXPECT_EQ(direct.to_string(), "8x64/1x2x2/4/r");
+  EXPECT_EQ(cuda::parse_gemm_tile("8x128/1x4x1/2/o4/r").to_string(), "8x128/1x4x1/2/o4/r");
+  EXPECT_FALSE(t.direct);
   for (const char* bad : {"16x128/1x4/4", "16x128", "16x128/1x4x1/4x", "a/b/c", "8x128/1x4x1/4/2", "8x128/1x4x1/4/k",
                           "8x128/1x4x1/4/k2/", "8x128/1x4x1/4/o2/k2", "8x128/1x4x1/4/o2/o2", "8x128/1x4x1/4/x2",
                           "64x128/1x4x1/4/w/o2", "64x128/1x4x1/4/w/w", "64x128/1x4x1/4/w2", "128x256/1x8x1/4/p/w",
-                          "128x256/1x8x1/4/w/p", "128x256/1x8x1/4/p2", "8x128/1x4x1/4/p/p"}) {
+                          "128x256/1x8x1/4/w/p", "128x256/1x8x1/4/p2", "8x128/1x4x1/4/p/p", "8x128/1x4x1/2/r/p",
+                          "8x128/1x4x1/2/r/o2", "8x128/1x4x1/2/r2", "8x128/1x4x1/2/d"}) {
     try {
       cuda::parse_gemm_tile(bad);
       ADD_FAILURE() << bad << " parsed";
@@ -120,6 +128,9 @@ TEST(GemmTiles, IllegalTilesSayWhy) {
   for (const char* bad_copy_warp : {"8x128/1x4x2/4/p", "16x128/1x4x1/4/k2/p", "32x128/2x4x1/4/p"})
     EXPECT_THAT(reasons(bad_copy_warp), HasSubstr("warp-specialized mma.sync (/p) tiles have")) << bad_copy_warp;
   EXPECT_EQ(reasons("8x128/1x4x1/4/p"), "");
+  for (const char* bad_direct : {"32x128/1x4x1/2/r", "8x128/1x4x1/3/r", "8x128/1x4x1/10/r", "8x128/1x4x1/2/k2/r"})
+    EXPECT_THAT(reasons(bad_direct), HasSubstr("direct (/r) tiles have")) << bad_direct;
+  EXPECT_EQ(reasons("8x64/1x2x2/2/r"), "");  // the ring is per lane: 2 stages with 2 K groups are fine
   EXPECT_EQ(reasons("32x256/1x8x1/4/p"), "");
   EXPECT_THAT(reasons("16x96/1x4x1/4"), HasSubstr("block_n must be 32, 64, 128 or 256"));
   EXPECT_THAT(reasons("16x64/4x1x1/4"), HasSubstr("block_m is not a multiple of 8 x warps_m"));
@@ -154,6 +165,9 @@ TEST(GemmTiles, SharedMemoryCoversTheRingAndTheEpilogue) {
   const cuda::GemmTile t = cuda::parse_gemm_tile("64x256/1x4x4/8");
   const int64_t acc = (64 / 8) * (256 / 4 / 16) * 4;
   EXPECT_GE(cuda::gemm_smem_bytes(t, w4), (t.threads() - t.threads() / 4) * acc * 4 + 64 * (256 * 2 + 16));
+  // Direct loads: no ring in shared memory, only the epilogue (K groups' sums and the output tile).
+  EXPECT_EQ(cuda::gemm_smem_bytes(cuda::parse_gemm_tile("8x128/1x4x1/2/r"), w8), 8 * (128 * 2 + 16));
+  EXPECT_EQ(cuda::gemm_smem_bytes(cuda::parse_gemm_tile("8x64/1x2x2/4/r"), w4), 64 * (2 * 4) * 4 + 8 * (64 * 2 + 16));
   // Split K: the other ranks' sums (K group 0's accumulators, 16 bytes per MMA tile and thread)
   // fit too.
   const cuda::GemmTile split = cuda::parse_gemm_tile("8x32/1x1x4/16/k4");

@@ -430,7 +430,7 @@ TEST(WorkspaceChoice, AutoSwitchesToContiguousAsRowsPerExpertGrow) {
 
 TEST(WorkspaceChoice, BlockM) {
   // E = 8, top_k = 2: M/4 rows per expert; the smallest BM in {8, 16, 32, 48, 64} with rows/BM < 0.9
-  // (4-bit codes), else 64 below 96 rows per expert and 128 from there.
+  // (every format), else 64 below 96 rows per expert and 128 from there.
   const auto d = make_desc(WeightFormat::int4, ActFormat::none, Activation::silu, 256, 128, 8, 2);
   EXPECT_EQ(choose_block_m(d, 0), 8);
   EXPECT_EQ(choose_block_m(d, 1), 8);
@@ -445,12 +445,11 @@ TEST(WorkspaceChoice, BlockM) {
   EXPECT_EQ(choose_block_m(d, 383), 64);     // 95.75 rows per expert
   EXPECT_EQ(choose_block_m(d, 384), 128);    // 96: the 128-row (warp-specialized wgmma) blocks
   EXPECT_EQ(choose_block_m(d, 100000), 128);
-  // 8-bit codes take 8-row blocks only below two rows per expert.
+  // 8-bit codes alike (GEMM v13's direct-load tiles).
   const auto f8 = make_desc(WeightFormat::fp8_block, ActFormat::none, Activation::silu, 256, 128, 8, 2);
-  EXPECT_EQ(choose_block_m(f8, 3), 8);    // 0.75 rows per expert
-  EXPECT_EQ(choose_block_m(f8, 4), 8);    // 1 row per expert
-  EXPECT_EQ(choose_block_m(f8, 7), 8);    // 1.75 rows per expert
-  EXPECT_EQ(choose_block_m(f8, 8), 16);   // 2 rows per expert
+  EXPECT_EQ(choose_block_m(f8, 8), 8);    // 2 rows per expert
+  EXPECT_EQ(choose_block_m(f8, 28), 8);
+  EXPECT_EQ(choose_block_m(f8, 29), 16);
   EXPECT_EQ(choose_block_m(f8, 57), 16);
 }
 

@@ -1,25 +1,24 @@
 #pragma once
-// The direct-load body of the MoE GEMM (`/d` tiles, GEMM v13), for blocks of 8 or 16 tokens where
+// The direct-load body of the MoE GEMM (`/r` tiles, GEMM v13), for blocks of 8 or 16 tokens where
 // each weight byte is read once and the time is the weights' transfer.
-// No CTA barrier in the K loop and no copy warp: each lane copies its own bytes of each K tile
-// (its 16 or 32 bytes of codes per 16-channel tile, its 32 bytes of each token row) with cp.async
-// into its warp's ring of kDepth stages in shared memory, kDepth - 1 tiles ahead, waits for its
-// own copies (cp.async.wait_group) and reads back only what it copied, so no lane ever waits for
-// another. Then it dequantizes into A fragments and multiplies with mma.sync exactly as
-// kernels/moe_gemm.cuh does (same operand roles, same K order inside a tile, same dequantization
-// paths). Scales go through a 2-slot register ring, loaded one tile ahead. Warps meet only in
-// the epilogue.
+// No shared-memory ring, no copy warp and no barrier in the K loop: each lane loads its own codes
+// of each K tile (16 or 32 bytes per 16-channel tile) and their scales straight into a register
+// ring, kDepth - 1 tiles ahead, and its token fragments one tile ahead, then dequantizes into A
+// fragments and multiplies with mma.sync exactly as kernels/moe_gemm.cuh does (same operand
+// roles, same K order inside a tile, same dequantization paths). Warps meet only in the epilogue.
 // Why (docs/perf-notes.md v10-v13): the copy-warp tile's CTAs stream at ~90% of copy while the
 // SMs are full, but a CTA does not speed up when it runs alone (its ring is a chain of waits
 // between the copy warp and all compute warps), so the last, part-full wave runs slowly.
-// PERF: a first version loaded the codes into a register ring (ld.global, kDepth - 1 tiles ahead):
-// 124-164 registers, and deeper rings did not help (call A of bench/results/2026-12-01-h200-gemm-v13.md).
-// Codes: prepared (format/prepared.cuh): one (4-bit) or two (8-bit) 16-byte copies per 16-channel
+// PERF: 2 tiles (one ahead) beat 4: fewer registers, more warps per SM (Qwen3 GEMM1 FP8-block M = 16
+// 75.2 -> 66.3 us, INT4 58.0 -> 49.6; call C of bench/results/2026-12-01-h200-gemm-v13.md). A
+// per-warp shared-memory ring filled by each lane's cp.async instead (75-86 registers) was no
+// faster than the copy-warp tile (call B): each warp also stages its own copy of the tokens.
+// Codes: prepared (format/prepared.cuh): one (4-bit) or two (8-bit) 16-byte loads per 16-channel
 // tile and K tile, whole fragment registers; canonical: rows g and g + 8, 8 (4-bit) or 16 (8-bit)
-// bytes each, zero past K. Codes bypass L1 (read once); tokens go through it (every warp of the
-// CTA reads them).
+// bytes each, zero past K. Codes bypass L1 (read once); tokens and scales go through it.
 #include "moeq_dev/kernels/moe_gemm_common.cuh"
 #include "moeq_dev/format/weights_fragment.cuh"
+#include "moeq_dev/ptx/ldg.cuh"
 #include "moeq_dev/ptx/mma.cuh"
 
 namespace moeq_dev {
@@ -28,7 +27,7 @@ template <class Cfg>
 struct MoeGemmDirectShape {
   static constexpr int kBlockM = Cfg::kBlockM, kBlockN = Cfg::kBlockN, kBlockK = 64;
   static constexpr int kWarpsN = Cfg::kWarpsN, kWarpsK = Cfg::kWarpsK;
-  static constexpr int kDepth = Cfg::kStages;  // K tiles of codes in each warp's register ring
+  static constexpr int kDepth = Cfg::kStages;  // K tiles of codes in each lane's register ring
   static constexpr int kMinCtasPerSm = Cfg::kMinCtasPerSm;
   static constexpr int kThreads = 32 * kWarpsN * kWarpsK;
   static constexpr int kTilesM = kBlockM / 8, kTilesN = kBlockN / (16 * kWarpsN);
@@ -37,62 +36,13 @@ struct MoeGemmDirectShape {
   static constexpr int kAccPerThread = kTilesN * kTilesM * 4;
   static constexpr int kReduceBytes = kWarpsK > 1 ? (kThreads - kThreads / kWarpsK) * kAccPerThread * 4 : 0;
   static constexpr int kOutRowBytes = kBlockN * 2 + 16;
-  static constexpr int kEpilogueBytes = kReduceBytes + kBlockM * kOutRowBytes;
-  // A warp's stage: per 16-channel tile 16 (4-bit) or 32 bytes of codes per lane, then per token
-  // tile 32 bytes per lane (two 16-byte halves), each array lane-major (conflict-free 16-byte reads).
-  static constexpr int kCodeLaneBytes = kCodeBits == 4 ? 16 : 32;
-  static constexpr int kCodeStageBytes = kTilesN * kCodeLaneBytes * 32;
-  static constexpr int kStageBytes = kCodeStageBytes + kTilesM * 32 * 32;
-  // kRegisterRing (`/r`): each lane loads its codes and scales straight into registers kDepth - 1
-  // tiles ahead and its token fragments one tile ahead (ld.global; tokens through L1): no ring in
-  // shared memory.
-  static constexpr bool kRegisterRing = Cfg::kRegisterRing;
-  static constexpr int kRingBytes = kRegisterRing ? 0 : kThreads / 32 * kDepth * kStageBytes;
-  static constexpr int kSmemBytes = kRingBytes > kEpilogueBytes ? kRingBytes : kEpilogueBytes;
+  static constexpr int kSmemBytes = kReduceBytes + kBlockM * kOutRowBytes;  // the epilogue only
   static_assert(Cfg::kWarpsM == 1 && Cfg::kSplitK == 1 && !Cfg::kWgmma && !Cfg::kProducer,
                 "direct tiles: warps along N (and K groups) only, mma.sync, no split K, no producer");
   static_assert(kBlockM == 8 || kBlockM == 16, "direct tiles: 8 or 16 tokens");
   static_assert(kBlockN % (16 * kWarpsN) == 0, "whole 16-channel tiles per warp");
   static_assert(kDepth == 2 || kDepth == 4 || kDepth == 6 || kDepth == 8, "an even ring depth of 2 to 8 K tiles");
 };
-
-// 16 (8) bytes at p, or zeros where !valid: read-only, not kept in L1 (streamed weights), or
-// through L1 (tokens, which every warp of the CTA reads).
-template <bool kThroughL1>
-__device__ __forceinline__ uint4 ldg_128(const void* p, bool valid) {
-  uint4 v;
-  if constexpr (kThroughL1) {
-    asm volatile(
-        "{\n .reg .pred q;\n setp.ne.b32 q, %5, 0;\n mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n mov.b32 %3, 0;\n"
-        " @q ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p), "r"(static_cast<int>(valid)));
-  } else {
-    asm volatile(
-        "{\n .reg .pred q;\n setp.ne.b32 q, %5, 0;\n mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n mov.b32 %3, 0;\n"
-        " @q ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p), "r"(static_cast<int>(valid)));
-  }
-  return v;
-}
-__device__ __forceinline__ uint2 ldg_stream_64(const void* p, bool valid) {
-  uint2 v;
-  asm volatile(
-      "{\n .reg .pred q;\n setp.ne.b32 q, %3, 0;\n mov.b32 %0, 0;\n mov.b32 %1, 0;\n"
-      " @q ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];\n}"
-      : "=r"(v.x), "=r"(v.y)
-      : "l"(p), "r"(static_cast<int>(valid)));
-  return v;
-}
-
-// cp.async.ca: 16 or 8 bytes through L1; src_bytes = 0 writes zeros and reads nothing.
-__device__ __forceinline__ void cp_async_cached_16(unsigned smem_dst, const void* src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(smem_dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
-}
-__device__ __forceinline__ void cp_async_cached_8(unsigned smem_dst, const void* src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(smem_dst), "l"(src), "r"(valid ? 8 : 0) : "memory");
-}
 
 template <class Cfg>
 __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
@@ -150,63 +100,12 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   const bool acc_scales = kAccScaleTile && (Cfg::kFormat == WeightFormatId::kFp8Block || scale_rows.group_shift >= 6);
   const int scale_k = acc_scales ? 0 : 16 * t;  // as kernels/moe_gemm.cuh (the partial last tile)
 
-  // This warp's ring and this lane's bytes in it: codes of tile nt at code_lane + nt * 32 * kCodeLaneBytes
-  // (8-bit: the second 16 bytes 512 further), token half (mt, h) at token_lane + (2 mt + h) * 512.
-  const unsigned ring = smem_address(smem) + warp * D * S::kStageBytes;
-  const unsigned code_lane = lane * 16, token_lane = S::kCodeStageBytes + lane * 16;
-  auto issue_copies = [&](int stage, int kt) {
-    const unsigned base = ring + stage * S::kStageBytes;
-    const bool in_k = kt * BK + 16 * t < K;
-#pragma unroll
-    for (int nt = 0; nt < kTilesN; ++nt) {
-      const unsigned dst = base + code_lane + nt * 32 * S::kCodeLaneBytes;
-      if constexpr (Cfg::kPreparedCodes) {
-        const unsigned char* src = code_ptr[nt][0] + static_cast<long long>(kt) * kPreparedBlockBytes;
-        cp_async_16(dst, src, true);
-        if constexpr (!kFourBit) cp_async_16(dst + 512, src + 512, true);
-      } else {
-        const long long offset = static_cast<long long>(kt) * BK * S::kCodeBits / 8;
-        if constexpr (kFourBit) {
-          cp_async_cached_8(dst, code_ptr[nt][0] + offset, in_k);
-          cp_async_cached_8(dst + 8, code_ptr[nt][1] + offset, in_k);
-        } else {
-          cp_async_16(dst, code_ptr[nt][0] + offset, in_k);
-          cp_async_16(dst + 512, code_ptr[nt][1] + offset, in_k);
-        }
-      }
-    }
-#pragma unroll
-    for (int mt = 0; mt < kTilesM; ++mt)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) cp_async_cached_16(base + token_lane + (2 * mt + h) * 512, tok_row[mt] + kt * BK + 8 * h, in_k);
-  };
-  // The lane's words of a stage, in the order kernels/moe_gemm.cuh reads them (canonical 4-bit:
-  // row g's two words, then row g + 8's; 8-bit: row g's four, then row g + 8's).
+  // A lane's code words of a K tile, in the order kernels/moe_gemm.cuh reads them (canonical
+  // 4-bit: row g's two words, then row g + 8's; 8-bit: row g's four, then row g + 8's).
   using CodeWords = unsigned[kTilesN][kWords];
   // tok[mt][h]: B fragments of steps 2h (words 0, 1) and 2h + 1 (words 2, 3): physical k 16t + 8h + [0, 8).
   using TokenFragments = unsigned[kTilesM][2][4];
-  auto read_stage = [&](int stage, CodeWords& words, TokenFragments& tok) {
-    const unsigned base = ring + stage * S::kStageBytes;
-#pragma unroll
-    for (int nt = 0; nt < kTilesN; ++nt) {
-      const unsigned at = base + code_lane + nt * 32 * S::kCodeLaneBytes;
-      const uint4 v = lds_128(at);
-      words[nt][0] = v.x, words[nt][1] = v.y, words[nt][2] = v.z, words[nt][3] = v.w;
-      if constexpr (!kFourBit) {
-        const uint4 u = lds_128(at + 512);
-        words[nt][4] = u.x, words[nt][5] = u.y, words[nt][6] = u.z, words[nt][7] = u.w;
-      }
-    }
-#pragma unroll
-    for (int mt = 0; mt < kTilesM; ++mt)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint4 v = lds_128(base + token_lane + (2 * mt + h) * 512);
-        tok[mt][h][0] = v.x, tok[mt][h][1] = v.y, tok[mt][h][2] = v.z, tok[mt][h][3] = v.w;
-      }
-  };
   using TileScales = LaneScale[kTilesN][2];
-  // kRegisterRing: the same words and fragments by ld.global into registers.
   auto load_codes = [&](CodeWords& words, int kt) {
     const bool in_k = kt * BK + 16 * t < K;
 #pragma unroll
@@ -331,62 +230,33 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
 
   // K group warp_k takes the tiles warp_k, warp_k + G, ...: tile j of this warp is warp_k + G j.
   const int my_tiles = tiles_k > warp_k ? (tiles_k - warp_k + G - 1) / G : 0;
-  if constexpr (S::kRegisterRing) {
-    CodeWords code_ring[D];
-    TileScales scale_ring[D];
-    TokenFragments tok[2];
+  // Codes and scales kDepth - 1 tiles ahead, tokens one tile ahead (every warp of the CTA loads
+  // the same token bytes: after the first, L1 hits).
+  CodeWords code_ring[D];
+  TileScales scale_ring[D];
+  TokenFragments tok[2];
 #pragma unroll
-    for (int q = 0; q < D - 1; ++q)
-      if (q < my_tiles) {
-        load_codes(code_ring[q], warp_k + G * q);
-        scale_rows.load(scale_ring[q], scale_k + (warp_k + G * q) * BK, K);
-      }
-    if (my_tiles > 0) load_tokens(tok[0], warp_k);
-    for (int j0 = 0; j0 < my_tiles; j0 += D) {
-#pragma unroll
-      for (int q = 0; q < D; ++q) {
-        const int j = j0 + q;
-        if (j < my_tiles) {
-          if (j + D - 1 < my_tiles) {
-            const int kt = warp_k + G * (j + D - 1);
-            load_codes(code_ring[(q + D - 1) % D], kt);
-            scale_rows.load(scale_ring[(q + D - 1) % D], scale_k + kt * BK, K);
-          }
-          if (j + 1 < my_tiles) load_tokens(tok[(q + 1) % 2], warp_k + G * (j + 1));
-          compute(code_ring[q], scale_ring[q], tok[q % 2]);
-        }
-      }
+  for (int q = 0; q < D - 1; ++q)
+    if (q < my_tiles) {
+      load_codes(code_ring[q], warp_k + G * q);
+      scale_rows.load(scale_ring[q], scale_k + (warp_k + G * q) * BK, K);
     }
-  } else {
-    // One commit group per tile (empty past the warp's last): before tile j is read, j + D groups
-    // are committed, so wait_group<D - 1> leaves the D - 1 younger ones in flight.
+  if (my_tiles > 0) load_tokens(tok[0], warp_k);
+  for (int j0 = 0; j0 < my_tiles; j0 += D) {
 #pragma unroll
-    for (int q = 0; q < D - 1; ++q) {
-      if (q < my_tiles) issue_copies(q, warp_k + G * q);
-      cp_async_commit();
-    }
-    TileScales scale_ring[2];
-    if (my_tiles > 0) scale_rows.load(scale_ring[0], scale_k + warp_k * BK, K);
-    for (int j0 = 0; j0 < my_tiles; j0 += D) {
-#pragma unroll
-      for (int q = 0; q < D; ++q) {
-        const int j = j0 + q;
-        if (j < my_tiles) {
-          // Stage q + D - 1 is the one tile j - 1 used, which this lane has read.
-          if (j + D - 1 < my_tiles) issue_copies((q + D - 1) % D, warp_k + G * (j + D - 1));
-          cp_async_commit();
-          if (j + 1 < my_tiles) scale_rows.load(scale_ring[(q + 1) % 2], scale_k + (warp_k + G * (j + 1)) * BK, K);
-          cp_async_wait<D - 1>();
-          CodeWords words;
-          TokenFragments tok;
-          read_stage(q, words, tok);
-          compute(words, scale_ring[q % 2], tok);
+    for (int q = 0; q < D; ++q) {
+      const int j = j0 + q;
+      if (j < my_tiles) {
+        if (j + D - 1 < my_tiles) {
+          const int kt = warp_k + G * (j + D - 1);
+          load_codes(code_ring[(q + D - 1) % D], kt);
+          scale_rows.load(scale_ring[(q + D - 1) % D], scale_k + kt * BK, K);
         }
+        if (j + 1 < my_tiles) load_tokens(tok[(q + 1) % 2], warp_k + G * (j + 1));
+        compute(code_ring[q], scale_ring[q], tok[q % 2]);
       }
     }
   }
-  cp_async_wait<0>();
-  __syncthreads();  // every warp is done with its ring: the epilogue reuses the shared memory
 
   // Epilogue: K groups added in group order, then the output tile and its rows (moe_gemm.cuh).
   if constexpr (G > 1) add_k_groups<G, T>(acc, reinterpret_cast<float*>(smem), warp_k, warp_n * 32 + lane);
