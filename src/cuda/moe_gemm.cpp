@@ -294,6 +294,13 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
         tile.producer || tile.stages % 2 != 0 || tile.stages > 8)
       bad("direct (/r) tiles have 8 or 16 tokens, warps 1xNxK, no split K, and 2, 4, 6 or 8 stages (K tiles in "
           "each lane's register ring)");
+    // NOTE: the ring is registers (fully unrolled): a lane holds 16 (4-bit) or 32 (8-bit) bytes per
+    // 16-channel tile and stage; past 256 bytes it would spill (the planner's rings hold 128-256).
+    const bool four_bit = dtype_bits(weight_format_code_dtype(w.format)) == 4;
+    const int64_t ring_bytes = int64_t{tile.block_n / tile.warps_n / 16} * (four_bit ? 16 : 32) * tile.stages;
+    if (ring_bytes > 256)
+      bad("a direct (/r) tile's register ring holds " + std::to_string(ring_bytes) +
+          " bytes of codes per lane (channels per warp / 16 x 16 or 32 bytes x stages); at most 256");
   } else if (tile.producer && !tile.wgmma) {
     if (tile.block_m > 32 || tile.warps_m != 1 || tile.warps_k != 1 || tile.split_k != 1 || tile.stages > 8)
       bad("warp-specialized mma.sync (/p) tiles have up to 32 tokens, warps 1xNx1, at most 8 stages and no split K");

@@ -131,6 +131,10 @@ TEST(GemmTiles, IllegalTilesSayWhy) {
   for (const char* bad_direct : {"32x128/1x4x1/2/r", "8x128/1x4x1/3/r", "8x128/1x4x1/10/r", "8x128/1x4x1/2/k2/r"})
     EXPECT_THAT(reasons(bad_direct), HasSubstr("direct (/r) tiles have")) << bad_direct;
   EXPECT_EQ(reasons("8x64/1x2x2/2/r"), "");  // the ring is per lane: 2 stages with 2 K groups are fine
+  // The register ring: at most 256 bytes of codes per lane (INT4 here: 16 per 16-channel tile and stage).
+  EXPECT_EQ(reasons("8x256/1x2x1/2/r"), "");                   // 8 tiles x 16 x 2 = 256
+  EXPECT_THAT(reasons("8x256/1x2x1/4/r"), HasSubstr("register ring holds 512 bytes"));
+  EXPECT_THAT(reasons("16x256/1x1x1/8/r"), HasSubstr("register ring holds 2048 bytes"));
   EXPECT_EQ(reasons("32x256/1x8x1/4/p"), "");
   EXPECT_THAT(reasons("16x96/1x4x1/4"), HasSubstr("block_n must be 32, 64, 128 or 256"));
   EXPECT_THAT(reasons("16x64/4x1x1/4"), HasSubstr("block_m is not a multiple of 8 x warps_m"));

@@ -2,6 +2,9 @@
 // Predicated vector loads from global memory: read-only (ld.global.nc), zeros where !valid (no
 // access then), either kept out of L1 (streamed weights, read once) or through it (data several
 // warps of a CTA read).
+// NOTE: .nc (the read-only path) assumes nothing writes the data while the kernel runs: true for
+// inputs written by earlier kernels of the same stream; not if a kernel ever overlaps its
+// producer (programmatic dependent launch) or a caller aliases an input with the output.
 // NOTE: NVRTC-safe: no standard headers.
 
 namespace moeq_dev {
