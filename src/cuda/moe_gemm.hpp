@@ -1,7 +1,8 @@
 #pragma once
 // Host side of the quantized MoE GEMM (device/moeq_dev/kernels/moe_gemm.cuh), version 7:
 // mma.sync m16n8k16 (or on sm_90a wgmma: `/w` tiles, and the warp-specialized `/p` tiles of
-// kernels/moe_gemm_ws.cuh) with bf16/f16 activations, a cp.async ring of K tiles, weight codes
+// kernels/moe_gemm_ws.cuh; the direct-load `/r` tiles of kernels/moe_gemm_direct.cuh keep their
+// codes in registers) with bf16/f16 activations, a cp.async ring of K tiles, weight codes
 // in the canonical layout of CONTRACT §4 or the prepared one (moeq::CodeLayout), dequantized
 // into the MMA's A fragments. Enqueues only (no sync, no allocation, no compile after a config's
 // first use): CUDA-graph safe.

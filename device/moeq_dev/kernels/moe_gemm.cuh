@@ -1,8 +1,8 @@
 #pragma once
 // Entry point of the quantized MoE GEMM, version 8 (mma.sync m16n8k16, or wgmma for kWgmma
 // tiles; kProducer tiles with wgmma run the warp-specialized body of kernels/moe_gemm_ws.cuh,
-// kProducer tiles without it this body with a copy warp (MoeGemmShape::kCopyWarp); 16-bit
-// activations):
+// kProducer tiles without it this body with a copy warp (MoeGemmShape::kCopyWarp), kDirect
+// tiles the direct-load body of kernels/moe_gemm_direct.cuh; 16-bit activations):
 //   C[dst(r), n] = round(sum_k A[src(r), k] * W_e[n, k] * accumulator scale + bias_e[n])
 // for the rows r of each M block, whose expert e and row mapping come from the layout:
 //   gather (indexed): block b has expert expert_ids[b] and slots sorted_ids[b*BM + i];

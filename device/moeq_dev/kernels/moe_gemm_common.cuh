@@ -1,7 +1,8 @@
 #pragma once
-// Pieces shared by the two MoE GEMM kernel bodies (kernels/moe_gemm.cuh: one or more warps per
+// Pieces shared by the three MoE GEMM kernel bodies (kernels/moe_gemm.cuh: one or more warps per
 // tile doing everything; kernels/moe_gemm_ws.cuh: a producer warpgroup and two consumer
-// warpgroups): the parameters, the M block's row maps and the epilogue.
+// warpgroups; kernels/moe_gemm_direct.cuh: warps loading their own codes into registers): the
+// parameters, the M block's row maps, the K groups' sums and the epilogue.
 // NOTE: NVRTC-safe: no standard headers.
 #include "moeq_dev/format/weights_fragment.cuh"
 #include "moeq_dev/ptx/cp_async.cuh"
