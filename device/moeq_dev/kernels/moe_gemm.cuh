@@ -383,17 +383,9 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
       for (int nt = 0; nt < kTilesN; ++nt) {
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
-          const int step = 2 * h + q;
           unsigned a[4];
-#pragma unroll
-          for (int pr = 0; pr < 4; ++pr) {
-            if constexpr (kFourBit) {
-              a[pr] = dequant_pair4<Cfg>(words[nt][step], pr, decoded[nt][pr & 1], path);
-            } else {
-              a[pr] = dequant_pair8<Cfg>(words[nt][2 * step + (pr >> 1)], pr & 1, decoded[nt][pr & 1], path);
-            }
-          }
-          multiply(dst[nt], a, base, step, tok, q);
+          prepared_a_fragment<Cfg>(words[nt], 2 * h + q, decoded[nt], path, a);
+          multiply(dst[nt], a, base, 2 * h + q, tok, q);
         }
       }
     }
@@ -426,26 +418,10 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
       load_token_fragments(base, h, tok);
 #pragma unroll
       for (int nt = 0; nt < kTilesN; ++nt) {
-        unsigned lo[4], hi[4];  // channels g and g + 8: (e0, e1), (e2, e3) of step 2h, then step 2h + 1
-        if constexpr (kFourBit) {
-          dequant_word4<Cfg>(code_words[nt][0][h], decoded[nt][0], path, lo);
-          dequant_word4<Cfg>(code_words[nt][1][h], decoded[nt][1], path, hi);
-        } else {
-#pragma unroll
-          for (int q = 0; q < 2; ++q) {
-            unsigned out0[2], out1[2];
-            dequant_word8<Cfg>(code_words[nt][0][2 * h + q], decoded[nt][0], path, out0);
-            dequant_word8<Cfg>(code_words[nt][1][2 * h + q], decoded[nt][1], path, out1);
-            lo[2 * q] = out0[0];
-            lo[2 * q + 1] = out0[1];
-            hi[2 * q] = out1[0];
-            hi[2 * q + 1] = out1[1];
-          }
-        }
-        const unsigned w_step0[4] = {lo[0], hi[0], lo[1], hi[1]};
-        const unsigned w_step1[4] = {lo[2], hi[2], lo[3], hi[3]};
-        multiply(dst[nt], w_step0, base, 2 * h, tok, 0);
-        multiply(dst[nt], w_step1, base, 2 * h + 1, tok, 1);
+        unsigned a[2][4];
+        canonical_a_fragments<Cfg>(code_words[nt][0], code_words[nt][1], h, decoded[nt], path, a);
+        multiply(dst[nt], a[0], base, 2 * h, tok, 0);
+        multiply(dst[nt], a[1], base, 2 * h + 1, tok, 1);
       }
     }
   };
@@ -461,45 +437,15 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     if constexpr (S::kWgmma) wgmma_commit();
   };
 
+  // NOTE: the folded MX path is not taken with wgmma: the vote is per warp, and the 4 warps of a
+  // warpgroup must issue the same wgmma instructions (.sync.aligned); the folded and the plain
+  // multipliers give the same exact values.
+  constexpr bool kVoteFold = Cfg::kPreparedCodes && MxFoldable<Cfg>::value && !S::kWgmma;
   auto compute_stage = [&](int stage, const LaneScale (&scales)[kTilesN][2]) {
     const unsigned base = smem_base + stage * S::kStageBytes;
-    if constexpr (kAccScaleTile) {
-      if (acc_scales) {
-        FragmentScale decoded[kTilesN][2];
-#pragma unroll
-        for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-          for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg, true>(scales[nt][r], p.scaling);
-        float tile_acc[kTilesN][kTilesM][4];
-        zero_accumulators(tile_acc);
-        compute(DequantPath::kUnscaled, base, decoded, tile_acc);
-#pragma unroll
-        for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-          for (int mt = 0; mt < kTilesM; ++mt)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) acc[nt][mt][i] = fmaf(tile_acc[nt][mt][i], decoded[nt][i >> 1].acc_scale, acc[nt][mt][i]);
-        return;
-      }
-    }
-    FragmentScale decoded[kTilesN][2];
-    bool foldable = true;
-#pragma unroll
-    for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        decoded[nt][r] = decode_lane_scale<Cfg>(scales[nt][r], p.scaling);
-        foldable = foldable && decoded[nt][r].foldable;
-      }
-    constexpr DequantPath kWeightsPath = WeightsPath<Cfg>::value;
-    // NOTE: not with wgmma: the vote is per warp, and the 4 warps of a warpgroup must issue the
-    // same wgmma instructions (.sync.aligned); the folded and the plain multipliers give the
-    // same exact values.
-    if (Cfg::kPreparedCodes && MxFoldable<Cfg>::value && !S::kWgmma && __all_sync(0xFFFFFFFFu, foldable)) {
-      compute(DequantPath::kFolded, base, decoded, acc);
-    } else {
-      compute(kWeightsPath, base, decoded, acc);
-    }
+    multiply_scaled_tile<Cfg, kAccScaleTile, kVoteFold>(scales, p.scaling, acc_scales, acc,
+                                         [&](DequantPath path, const FragmentScale (&decoded)[kTilesN][2],
+                                             float (&dst)[kTilesN][kTilesM][4]) { compute(path, base, decoded, dst); });
   };
 
   // The shared ring (the else branch below; every warp copies): kSteps steps of G tiles; step j

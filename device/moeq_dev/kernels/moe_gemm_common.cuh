@@ -2,7 +2,8 @@
 // Pieces shared by the three MoE GEMM kernel bodies (kernels/moe_gemm.cuh: one or more warps per
 // tile doing everything; kernels/moe_gemm_ws.cuh: a producer warpgroup and two consumer
 // warpgroups; kernels/moe_gemm_direct.cuh: warps loading their own codes into registers): the
-// parameters, the M block's row maps, the K groups' sums and the epilogue.
+// parameters, the M block's row maps, a K tile's A fragments and scale paths (mma.sync bodies),
+// the K groups' sums and the epilogue.
 // NOTE: NVRTC-safe: no standard headers.
 #include "moeq_dev/format/weights_fragment.cuh"
 #include "moeq_dev/ptx/cp_async.cuh"
@@ -49,6 +50,95 @@ __device__ __forceinline__ void zero_accumulators(float (&acc)[kTilesN][kTilesM]
     for (int mt = 0; mt < kTilesM; ++mt)
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[nt][mt][i] = 0.0f;
+}
+
+// The A fragment of k16 step `step` of one 16-channel tile (fragment rows g and g + 8) from a
+// lane's prepared code words of a K tile (format/prepared.cuh; 4-bit: one word per step, 8-bit:
+// two), dequantized along `path`.
+template <class Cfg, int kWords>
+__device__ __forceinline__ void prepared_a_fragment(const unsigned (&words)[kWords], int step,
+                                                    const FragmentScale (&decoded)[2], DequantPath path,
+                                                    unsigned (&a)[4]) {
+#pragma unroll
+  for (int pr = 0; pr < 4; ++pr) {
+    if constexpr (WeightFormatTraits<Cfg::kFormat>::kCodeBits == 4) {
+      a[pr] = dequant_pair4<Cfg>(words[step], pr, decoded[pr & 1], path);
+    } else {
+      a[pr] = dequant_pair8<Cfg>(words[2 * step + (pr >> 1)], pr & 1, decoded[pr & 1], path);
+    }
+  }
+}
+
+// The A fragments of k16 steps 2h and 2h + 1 of one 16-channel tile from canonical code words:
+// row g's `row0` and row g + 8's `row1` of a K tile (4-bit: 2 words per row, 8-bit: 4).
+template <class Cfg, int kRowWords>
+__device__ __forceinline__ void canonical_a_fragments(const unsigned (&row0)[kRowWords], const unsigned (&row1)[kRowWords],
+                                                      int h, const FragmentScale (&decoded)[2], DequantPath path,
+                                                      unsigned (&a)[2][4]) {
+  unsigned lo[4], hi[4];  // rows g and g + 8: (e0, e1), (e2, e3) of step 2h, then of step 2h + 1
+  if constexpr (kRowWords == 2) {
+    dequant_word4<Cfg>(row0[h], decoded[0], path, lo);
+    dequant_word4<Cfg>(row1[h], decoded[1], path, hi);
+  } else {
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      unsigned out0[2], out1[2];
+      dequant_word8<Cfg>(row0[2 * h + q], decoded[0], path, out0);
+      dequant_word8<Cfg>(row1[2 * h + q], decoded[1], path, out1);
+      lo[2 * q] = out0[0], lo[2 * q + 1] = out0[1], hi[2 * q] = out1[0], hi[2 * q + 1] = out1[1];
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < 2; ++q) {
+    a[q][0] = lo[2 * q], a[q][1] = hi[2 * q], a[q][2] = lo[2 * q + 1], a[q][3] = hi[2 * q + 1];
+  }
+}
+
+// One K tile with its scales, for the mma.sync bodies. The scale goes on the fp32 accumulators
+// where kAccScaleTile (the tile can: AccumulatorScaled formats) and `acc_scales` (it does: the
+// tile's products into a zeroed tile accumulator, then acc += products x scale), else on the weights: one folded MX multiplier when
+// kVoteFold (prepared codes) and every lane of the warp can fold, else the format's weights path.
+// multiply(path, decoded, dst) dequantizes along `path` and adds the tile's products to dst.
+// PERF: `path` is a constant at each call, so each inlined copy of the dequantization has no
+// branch per pair (a run-time flag per pair cost INT4 5-7%: docs/perf-notes.md v3, runs 10-11).
+template <class Cfg, bool kAccScaleTile, bool kVoteFold, int kTilesN, int kTilesM, class Multiply>
+__device__ __forceinline__ void multiply_scaled_tile(const LaneScale (&scales)[kTilesN][2], const WeightScaling& scaling,
+                                                     bool acc_scales, float (&acc)[kTilesN][kTilesM][4],
+                                                     Multiply&& multiply) {
+  FragmentScale decoded[kTilesN][2];
+  if constexpr (kAccScaleTile) {
+    if (acc_scales) {
+#pragma unroll
+      for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg, true>(scales[nt][r], scaling);
+      float tile_acc[kTilesN][kTilesM][4];
+      zero_accumulators(tile_acc);
+      multiply(DequantPath::kUnscaled, decoded, tile_acc);
+#pragma unroll
+      for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+        for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[nt][mt][i] = fmaf(tile_acc[nt][mt][i], decoded[nt][i >> 1].acc_scale, acc[nt][mt][i]);
+      return;
+    }
+  }
+  bool foldable = true;
+#pragma unroll
+  for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      decoded[nt][r] = decode_lane_scale<Cfg>(scales[nt][r], scaling);
+      foldable = foldable && decoded[nt][r].foldable;
+    }
+  if constexpr (kVoteFold) {
+    if (__all_sync(0xFFFFFFFFu, foldable)) {
+      multiply(DequantPath::kFolded, decoded, acc);
+      return;
+    }
+  }
+  multiply(WeightsPath<Cfg>::value, decoded, acc);
 }
 
 // K groups (warps taking turns over the K tiles): groups 1.. hand their accumulators to group 0

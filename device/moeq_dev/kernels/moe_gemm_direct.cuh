@@ -147,6 +147,8 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   float acc[kTilesN][kTilesM][4];
   zero_accumulators(acc);
 
+  // One K tile's products: dequantization and MMAs as kernels/moe_gemm.cuh (same helpers, same K
+  // order), the token fragments from registers.
   auto multiply = [&](DequantPath path, const CodeWords& words, const FragmentScale (&decoded)[kTilesN][2],
                       const TokenFragments& tok, float (&dst)[kTilesN][kTilesM][4]) {
 #pragma unroll
@@ -156,31 +158,11 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
         unsigned a[2][4];  // A fragments of steps 2h and 2h + 1
         if constexpr (Cfg::kPreparedCodes) {
 #pragma unroll
-          for (int q = 0; q < 2; ++q)
-#pragma unroll
-            for (int pr = 0; pr < 4; ++pr) {
-              const int step = 2 * h + q;
-              a[q][pr] = kFourBit ? dequant_pair4<Cfg>(words[nt][step], pr, decoded[nt][pr & 1], path)
-                                  : dequant_pair8<Cfg>(words[nt][2 * step + (pr >> 1)], pr & 1, decoded[nt][pr & 1], path);
-            }
+          for (int q = 0; q < 2; ++q) prepared_a_fragment<Cfg>(words[nt], 2 * h + q, decoded[nt], path, a[q]);
         } else {
-          unsigned lo[4], hi[4];  // rows g and g + 8: (e0, e1), (e2, e3) of step 2h, then of step 2h + 1
-          if constexpr (kFourBit) {
-            dequant_word4<Cfg>(words[nt][h], decoded[nt][0], path, lo);
-            dequant_word4<Cfg>(words[nt][2 + h], decoded[nt][1], path, hi);
-          } else {
-#pragma unroll
-            for (int q = 0; q < 2; ++q) {
-              unsigned out0[2], out1[2];
-              dequant_word8<Cfg>(words[nt][2 * h + q], decoded[nt][0], path, out0);
-              dequant_word8<Cfg>(words[nt][4 + 2 * h + q], decoded[nt][1], path, out1);
-              lo[2 * q] = out0[0], lo[2 * q + 1] = out0[1], hi[2 * q] = out1[0], hi[2 * q + 1] = out1[1];
-            }
-          }
-#pragma unroll
-          for (int q = 0; q < 2; ++q) {
-            a[q][0] = lo[2 * q], a[q][1] = hi[2 * q], a[q][2] = lo[2 * q + 1], a[q][3] = hi[2 * q + 1];
-          }
+          using RowWords = const unsigned(&)[2][kWords / 2];  // rows g and g + 8
+          canonical_a_fragments<Cfg>(reinterpret_cast<RowWords>(words[nt])[0], reinterpret_cast<RowWords>(words[nt])[1],
+                                     h, decoded[nt], path, a);
         }
 #pragma unroll
         for (int q = 0; q < 2; ++q)
@@ -189,43 +171,13 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
             mma_m16n8k16<Cfg::kActBf16>(dst[nt][mt], a[q], tok[mt][h][2 * q], tok[mt][h][2 * q + 1]);
       }
   };
-
-  // One K tile, with its scales on the accumulators or on the weights (kernels/moe_gemm.cuh
-  // compute_stage: same paths, same vote).
+  constexpr bool kVoteFold = Cfg::kPreparedCodes && MxFoldable<Cfg>::value;
   auto compute = [&](const CodeWords& words, const TileScales& scales, const TokenFragments& tok) {
-    if constexpr (kAccScaleTile) {
-      if (acc_scales) {
-        FragmentScale decoded[kTilesN][2];
-#pragma unroll
-        for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-          for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg, true>(scales[nt][r], p.scaling);
-        float tile_acc[kTilesN][kTilesM][4];
-        zero_accumulators(tile_acc);
-        multiply(DequantPath::kUnscaled, words, decoded, tok, tile_acc);
-#pragma unroll
-        for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-          for (int mt = 0; mt < kTilesM; ++mt)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) acc[nt][mt][i] = fmaf(tile_acc[nt][mt][i], decoded[nt][i >> 1].acc_scale, acc[nt][mt][i]);
-        return;
-      }
-    }
-    FragmentScale decoded[kTilesN][2];
-    bool foldable = true;
-#pragma unroll
-    for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        decoded[nt][r] = decode_lane_scale<Cfg>(scales[nt][r], p.scaling);
-        foldable = foldable && decoded[nt][r].foldable;
-      }
-    if (Cfg::kPreparedCodes && MxFoldable<Cfg>::value && __all_sync(0xFFFFFFFFu, foldable)) {
-      multiply(DequantPath::kFolded, words, decoded, tok, acc);
-    } else {
-      multiply(WeightsPath<Cfg>::value, words, decoded, tok, acc);
-    }
+    multiply_scaled_tile<Cfg, kAccScaleTile, kVoteFold>(
+        scales, p.scaling, acc_scales, acc,
+        [&](DequantPath path, const FragmentScale (&decoded)[kTilesN][2], float (&dst)[kTilesN][kTilesM][4]) {
+          multiply(path, words, decoded, tok, dst);
+        });
   };
 
   // K group warp_k takes the tiles warp_k, warp_k + G, ...: tile j of this warp is warp_k + G j.
