@@ -1,18 +1,30 @@
 # Shared steps of the per-session device evidence scripts (v9_evidence.sh, v11_evidence.sh), sourced
 # by them: the set-up, and the correctness half of the call. Each script names its own tiles, the
 # baseline kernels it warms and the cases it times.
-# NOTE: sourced, not run: it sets base, build, out and t0 in the caller's shell.
+# NOTE: sourced, not run: it sets base, build, out and t0 in the caller's shell (device_setup and
+# warm_tiles serve the sweep scripts too).
 
-# evidence_setup BASE_MOEQ BUILD: the variables, the output folder and the kernel cache, warmed for
-# BUILD on every core.
-evidence_setup() {
+# device_setup BUILD: build, out and t0, the output folder and the kernel cache's place.
+device_setup() {
   set -u
-  base="$1"
-  build="$2"
+  build="$1"
   out="${OUT:-/tmp/moeq-out}"
   mkdir -p "$out"
   export MOEQ_CACHE_DIR="${MOEQ_CACHE_DIR:-$PWD/.cache-device}"
   t0=$(date +%s)
+}
+
+# warm_tiles "SCHEME ..." "TILE ...": compiles those GEMM kernels (tiny preset, sm_90a) on 16 cores.
+warm_tiles() {
+  for s in $1; do for t in $2; do echo "--preset tiny --scheme $s --tile $t"; done; done |
+    xargs -P 16 -L 1 sh -c "\"$build/moeq\" compile --arch sm_90a \$0 \"\$@\" | tail -1" >"$out/warm.txt" 2>&1
+  echo "warm rc=$? $(($(date +%s) - t0)) s"
+}
+
+# evidence_setup BASE_MOEQ BUILD: device_setup, and the kernel cache warmed for BUILD on every core.
+evidence_setup() {
+  base="$1"
+  device_setup "$2"
   "$(dirname "${BASH_SOURCE[0]}")/warm_parallel.sh" "$build/moeq" 16 >"$out/warm.txt" 2>&1
   echo "warm rc=$? $(($(date +%s) - t0)) s"
 }

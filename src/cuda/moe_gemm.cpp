@@ -156,10 +156,15 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   //   109.0 -> 95.9 (93% / 97% of copy); GEMM2 3-10% faster. Few rows: 8x64/1x2x2/4/r (2 K groups)
   //   against 8x32/1x1x4/16: DeepSeek-V3 M = 1 GEMM1 INT4 64.0 -> 51.6, MXFP4 68.1 -> 43.6, FP8-block
   //   88.5 -> 79.2; Qwen3 M = 2 21.1 -> 17.2, 21.0 -> 14.4, 26.3 -> 17.9.
+  // - GEMM v14: the few-rows tile takes a ring of 2 (8x64/1x2x2/2/r: 95 registers for prepared INT4
+  //   against 127 with 4; bench/results/2026-12-01-h200-gemm-v14.md, calls B-C): Qwen3 M = 1
+  //   GEMM1 INT4 15.1 -> 12.9 us, M = 2 17.1 -> 14.7, MXFP4 and FP8-block within 3% (12.5 -> 12.9
+  //   at M = 1 the worst), GEMM2 FP8-block M = 2 14.8 -> 10.7; DeepSeek-V3 M = 1 GEMM1 FP8-block
+  //   79.4 -> 59.6, INT4 51.6 -> 43.9, MXFP4 43.4 either way.
   const bool four_bit = dtype_bits(weight_format_code_dtype(format)) == 4;
   const char* text;
   if (block_m <= 8) {
-    text = num_slots <= kFewRoutedRows ? "8x64/1x2x2/4/r" : "8x128/1x4x1/2/r";
+    text = num_slots <= kFewRoutedRows ? "8x64/1x2x2/2/r" : "8x128/1x4x1/2/r";
   } else if (block_m <= 16) {
     if (num_slots <= kFewRoutedRows) {
       text = format == WeightFormat::int4 ? "16x64/1x4x2/8" : "16x64/1x4x4/8";
@@ -230,7 +235,7 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            "8x128/1x4x1/4/p", "8x128/1x4x1/6/p", "8x256/1x8x1/6/p", "16x64/1x4x1/4/p", "16x64/1x4x1/6/p",
                            "16x64/1x4x1/8/p", "16x128/1x8x1/6/p", "32x128/1x8x1/4/p", "8x128/1x8x1/4/p",
                            // direct loads into registers (GEMM v13)
-                           "8x128/1x4x1/2/r", "8x128/1x4x1/4/r", "8x64/1x2x2/4/r", "8x256/1x8x1/4/r", "8x64/1x4x1/2/r",
+                           "8x128/1x4x1/2/r", "8x128/1x4x1/4/r", "8x64/1x2x2/4/r", "8x64/1x2x2/2/r", "8x256/1x8x1/4/r", "8x64/1x4x1/2/r",
                            "16x128/1x4x1/2/r"})
     tiles.push_back(parse_gemm_tile(text));
   return tiles;
