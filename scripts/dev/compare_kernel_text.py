@@ -3,13 +3,15 @@
 
 A refactor of device code that should not change the generated code is proven here, offline: dump
 the same kernels before and after (`MOEQ_DUMP_DIR=D moeq compile --arch sm_90a --preset tiny
---scheme S --tile T ...`), then `compare_kernel_text.py BEFORE AFTER`. Kernels are matched by
-their generated source (the config), and compared by their ELF `.text*` sections only: the rest
-of a cubin (symbols, the embedded source hash) changes with any edit.
+--scheme S --tile T ...`), then `compare_kernel_text.py BEFORE AFTER [--ignore REGEX ...]`. Kernels are matched by
+their generated source (the config; lines matching an --ignore pattern left out, e.g. a config field the
+change adds with its old meaning), and compared by their ELF `.text*` sections only: the rest of a
+cubin (symbols, the embedded source hash) changes with any edit.
 """
 import glob
 import hashlib
 import os
+import re
 import struct
 import sys
 
@@ -28,17 +30,20 @@ def text_sections(path):
     return sections
 
 
-def kernels(folder):
+def kernels(folder, ignore):
     found = {}
     for source in glob.glob(os.path.join(folder, "**", "moeq_moe_gemm.*.cu"), recursive=True):
         cubin = source[:-3] + ".cubin"
         if os.path.exists(cubin):
-            found[hashlib.sha256(open(source, "rb").read()).hexdigest()] = (source, text_sections(cubin))
+            lines = [line for line in open(source).read().split("\n") if not any(re.search(p, line) for p in ignore)]
+            found[hashlib.sha256("\n".join(lines).encode()).hexdigest()] = (source, text_sections(cubin))
     return found
 
 
 def main():
-    before, after = kernels(sys.argv[1]), kernels(sys.argv[2])
+    args = sys.argv[1:]
+    ignore = [args[i + 1] for i in range(len(args) - 1) if args[i] == "--ignore"]
+    before, after = kernels(args[0], ignore), kernels(args[1], ignore)
     common = sorted(set(before) & set(after))
     changed = [key for key in common if before[key][1] != after[key][1]]
     for key in changed:
