@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compares the machine code of the GEMM kernels of two dump folders, config by config.
+"""Compares the machine code of the kernels of two dump folders, config by config.
 
 A refactor of device code that should not change the generated code is proven here, offline: dump
 the same kernels before and after (`MOEQ_DUMP_DIR=D moeq compile --arch sm_90a --preset tiny
@@ -32,7 +32,7 @@ def text_sections(path):
 
 def kernels(folder, ignore):
     found = {}
-    for source in glob.glob(os.path.join(folder, "**", "moeq_moe_gemm.*.cu"), recursive=True):
+    for source in glob.glob(os.path.join(folder, "**", "moeq_*.cu"), recursive=True):
         cubin = source[:-3] + ".cubin"
         if os.path.exists(cubin):
             lines = [line for line in open(source).read().split("\n") if not any(re.search(p, line) for p in ignore)]

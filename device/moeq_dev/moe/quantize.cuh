@@ -124,19 +124,25 @@ __device__ __forceinline__ void quantize_fp8_token_rows(const unsigned short* in
     const unsigned short* src = in + row * in_row_stride;
     unsigned char* dst = codes + row * static_cast<long long>(cols);
     HalfVec<kVec> slot[kFp8TokenSlots];
+    // Every vector of this thread's part of the row, in slot order: body(vector, index), the
+    // vector read from memory on the first pass over the row (`first_read`) and on every pass of
+    // a row longer than the slots hold, else kept in its slot.
+    auto for_each_vec = [&](bool first_read, auto&& body) {
+      for (int pass = 0; pass < num_passes; ++pass) {
+#pragma unroll
+        for (int s = 0; s < kFp8TokenSlots; ++s) {
+          const int v = pass * pass_vecs + s * group_threads + t;
+          if (row_ok && v < num_vecs) {
+            if (first_read || num_passes > 1) slot[s] = load_half_vec<kVec>(src + static_cast<long long>(v) * kVec);
+            body(slot[s], v);
+          }
+        }
+      }
+    };
     // PERF: the amax pass is an integer max of magnitude bits (1.5 instructions per 8 elements
     // with max.u16x2) and one redux per warp; it also flags +-inf / NaN rows.
     unsigned bits = 0;
-    for (int pass = 0; pass < num_passes; ++pass) {
-#pragma unroll
-      for (int s = 0; s < kFp8TokenSlots; ++s) {
-        const int v = pass * pass_vecs + s * group_threads + t;
-        if (row_ok && v < num_vecs) {
-          slot[s] = load_half_vec<kVec>(src + static_cast<long long>(v) * kVec);
-          bits = max(bits, abs_max_bits<kVec>(slot[s]));
-        }
-      }
-    }
+    for_each_vec(true, [&](const HalfVec<kVec>& x, int) { bits = max(bits, abs_max_bits<kVec>(x)); });
     bits = __reduce_max_sync(0xFFFFFFFFu, bits);
     bool special = bits >= kHalfInfBits<kBf16>;
     if (warps_per_row > 1) {
@@ -154,46 +160,31 @@ __device__ __forceinline__ void quantize_fp8_token_rows(const unsigned short* in
       const float scale = __fdiv_rn(fmaxf(half_bits_to_f32<kBf16>(bits), kFp8TokenMinAmax), kE4m3MaxValue);
       const float inv_scale = __frcp_rn(scale);
       if (row_ok && t == 0) scales[row] = scale;
-      for (int pass = 0; pass < num_passes; ++pass) {
+      for_each_vec(false, [&](const HalfVec<kVec>& x, int v) {
+        float f[kVec];
+        unpack_half_vec<kBf16, kVec>(x, f);
 #pragma unroll
-        for (int s = 0; s < kFp8TokenSlots; ++s) {
-          const int v = pass * pass_vecs + s * group_threads + t;
-          if (row_ok && v < num_vecs) {
-            if (num_passes > 1) slot[s] = load_half_vec<kVec>(src + static_cast<long long>(v) * kVec);
-            float f[kVec];
-            unpack_half_vec<kBf16, kVec>(slot[s], f);
+        for (int i = 0; i < kVec; ++i) f[i] = div_rn_by_scale(f[i], scale, inv_scale);
+        if constexpr (kVec == 8) {
+          unsigned w[2];
 #pragma unroll
-            for (int i = 0; i < kVec; ++i) f[i] = div_rn_by_scale(f[i], scale, inv_scale);
-            if constexpr (kVec == 8) {
-              unsigned w[2];
-#pragma unroll
-              for (int i = 0; i < 2; ++i)
-                w[i] = f32x2_to_e4m3x2_no_nan(f[4 * i], f[4 * i + 1]) |
-                       (f32x2_to_e4m3x2_no_nan(f[4 * i + 2], f[4 * i + 3]) << 16);
-              *reinterpret_cast<uint2*>(dst + static_cast<long long>(v) * kVec) = make_uint2(w[0], w[1]);
-            } else {
-              dst[v] = static_cast<unsigned char>(f32x2_to_e4m3x2_no_nan(f[0], 0.0f) & 0xFFu);
-            }
-          }
+          for (int i = 0; i < 2; ++i)
+            w[i] = f32x2_to_e4m3x2_no_nan(f[4 * i], f[4 * i + 1]) | (f32x2_to_e4m3x2_no_nan(f[4 * i + 2], f[4 * i + 3]) << 16);
+          *reinterpret_cast<uint2*>(dst + static_cast<long long>(v) * kVec) = make_uint2(w[0], w[1]);
+        } else {
+          dst[v] = static_cast<unsigned char>(f32x2_to_e4m3x2_no_nan(f[0], 0.0f) & 0xFFu);
         }
-      }
+      });
       continue;
     }
     // A row of the block holds +-inf or NaN: the reference's arithmetic (fmaxf amax skips NaN,
     // IEEE division, NaN codes keep the input's sign).
     float amax = 0.0f;
-    for (int pass = 0; pass < num_passes; ++pass) {
-#pragma unroll
-      for (int s = 0; s < kFp8TokenSlots; ++s) {
-        const int v = pass * pass_vecs + s * group_threads + t;
-        if (row_ok && v < num_vecs) {
-          if (num_passes > 1) slot[s] = load_half_vec<kVec>(src + static_cast<long long>(v) * kVec);
-          float f[kVec];
-          unpack_half_vec<kBf16, kVec>(slot[s], f);
-          amax = fmaxf(amax, abs_max(f));
-        }
-      }
-    }
+    for_each_vec(false, [&](const HalfVec<kVec>& x, int) {
+      float f[kVec];
+      unpack_half_vec<kBf16, kVec>(x, f);
+      amax = fmaxf(amax, abs_max(f));
+    });
     amax = warp_max(amax, 32);
     if (warps_per_row > 1) {
       if (threadIdx.x % 32 == 0) partial_amax[warp] = amax;
@@ -203,18 +194,11 @@ __device__ __forceinline__ void quantize_fp8_token_rows(const unsigned short* in
     }
     const float scale = __fdiv_rn(fmaxf(amax, kFp8TokenMinAmax), kE4m3MaxValue);
     if (row_ok && t == 0) scales[row] = scale;
-    for (int pass = 0; pass < num_passes; ++pass) {
-#pragma unroll
-      for (int s = 0; s < kFp8TokenSlots; ++s) {
-        const int v = pass * pass_vecs + s * group_threads + t;
-        if (row_ok && v < num_vecs) {
-          if (num_passes > 1) slot[s] = load_half_vec<kVec>(src + static_cast<long long>(v) * kVec);
-          float f[kVec];
-          unpack_half_vec<kBf16, kVec>(slot[s], f);
-          store_e4m3<true, kVec>(dst + static_cast<long long>(v) * kVec, f, scale);
-        }
-      }
-    }
+    for_each_vec(false, [&](const HalfVec<kVec>& x, int v) {
+      float f[kVec];
+      unpack_half_vec<kBf16, kVec>(x, f);
+      store_e4m3<true, kVec>(dst + static_cast<long long>(v) * kVec, f, scale);
+    });
   }
 }
 
