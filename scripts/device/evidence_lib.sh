@@ -14,10 +14,11 @@ device_setup() {
   t0=$(date +%s)
 }
 
-# warm_tiles "SCHEME ..." "TILE ...": compiles those GEMM kernels (tiny preset, sm_90a) on 16 cores.
+# warm_tiles "SCHEME ..." "TILE ..." ["PRESET ..."]: compiles those GEMM kernels (sm_90a; the tiny
+# preset unless others are named) on 16 cores, appending to warm.txt.
 warm_tiles() {
-  for s in $1; do for t in $2; do echo "--preset tiny --scheme $s --tile $t"; done; done |
-    xargs -P 16 -L 1 sh -c "\"$build/moeq\" compile --arch sm_90a \$0 \"\$@\" | tail -1" >"$out/warm.txt" 2>&1
+  for p in ${3:-tiny}; do for s in $1; do for t in $2; do echo "--preset $p --scheme $s --tile $t"; done; done; done |
+    xargs -P 16 -L 1 sh -c "\"$build/moeq\" compile --arch sm_90a \$0 \"\$@\" | tail -1" >>"$out/warm.txt" 2>&1
   echo "warm rc=$? $(($(date +%s) - t0)) s"
 }
 

@@ -5,12 +5,9 @@
 # scheme, both code layouts, gather and masked), then GEMM1 and GEMM2 for INT4, MXFP4 and
 # FP8-block, all tiles in one process per scheme and preset, two rounds.
 # Usage: v13_direct.sh MOEQ_BUILD   (env OUT; TEST_TILES, TILES, M, PRESET, EXTRA: see below)
-set -u
-build="$1"
-out="${OUT:-/tmp/moeq-out}"
-mkdir -p "$out"
-export MOEQ_CACHE_DIR="${MOEQ_CACHE_DIR:-$PWD/.cache-device}"
-t0=$(date +%s)
+# shellcheck source=scripts/device/evidence_lib.sh
+source "$(dirname "$0")/evidence_lib.sh"
+device_setup "$1"
 test_tiles="${TEST_TILES:-8x128/1x4x1/2/r 8x128/1x4x1/4/r 8x64/1x2x2/4/r 8x256/1x8x1/4/r}"
 tiles="${TILES:-8x128/1x4x1/4/p 8x128/1x8x1/4/p 8x32/1x1x4/16 $test_tiles}"
 ms="${M:-1 4 16 64}"
@@ -18,9 +15,7 @@ preset="${PRESET:-qwen3-30b-a3b}"
 # EXTRA: "PRESET|M|TILES" cases timed after the main ones (one per line).
 extra="${EXTRA:-}"
 all_tiles="$tiles $(echo "$extra" | cut -d'|' -f3 | tr '\n' ' ')"
-for s in int4-g128 mxfp4 fp8-block; do for t in $(echo $all_tiles | tr ' ' '\n' | sort -u); do echo "--preset tiny --scheme $s --tile $t"; done; done |
-  xargs -P 16 -L 1 sh -c "\"$build/moeq\" compile --arch sm_90a \$0 \"\$@\" | tail -1" >"$out/warm.txt" 2>&1
-echo "warm rc=$? $(($(date +%s) - t0)) s"
+warm_tiles "int4-g128 mxfp4 fp8-block" "$(echo $all_tiles | tr ' ' '\n' | sort -u | tr '\n' ' ')"
 if [ -n "$test_tiles" ]; then
   MOEQ_TEST_TILES="$test_tiles" timeout 300 "$build/moeq_gpu_tests" --gtest_filter='MoeGemmGpu.*' >"$out/gpu_tests.txt" 2>&1
   echo "gpu tests rc=$? $(($(date +%s) - t0)) s"

@@ -4,19 +4,12 @@
 # and the warm-up test (last); the planner's small-M GEMMs on Qwen3-30B-A3B (two rounds) with the
 # copy-warp tiles they replace, M = 4 against its tiles, gpt-oss-120b and DeepSeek-V3 (one round).
 # Usage: v13_final.sh MOEQ_BUILD   (env OUT)
-set -u
-build="$1"
-out="${OUT:-/tmp/moeq-out}"
-mkdir -p "$out"
-export MOEQ_CACHE_DIR="${MOEQ_CACHE_DIR:-$PWD/.cache-device}"
-t0=$(date +%s)
+# shellcheck source=scripts/device/evidence_lib.sh
+source "$(dirname "$0")/evidence_lib.sh"
+evidence_setup "$1" "$1"
 direct="8x128/1x4x1/2/r 8x128/1x4x1/4/r 8x64/1x2x2/4/r 8x256/1x8x1/4/r 8x64/1x4x1/2/r 16x128/1x4x1/2/r"
 old="8x128/1x4x1/4/p 8x128/1x8x1/4/p 8x32/1x1x4/16"
-"$(dirname "$0")/warm_parallel.sh" "$build/moeq" 16 >"$out/warm.txt" 2>&1
-for p in qwen3-30b-a3b gpt-oss-120b deepseek-v3; do for s in int4-g128 mxfp4 fp8-block; do
-  echo "--preset $p --scheme $s --tile $old"; done; done |
-  xargs -P 16 -L 1 sh -c "\"$build/moeq\" compile --arch sm_90a \$0 \"\$@\" | tail -1" >>"$out/warm.txt" 2>&1
-echo "warm rc=$? $(($(date +%s) - t0)) s"
+warm_tiles "int4-g128 mxfp4 fp8-block" "$old" "qwen3-30b-a3b gpt-oss-120b deepseek-v3"
 MOEQ_TEST_TILES="$direct" timeout 300 "$build/moeq_gpu_tests" >"$out/gpu_tests.txt" 2>&1
 echo "gpu tests rc=$? $(($(date +%s) - t0)) s"
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|Failure" "$out/gpu_tests.txt" | head

@@ -55,7 +55,7 @@ constexpr int64_t kTileForAnyRows = int64_t{1} << 62;
 // PERF: 16 (M <= 2 at top_k 8) since GEMM v13 (bench/results/2026-12-01-h200-gemm-v13.md): at
 // Qwen3 M = 4 (32 rows) 8x128/1x4x1/2/r takes 5-26% less time than the K-group tile 8x64/1x2x2/4/r
 // (call D) and 5-14% less than 8x64/1x2x2/2/r (GEMM v14, call B of
-// bench/results/2026-12-01-h200-gemm-v14.md); at M = 2 the K-group tile 8x64/1x2x2/2/r takes 0-28% less.
+// bench/results/2026-12-01-h200-gemm-v14.md); at M = 2 the K-group tile 8x64/1x2x2/2/r takes 14-32% less.
 constexpr int64_t kFewRoutedRows = 16;
 // Every tile gemm_tile_for can return for the format (each once): what tests/jit, `moeq
 // compile` and the candidate list must cover.
