@@ -22,6 +22,20 @@ warm_tiles() {
   echo "warm rc=$? $(($(date +%s) - t0)) s"
 }
 
+# sweep_cases "PRESET|M ...|TILE ..." lines: GEMM1 and GEMM2 of INT4, MXFP4 and FP8-block on those
+# tiles with $build, one process per scheme and line, appending to sweep.txt.
+sweep_cases() {
+  echo "$1" | while IFS='|' read -r p m tiles; do
+    [ -z "$p" ] && continue
+    for s in int4-g128 mxfp4 fp8-block; do
+      # shellcheck disable=SC2086
+      timeout 100 "$build/moeq" bench --trials 5 --kernel gemm1 gemm2 --preset $p --scheme $s -M $m --tile $tiles \
+        >>"$out/sweep.txt" 2>&1
+    done
+    echo "sweep $p rc=$? $(($(date +%s) - t0)) s"
+  done
+}
+
 # evidence_setup BASE_MOEQ BUILD: device_setup, and the kernel cache warmed for BUILD on every core.
 evidence_setup() {
   base="$1"

@@ -101,8 +101,15 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   const int64_t out_stride = out.row_stride > 0 ? out.row_stride : K;
   const int64_t routed_rows =
       shape.layout == Layout::masked ? d.num_experts * shape.max_tokens_per_expert : shape.num_tokens * d.top_k;
-  const cuda::GemmTile tile = cuda::gemm_tile_for(d.weight_format, static_cast<int>(shape.block_m),
-                                                  shape.batch_invariant ? cuda::kTileForAnyRows : routed_rows);
+  // Each GEMM's own tile (the same block size, so one routing serves both): where few rows make
+  // few CTAs over a GEMM's channels, that GEMM takes more K groups (gemm_few_ctas).
+  const int num_sms = cuda::current_device_info().num_sms;
+  auto tile_of = [&](int64_t n) {
+    return cuda::gemm_tile_for(d.weight_format, static_cast<int>(shape.block_m),
+                               shape.batch_invariant ? cuda::kTileForAnyRows : routed_rows,
+                               cuda::gemm_few_ctas(routed_rows, n, num_sms));
+  };
+  const cuda::GemmTile tile = tile_of(N13);
   // The caller's error word accumulates (the caller clears it); the workspace's is cleared per call.
   CUdeviceptr error_flags = dptr(in.error_word);
   if (error_flags == 0) {
@@ -119,6 +126,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   g1.c = buffer("gate_up_output");
   g1.c_row_stride = N13;
   cuda::MoeGemmArgs g2 = g1;
+  g2.tile = tile_of(K);
   g2.weights_desc = d.w2();
   g2.weights = device_weights(w2);
   g2.prepared_codes = w2.code_layout == CodeLayout::prepared;

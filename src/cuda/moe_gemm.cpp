@@ -103,7 +103,11 @@ std::string GemmTile::to_string() const {
   return s.str();
 }
 
-GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
+bool gemm_few_ctas(int64_t num_slots, int64_t n, int num_sms) {
+  return num_slots <= kFewRoutedRows && 2 * num_slots * ((n + 63) / 64) < 5 * int64_t{num_sms};
+}
+
+GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool few_ctas) {
   // PERF: the fastest candidate per regime on the H200, Qwen3-30B-A3B GEMM1 (GEMM v4 sweeps,
   // bench/results/2026-11-30-h200-gemm-v4.md, docs/perf-notes.md):
   // - few routed rows (<= kFewRoutedRows, e.g. M = 1-4 at top_k 8) in 8-row blocks: few CTAs,
@@ -161,10 +165,11 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots) {
   //   GEMM1 INT4 15.1 -> 12.9 us, M = 2 17.1 -> 14.7, MXFP4 and FP8-block within 3% (12.5 -> 12.9
   //   at M = 1 the worst), GEMM2 FP8-block M = 2 14.8 -> 10.7; DeepSeek-V3 M = 1 GEMM1 FP8-block
   //   79.4 -> 59.6, INT4 51.6 -> 43.9, MXFP4 43.4 either way.
+  // - GEMM v15: where those few rows make few CTAs (gemm_few_ctas), 32 channels in 4 K groups.
   const bool four_bit = dtype_bits(weight_format_code_dtype(format)) == 4;
   const char* text;
   if (block_m <= 8) {
-    text = num_slots <= kFewRoutedRows ? "8x64/1x2x2/2/r" : "8x128/1x4x1/2/r";
+    text = num_slots > kFewRoutedRows ? "8x128/1x4x1/2/r" : few_ctas ? "8x32/1x1x4/2/r" : "8x64/1x2x2/2/r";
   } else if (block_m <= 16) {
     if (num_slots <= kFewRoutedRows) {
       text = format == WeightFormat::int4 ? "16x64/1x4x2/8" : "16x64/1x4x4/8";
@@ -235,7 +240,7 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            "8x128/1x4x1/4/p", "8x128/1x4x1/6/p", "8x256/1x8x1/6/p", "16x64/1x4x1/4/p", "16x64/1x4x1/6/p",
                            "16x64/1x4x1/8/p", "16x128/1x8x1/6/p", "32x128/1x8x1/4/p", "8x128/1x8x1/4/p",
                            // direct loads into registers (GEMM v13)
-                           "8x128/1x4x1/2/r", "8x128/1x4x1/4/r", "8x64/1x2x2/4/r", "8x64/1x2x2/2/r", "8x256/1x8x1/4/r", "8x64/1x4x1/2/r",
+                           "8x128/1x4x1/2/r", "8x128/1x4x1/4/r", "8x64/1x2x2/4/r", "8x64/1x2x2/2/r", "8x256/1x8x1/4/r", "8x64/1x4x1/2/r", "8x32/1x1x4/2/r",
                            "16x128/1x4x1/2/r"})
     tiles.push_back(parse_gemm_tile(text));
   return tiles;
@@ -384,11 +389,12 @@ jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dty
 std::vector<GemmTile> planner_tiles(WeightFormat format) {
   std::vector<GemmTile> tiles;
   for (int block_m : {8, 16, 32, 64, 128})
-    for (int64_t rows : {kFewRoutedRows, kFewRoutedRows + 1, kTileForAnyRows}) {
-      const GemmTile t = gemm_tile_for(format, block_m, rows);
-      const bool seen = std::any_of(tiles.begin(), tiles.end(), [&](const GemmTile& o) { return o.to_string() == t.to_string(); });
-      if (!seen) tiles.push_back(t);
-    }
+    for (int64_t rows : {kFewRoutedRows, kFewRoutedRows + 1, kTileForAnyRows})
+      for (bool few_ctas : {false, true}) {
+        const GemmTile t = gemm_tile_for(format, block_m, rows, few_ctas);
+        const bool seen = std::any_of(tiles.begin(), tiles.end(), [&](const GemmTile& o) { return o.to_string() == t.to_string(); });
+        if (!seen) tiles.push_back(t);
+      }
   return tiles;
 }
 

@@ -49,7 +49,17 @@ struct GemmTile {
 
 // The planner's tile for a weight format, block size (8, 16, 32, 64 or 128 tokens) and routed rows
 // (M * top_k); kTileForAnyRows gives one that does not depend on the rows (batch-invariant mode).
-GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots);
+// few_ctas (gemm_few_ctas): the few-rows tile would leave the SMs short of CTAs.
+GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool few_ctas = false);
+// Whether num_slots routed rows (at most kFewRoutedRows), one 8-row block each at worst, over a
+// GEMM's n channels in 64-channel blocks make fewer than 2.5 CTAs per SM: then the planner's
+// few-rows tile for that GEMM is one of 32 channels and 4 K groups (twice the CTAs, a quarter of
+// each warp's K tiles).
+// PERF (H200, 132 SMs; calls D-E of bench/results/2026-12-01-h200-gemm-v15.md), 8x32/1x1x4/2/r
+// against 8x64/1x2x2/2/r at M = 1: Qwen3-30B-A3B GEMM1 (8 x 24 = 192 CTAs) 21-25% less time,
+// GEMM2 (256) 8-13% less; gpt-oss-120b GEMM2 (4 x 45 = 180) 22-28% less, but GEMM1 (360) 10-14%
+// more; DeepSeek-V3 (512 and 896) -3% to +6%; Qwen3 M = 2 GEMM1 (384) 12% more.
+bool gemm_few_ctas(int64_t num_slots, int64_t n, int num_sms);
 constexpr int64_t kTileForAnyRows = int64_t{1} << 62;
 // Up to this many routed rows the planner takes a tile of K groups (few CTAs).
 // PERF: 16 (M <= 2 at top_k 8) since GEMM v13 (bench/results/2026-12-01-h200-gemm-v13.md): at

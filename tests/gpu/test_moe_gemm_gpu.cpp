@@ -286,7 +286,8 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
       const bool few_tiles_tile = text == "16x32/1x2x4/8" || text == "32x128/1x4x2/8" || text == "64x256/2x4x1/3" ||
                                   text == "8x128/1x4x1/4" || text == "8x32/1x1x4/16" || text == "8x128/1x4x1/4/k2" ||
                                   text == "8x32/1x1x4/16/k4" || text == "64x128/1x4x1/4/w" ||
-                                  text == "128x256/1x8x1/4/p" || text == "8x128/1x4x1/2/r" || text == "8x64/1x2x2/2/r";
+                                  text == "128x256/1x8x1/4/p" || text == "8x128/1x4x1/2/r" || text == "8x64/1x2x2/2/r" ||
+                                  text == "8x32/1x1x4/2/r";
       if (!plan.all_tiles && !few_tiles_tile && !selected) continue;
       for (int64_t M : {1, 45}) {
         std::vector<uint16_t> canonical_out, prepared_out;

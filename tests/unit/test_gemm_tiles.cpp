@@ -88,11 +88,12 @@ TEST(GemmTiles, CandidatesAndPlannerTilesAreLegalForEveryFormat) {
     const WeightDesc w = desc_of(f);
     for (const auto& t : cuda::gemm_tile_candidates()) EXPECT_TRUE(cuda::gemm_tile_reasons(t, w).empty()) << t.to_string();
     for (int bm : {8, 16, 32, 64, 128})
-      for (int64_t slots : {int64_t{1}, cuda::kFewRoutedRows, cuda::kFewRoutedRows + 1, int64_t{1} << 20, cuda::kTileForAnyRows}) {
-        const cuda::GemmTile t = cuda::gemm_tile_for(f, bm, slots);
-        EXPECT_EQ(t.block_m, bm);
-        EXPECT_TRUE(cuda::gemm_tile_reasons(t, w).empty()) << t.to_string();
-      }
+      for (int64_t slots : {int64_t{1}, cuda::kFewRoutedRows, cuda::kFewRoutedRows + 1, int64_t{1} << 20, cuda::kTileForAnyRows})
+        for (bool few_ctas : {false, true}) {
+          const cuda::GemmTile t = cuda::gemm_tile_for(f, bm, slots, few_ctas);
+          EXPECT_EQ(t.block_m, bm);
+          EXPECT_TRUE(cuda::gemm_tile_reasons(t, w).empty()) << t.to_string();
+        }
   }
 }
 
@@ -105,12 +106,31 @@ TEST(GemmTiles, EveryPlannerTileIsACandidate) {
     EXPECT_GE(tiles.size(), 4u);
     for (const auto& t : tiles) EXPECT_TRUE(candidates.count(t.to_string())) << t.to_string();
     for (int bm : {8, 16, 32, 64, 128})
-      for (int64_t rows : {int64_t{1}, cuda::kFewRoutedRows + 7, int64_t{100000}}) {
-        const std::string chosen = cuda::gemm_tile_for(f, bm, rows).to_string();
-        EXPECT_TRUE(std::any_of(tiles.begin(), tiles.end(), [&](const cuda::GemmTile& t) { return t.to_string() == chosen; }))
-            << chosen;
-      }
+      for (int64_t rows : {int64_t{1}, cuda::kFewRoutedRows + 7, int64_t{100000}})
+        for (bool few_ctas : {false, true}) {
+          const std::string chosen = cuda::gemm_tile_for(f, bm, rows, few_ctas).to_string();
+          EXPECT_TRUE(std::any_of(tiles.begin(), tiles.end(), [&](const cuda::GemmTile& t) { return t.to_string() == chosen; }))
+              << chosen;
+        }
   }
+}
+
+// A GEMM's few-rows tile goes to 32 channels and 4 K groups only where the step's rows leave the
+// SMs short of CTAs over that GEMM's channels (H200, 132 SMs: fewer than 330).
+TEST(GemmTiles, FewCtasTakeTheNarrowKGroupTile) {
+  const int sms = 132;
+  EXPECT_TRUE(cuda::gemm_few_ctas(8, 1536, sms));     // Qwen3 M = 1 GEMM1: 8 rows x 24 blocks = 192
+  EXPECT_TRUE(cuda::gemm_few_ctas(8, 2048, sms));     // GEMM2: 256
+  EXPECT_FALSE(cuda::gemm_few_ctas(16, 1536, sms));   // Qwen3 M = 2 GEMM1: 384
+  EXPECT_FALSE(cuda::gemm_few_ctas(4, 5760, sms));    // gpt-oss-120b M = 1 GEMM1: 4 x 90 = 360
+  EXPECT_TRUE(cuda::gemm_few_ctas(4, 2880, sms));     // GEMM2: 180
+  EXPECT_FALSE(cuda::gemm_few_ctas(8, 4096, sms));    // DeepSeek-V3 M = 1 GEMM1: 512
+  EXPECT_FALSE(cuda::gemm_few_ctas(cuda::kFewRoutedRows + 1, 64, sms));  // many rows: never
+  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::int4, 8, 8, true).to_string(), "8x32/1x1x4/2/r");
+  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::int4, 8, 8, false).to_string(), "8x64/1x2x2/2/r");
+  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::fp8_block, 8, cuda::kFewRoutedRows + 1, true).to_string(), "8x128/1x4x1/2/r");
+  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::mxfp4, 16, 8, true).to_string(),
+            cuda::gemm_tile_for(WeightFormat::mxfp4, 16, 8, false).to_string());
 }
 
 TEST(GemmTiles, IllegalTilesSayWhy) {
@@ -188,16 +208,17 @@ TEST(GemmTiles, LayerKernelsCoverEveryPlannerPick) {
     std::set<std::string> sources;
     for (const jit::KernelSpec& spec : cuda::layer_kernel_specs(d)) sources.insert(spec.source);
     for (int block_m : {8, 16, 32, 64, 128})
-      for (int64_t rows : {int64_t{1}, cuda::kFewRoutedRows, cuda::kFewRoutedRows + 1, int64_t{100000}, cuda::kTileForAnyRows}) {
-        const cuda::GemmTile tile = cuda::gemm_tile_for(d.weight_format, block_m, rows);
-        for (const WeightDesc& w : {d.w13(), d.w2()})
-          for (bool prepared : {false, true}) {
-            EXPECT_TRUE(sources.count(cuda::moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared).source))
-                << scheme << " tile " << tile.to_string() << (prepared ? " prepared" : "");
-            EXPECT_TRUE(sources.count(cuda::moe_gemm_segments_kernel_spec(w, d.act_dtype, tile).source))
-                << scheme << " segments of tile " << tile.to_string();
-          }
-      }
+      for (int64_t rows : {int64_t{1}, cuda::kFewRoutedRows, cuda::kFewRoutedRows + 1, int64_t{100000}, cuda::kTileForAnyRows})
+        for (bool few_ctas : {false, true}) {
+          const cuda::GemmTile tile = cuda::gemm_tile_for(d.weight_format, block_m, rows, few_ctas);
+          for (const WeightDesc& w : {d.w13(), d.w2()})
+            for (bool prepared : {false, true}) {
+              EXPECT_TRUE(sources.count(cuda::moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared).source))
+                  << scheme << " tile " << tile.to_string() << (prepared ? " prepared" : "");
+              EXPECT_TRUE(sources.count(cuda::moe_gemm_segments_kernel_spec(w, d.act_dtype, tile).source))
+                  << scheme << " segments of tile " << tile.to_string();
+            }
+        }
   }
   ExpertsDesc d = io::find_preset("qwen3-30b-a3b").desc;
   try {
