@@ -103,7 +103,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
       shape.layout == Layout::masked ? d.num_experts * shape.max_tokens_per_expert : shape.num_tokens * d.top_k;
   // Each GEMM's own tile (the same block size, so one routing serves both): where few rows make
   // few CTAs over a GEMM's channels, that GEMM takes more K groups (gemm_few_ctas).
-  const int num_sms = cuda::current_device_info().num_sms;
+  static const int num_sms = cuda::current_device_info().num_sms;  // one device per process (ensure_context)
   auto tile_of = [&](int64_t n) {
     return cuda::gemm_tile_for(d.weight_format, static_cast<int>(shape.block_m),
                                shape.batch_invariant ? cuda::kTileForAnyRows : routed_rows,
