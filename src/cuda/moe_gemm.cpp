@@ -107,6 +107,11 @@ bool gemm_few_ctas(int64_t num_slots, int64_t n, int num_sms) {
   return num_slots <= kFewRoutedRows && 2 * num_slots * ((n + 63) / 64) < 5 * int64_t{num_sms};
 }
 
+GemmTile gemm_tile_for_channels(WeightFormat format, int block_m, int64_t num_slots, int64_t n) {
+  static const int num_sms = current_device_info().num_sms;  // one device per process (ensure_context)
+  return gemm_tile_for(format, block_m, num_slots, gemm_few_ctas(num_slots, n, num_sms));
+}
+
 GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool few_ctas) {
   // PERF: the fastest candidate per regime on the H200, Qwen3-30B-A3B GEMM1 (GEMM v4 sweeps,
   // bench/results/2026-11-30-h200-gemm-v4.md, docs/perf-notes.md):

@@ -60,6 +60,9 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
 // GEMM2 (256) 8-13% less; gpt-oss-120b GEMM2 (4 x 45 = 180) 22-28% less, but GEMM1 (360) 10-14%
 // more; DeepSeek-V3 (512 and 896) -3% to +6%; Qwen3 M = 2 GEMM1 (384) 12% more.
 bool gemm_few_ctas(int64_t num_slots, int64_t n, int num_sms);
+// gemm_tile_for a GEMM of n channels on the current device (few_ctas from its SM count): the
+// tile Experts::apply and `moeq bench` launch.
+GemmTile gemm_tile_for_channels(WeightFormat format, int block_m, int64_t num_slots, int64_t n);
 constexpr int64_t kTileForAnyRows = int64_t{1} << 62;
 // Up to this many routed rows the planner takes a tile of K groups (few CTAs).
 // PERF: 16 (M <= 2 at top_k 8) since GEMM v13 (bench/results/2026-12-01-h200-gemm-v13.md): at
