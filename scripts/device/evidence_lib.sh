@@ -22,6 +22,17 @@ warm_tiles() {
   echo "warm rc=$? $(($(date +%s) - t0)) s"
 }
 
+# sweep_tiles "PRESET|M ...|TILE ..." lines: the distinct tiles they name, on one line.
+sweep_tiles() { echo "$1" | cut -d'|' -f3 | tr '\n' ' ' | tr ' ' '\n' | sort -u | tr '\n' ' '; }
+
+# gpu_tests "TILE ..." FILTER SECONDS: moeq_gpu_tests (MoeGemmGpu on those tiles, the gtest filter)
+# into gpu_tests.txt, and its summary.
+gpu_tests() {
+  MOEQ_TEST_TILES="$1" timeout "$3" "$build/moeq_gpu_tests" --gtest_filter="$2" >"$out/gpu_tests.txt" 2>&1
+  echo "gpu tests rc=$? $(($(date +%s) - t0)) s"
+  grep -E "^\[  (PASSED|FAILED) |^\[  FAILED" "$out/gpu_tests.txt" | head
+}
+
 # sweep_cases "PRESET|M ...|TILE ..." lines: GEMM1 and GEMM2 of INT4, MXFP4 and FP8-block on those
 # tiles with $build, one process per scheme and line, appending to sweep.txt.
 sweep_cases() {
@@ -47,9 +58,7 @@ evidence_setup() {
 # evidence_correctness "TILE ...": every GPU test (MoeGemmGpu on those tiles), then, once the
 # caller's background jobs are done, `moeq verify` and the warm-up test.
 evidence_correctness() {
-  MOEQ_TEST_TILES="$1" timeout 300 "$build/moeq_gpu_tests" >"$out/gpu_tests.txt" 2>&1
-  echo "gpu tests rc=$? $(($(date +%s) - t0)) s"
-  grep -E "^\[  (PASSED|FAILED) |^\[  FAILED" "$out/gpu_tests.txt" | head
+  gpu_tests "$1" '*' 300
   wait
   timeout 90 "$build/moeq" verify >"$out/verify.txt" 2>&1
   echo "verify rc=$?"

@@ -13,11 +13,8 @@ sweep="${SWEEP:-}"
 schemes="int4-g128 mxfp4 fp8-block"
 "$(dirname "$0")/warm_parallel.sh" "$build/moeq" 16 >"$out/warm.txt" 2>&1
 echo "warm rc=$? $(($(date +%s) - t0)) s"
-if [ -n "$sweep" ]; then warm_tiles "$schemes" "$(echo "$sweep" | cut -d'|' -f3 | tr '\n' ' ' | tr ' ' '\n' | sort -u | tr '\n' ' ')"; fi
-MOEQ_TEST_TILES="${TEST_TILES:-8x128/1x4x1/2/r 8x64/1x2x2/2/r 16x128/1x4x1/2/r}" timeout 300 "$build/moeq_gpu_tests" \
-  --gtest_filter="${TEST_FILTER:-*}" >"$out/gpu_tests.txt" 2>&1
-echo "gpu tests rc=$? $(($(date +%s) - t0)) s"
-grep -E "^\[  (PASSED|FAILED) |^\[  FAILED" "$out/gpu_tests.txt" | head
+if [ -n "$sweep" ]; then warm_tiles "$schemes" "$(sweep_tiles "$sweep")"; fi
+gpu_tests "${TEST_TILES:-8x128/1x4x1/2/r 8x64/1x2x2/2/r 16x128/1x4x1/2/r}" "${TEST_FILTER:-*}" 300
 for round in ${ROUNDS:-1 2}; do
   echo "$cases" | while IFS='|' read -r p m; do
     [ -z "$p" ] && continue

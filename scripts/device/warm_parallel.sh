@@ -26,7 +26,7 @@ jobs="${2:-$(nproc)}"
   for scheme in nvfp4 int8-ch int4-g32-zp mxfp8 fp8-channel mxfp4:f16 int4-g64-zp int4-ch int4-g128:f16; do
     echo "--preset tiny --scheme $scheme --tile 16x32/1x2x4/8 32x128/1x4x2/8 64x256/2x4x1/3 8x128/1x4x1/4" \
          "8x32/1x1x4/16 8x128/1x4x1/4/k2 8x32/1x1x4/16/k4 64x128/1x4x1/4/w 128x256/1x8x1/4/p 8x128/1x4x1/2/r 8x64/1x2x2/2/r" \
-         "8x32/1x1x4/2/r"
+         "8x32/1x1x4/2/r 8x128/1x4x1/4/o4/r 8x32/1x1x4/4/o4/r"
   done
   # The planner's kernels of `moeq verify` and the experts tests (warm_cache.sh's list).
   for scheme in int4-g128 mxfp4 nvfp4 mxfp8 fp8-channel fp8-block int8-ch int8-g64 int4-g32-zp int4-g64-zp \

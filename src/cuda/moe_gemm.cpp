@@ -3,6 +3,7 @@
 #include "cuda/moe_gemm.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -107,12 +108,20 @@ bool gemm_few_ctas(int64_t num_slots, int64_t n, int num_sms) {
   return num_slots <= kFewRoutedRows && 2 * num_slots * ((n + 63) / 64) < 5 * int64_t{num_sms};
 }
 
-GemmTile gemm_tile_for_channels(WeightFormat format, int block_m, int64_t num_slots, int64_t n) {
-  static const int num_sms = current_device_info().num_sms;  // one device per process (ensure_context)
-  return gemm_tile_for(format, block_m, num_slots, gemm_few_ctas(num_slots, n, num_sms));
+bool gemm_one_wave(int64_t num_slots, int64_t num_experts, int64_t n, int num_sms) {
+  const double experts = static_cast<double>(std::max<int64_t>(num_experts, 1));
+  const double distinct = experts * (1.0 - std::pow(1.0 - 1.0 / experts, static_cast<double>(num_slots)));
+  const double blocks = std::max(distinct, static_cast<double>(num_slots) / 8.0);
+  return blocks * static_cast<double>((n + 127) / 128) <= 5.0 * num_sms;
 }
 
-GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool few_ctas) {
+GemmTile gemm_tile_for_channels(WeightFormat format, int block_m, int64_t num_slots, int64_t n, int64_t num_experts) {
+  static const int num_sms = current_device_info().num_sms;  // one device per process (ensure_context)
+  return gemm_tile_for(format, block_m, num_slots, gemm_few_ctas(num_slots, n, num_sms),
+                       num_slots <= kFewRoutedRows || gemm_one_wave(num_slots, num_experts, n, num_sms));
+}
+
+GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool few_ctas, bool one_wave) {
   // PERF: the fastest candidate per regime on the H200, Qwen3-30B-A3B GEMM1 (GEMM v4 sweeps,
   // bench/results/2026-11-30-h200-gemm-v4.md, docs/perf-notes.md):
   // - few routed rows (<= kFewRoutedRows, e.g. M = 1-4 at top_k 8) in 8-row blocks: few CTAs,
@@ -171,10 +180,24 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
   //   at M = 1 the worst), GEMM2 FP8-block M = 2 14.8 -> 10.7; DeepSeek-V3 M = 1 GEMM1 FP8-block
   //   79.4 -> 59.6, INT4 51.6 -> 43.9, MXFP4 43.4 either way.
   // - GEMM v15: where those few rows make few CTAs (gemm_few_ctas), 32 channels in 4 K groups.
+  // - GEMM v16: INT4 takes the 4-deep ring, issued two tiles at a time (kernels/moe_gemm_direct.cuh),
+  //   capped at 127 registers (4 CTAs per SM; 140 uncapped), except where the 2-deep tile's grid
+  //   is one wave (gemm_one_wave). Call D of bench/results/2026-12-01-h200-gemm-v16.md, against
+  //   /2/r in the same call: Qwen3-30B-A3B GEMM1 M = 16 49.7 -> 45.6 us, M = 64 70.5 -> 65.6, GEMM2
+  //   4-12% less at M = 8-64; gpt-oss-120b 3-5% less, DeepSeek-V3 M = 16 GEMM1 473 -> 449; Qwen3
+  //   M = 1 GEMM1 (8x32/1x1x4/4/o4/r) 9.85 -> 9.16, GEMM2 7.23 -> 7.35. MXFP4 gains nothing (GEMM2
+  //   at M = 8-16 a little) and 8-bit codes lose 15-25% (164 registers, or spills under a cap).
   const bool four_bit = dtype_bits(weight_format_code_dtype(format)) == 4;
+  const bool int4 = format == WeightFormat::int4;
   const char* text;
   if (block_m <= 8) {
-    text = num_slots > kFewRoutedRows ? "8x128/1x4x1/2/r" : few_ctas ? "8x32/1x1x4/2/r" : "8x64/1x2x2/2/r";
+    if (num_slots > kFewRoutedRows) {
+      text = int4 && !one_wave ? "8x128/1x4x1/4/o4/r" : "8x128/1x4x1/2/r";
+    } else if (few_ctas) {
+      text = int4 ? "8x32/1x1x4/4/o4/r" : "8x32/1x1x4/2/r";
+    } else {
+      text = "8x64/1x2x2/2/r";
+    }
   } else if (block_m <= 16) {
     if (num_slots <= kFewRoutedRows) {
       text = format == WeightFormat::int4 ? "16x64/1x4x2/8" : "16x64/1x4x4/8";
@@ -245,7 +268,7 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            "8x128/1x4x1/4/p", "8x128/1x4x1/6/p", "8x256/1x8x1/6/p", "16x64/1x4x1/4/p", "16x64/1x4x1/6/p",
                            "16x64/1x4x1/8/p", "16x128/1x8x1/6/p", "32x128/1x8x1/4/p", "8x128/1x8x1/4/p",
                            // direct loads into registers (GEMM v13)
-                           "8x128/1x4x1/2/r", "8x128/1x4x1/4/r", "8x64/1x2x2/4/r", "8x64/1x2x2/2/r", "8x256/1x8x1/4/r", "8x64/1x4x1/2/r", "8x32/1x1x4/2/r",
+                           "8x128/1x4x1/2/r", "8x128/1x4x1/4/r", "8x64/1x2x2/4/r", "8x64/1x2x2/2/r", "8x256/1x8x1/4/r", "8x64/1x4x1/2/r", "8x32/1x1x4/2/r", "8x128/1x4x1/4/o4/r", "8x32/1x1x4/4/o4/r",
                            "16x128/1x4x1/2/r"})
     tiles.push_back(parse_gemm_tile(text));
   return tiles;
@@ -395,11 +418,12 @@ std::vector<GemmTile> planner_tiles(WeightFormat format) {
   std::vector<GemmTile> tiles;
   for (int block_m : {8, 16, 32, 64, 128})
     for (int64_t rows : {kFewRoutedRows, kFewRoutedRows + 1, kTileForAnyRows})
-      for (bool few_ctas : {false, true}) {
-        const GemmTile t = gemm_tile_for(format, block_m, rows, few_ctas);
-        const bool seen = std::any_of(tiles.begin(), tiles.end(), [&](const GemmTile& o) { return o.to_string() == t.to_string(); });
-        if (!seen) tiles.push_back(t);
-      }
+      for (bool few_ctas : {false, true})
+        for (bool one_wave : {false, true}) {
+          const GemmTile t = gemm_tile_for(format, block_m, rows, few_ctas, one_wave);
+          const bool seen = std::any_of(tiles.begin(), tiles.end(), [&](const GemmTile& o) { return o.to_string() == t.to_string(); });
+          if (!seen) tiles.push_back(t);
+        }
   return tiles;
 }
 

@@ -50,7 +50,9 @@ struct GemmTile {
 // The planner's tile for a weight format, block size (8, 16, 32, 64 or 128 tokens) and routed rows
 // (M * top_k); kTileForAnyRows gives one that does not depend on the rows (batch-invariant mode).
 // few_ctas (gemm_few_ctas): the few-rows tile would leave the SMs short of CTAs.
-GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool few_ctas = false);
+// one_wave (gemm_one_wave): the many-rows tile would run at most one wave of CTAs.
+GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool few_ctas = false,
+                       bool one_wave = false);
 // Whether num_slots routed rows (at most kFewRoutedRows), one 8-row block each at worst, over a
 // GEMM's n channels in 64-channel blocks make fewer than 2.5 CTAs per SM: then the planner's
 // few-rows tile for that GEMM is one of 32 channels and 4 K groups (twice the CTAs, a quarter of
@@ -60,9 +62,17 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
 // GEMM2 (256) 8-13% less; gpt-oss-120b GEMM2 (4 x 45 = 180) 22-28% less, but GEMM1 (360) 10-14%
 // more; DeepSeek-V3 (512 and 896) -3% to +6%; Qwen3 M = 2 GEMM1 (384) 12% more.
 bool gemm_few_ctas(int64_t num_slots, int64_t n, int num_sms);
-// gemm_tile_for a GEMM of n channels on the current device (few_ctas from its SM count): the
-// tile Experts::apply and `moeq bench` launch.
-GemmTile gemm_tile_for_channels(WeightFormat format, int block_m, int64_t num_slots, int64_t n);
+// Whether num_slots routed rows (more than kFewRoutedRows) over num_experts experts, in 8-row blocks
+// of 128 channels of a GEMM's n, make at most one wave of 5 CTAs per SM (the 95 registers of the
+// 2-deep INT4 tile). Blocks are estimated as the expected distinct experts of uniform routing
+// (at least num_slots / 8). There INT4 keeps the 2-deep ring: its 5 CTAs per SM take the whole
+// grid in one wave, where the 4-deep ring's 4 would take two.
+// PERF (H200, call D of bench/results/2026-12-01-h200-gemm-v16.md): Qwen3-30B-A3B M = 8 GEMM1
+// (~50 experts x 12 = ~600 CTAs) 30.7 us with 8x128/1x4x1/2/r against 34.2 with /4/o4/r.
+bool gemm_one_wave(int64_t num_slots, int64_t num_experts, int64_t n, int num_sms);
+// gemm_tile_for a GEMM of n channels over num_experts experts on the current device (few_ctas
+// and one_wave from its SM count): the tile Experts::apply and `moeq bench` launch.
+GemmTile gemm_tile_for_channels(WeightFormat format, int block_m, int64_t num_slots, int64_t n, int64_t num_experts);
 constexpr int64_t kTileForAnyRows = int64_t{1} << 62;
 // Up to this many routed rows the planner takes a tile of K groups (few CTAs).
 // PERF: 16 (M <= 2 at top_k 8) since GEMM v13 (bench/results/2026-12-01-h200-gemm-v13.md): at

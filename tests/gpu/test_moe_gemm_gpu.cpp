@@ -287,7 +287,8 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
                                   text == "8x128/1x4x1/4" || text == "8x32/1x1x4/16" || text == "8x128/1x4x1/4/k2" ||
                                   text == "8x32/1x1x4/16/k4" || text == "64x128/1x4x1/4/w" ||
                                   text == "128x256/1x8x1/4/p" || text == "8x128/1x4x1/2/r" || text == "8x64/1x2x2/2/r" ||
-                                  text == "8x32/1x1x4/2/r";
+                                  text == "8x32/1x1x4/2/r" || text == "8x128/1x4x1/4/o4/r" ||
+                                  text == "8x32/1x1x4/4/o4/r";
       if (!plan.all_tiles && !few_tiles_tile && !selected) continue;
       for (int64_t M : {1, 45}) {
         std::vector<uint16_t> canonical_out, prepared_out;

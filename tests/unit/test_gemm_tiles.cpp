@@ -89,11 +89,12 @@ TEST(GemmTiles, CandidatesAndPlannerTilesAreLegalForEveryFormat) {
     for (const auto& t : cuda::gemm_tile_candidates()) EXPECT_TRUE(cuda::gemm_tile_reasons(t, w).empty()) << t.to_string();
     for (int bm : {8, 16, 32, 64, 128})
       for (int64_t slots : {int64_t{1}, cuda::kFewRoutedRows, cuda::kFewRoutedRows + 1, int64_t{1} << 20, cuda::kTileForAnyRows})
-        for (bool few_ctas : {false, true}) {
-          const cuda::GemmTile t = cuda::gemm_tile_for(f, bm, slots, few_ctas);
-          EXPECT_EQ(t.block_m, bm);
-          EXPECT_TRUE(cuda::gemm_tile_reasons(t, w).empty()) << t.to_string();
-        }
+        for (bool few_ctas : {false, true})
+          for (bool one_wave : {false, true}) {
+            const cuda::GemmTile t = cuda::gemm_tile_for(f, bm, slots, few_ctas, one_wave);
+            EXPECT_EQ(t.block_m, bm);
+            EXPECT_TRUE(cuda::gemm_tile_reasons(t, w).empty()) << t.to_string();
+          }
   }
 }
 
@@ -107,11 +108,12 @@ TEST(GemmTiles, EveryPlannerTileIsACandidate) {
     for (const auto& t : tiles) EXPECT_TRUE(candidates.count(t.to_string())) << t.to_string();
     for (int bm : {8, 16, 32, 64, 128})
       for (int64_t rows : {int64_t{1}, cuda::kFewRoutedRows + 7, int64_t{100000}})
-        for (bool few_ctas : {false, true}) {
-          const std::string chosen = cuda::gemm_tile_for(f, bm, rows, few_ctas).to_string();
-          EXPECT_TRUE(std::any_of(tiles.begin(), tiles.end(), [&](const cuda::GemmTile& t) { return t.to_string() == chosen; }))
-              << chosen;
-        }
+        for (bool few_ctas : {false, true})
+          for (bool one_wave : {false, true}) {
+            const std::string chosen = cuda::gemm_tile_for(f, bm, rows, few_ctas, one_wave).to_string();
+            EXPECT_TRUE(std::any_of(tiles.begin(), tiles.end(), [&](const cuda::GemmTile& t) { return t.to_string() == chosen; }))
+                << chosen;
+          }
   }
 }
 
@@ -126,11 +128,29 @@ TEST(GemmTiles, FewCtasTakeTheNarrowKGroupTile) {
   EXPECT_TRUE(cuda::gemm_few_ctas(4, 2880, sms));     // GEMM2: 180
   EXPECT_FALSE(cuda::gemm_few_ctas(8, 4096, sms));    // DeepSeek-V3 M = 1 GEMM1: 512
   EXPECT_FALSE(cuda::gemm_few_ctas(cuda::kFewRoutedRows + 1, 64, sms));  // many rows: never
-  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::int4, 8, 8, true).to_string(), "8x32/1x1x4/2/r");
+  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::int4, 8, 8, true).to_string(), "8x32/1x1x4/4/o4/r");
+  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::mxfp4, 8, 8, true).to_string(), "8x32/1x1x4/2/r");
   EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::int4, 8, 8, false).to_string(), "8x64/1x2x2/2/r");
   EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::fp8_block, 8, cuda::kFewRoutedRows + 1, true).to_string(), "8x128/1x4x1/2/r");
   EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::mxfp4, 16, 8, true).to_string(),
             cuda::gemm_tile_for(WeightFormat::mxfp4, 16, 8, false).to_string());
+}
+
+// Many routed rows: INT4 takes the 4-deep ring of 4 CTAs per SM unless the 2-deep tile's grid fits
+// one wave of 5 per SM (H200: 660); the other formats keep the 2-deep tile.
+TEST(GemmTiles, OneWaveKeepsTheTwoDeepInt4Tile) {
+  const int sms = 132;
+  EXPECT_TRUE(cuda::gemm_one_wave(64, 128, 1536, sms));    // Qwen3 M = 8 GEMM1: ~50 experts x 12 = ~605
+  EXPECT_FALSE(cuda::gemm_one_wave(64, 128, 2048, sms));   // GEMM2: ~50 x 16 = ~806
+  EXPECT_FALSE(cuda::gemm_one_wave(128, 128, 1536, sms));  // Qwen3 M = 16 GEMM1: ~81 x 12 = ~971
+  EXPECT_TRUE(cuda::gemm_one_wave(32, 128, 1536, sms));    // Qwen3 M = 4: ~28 x 12
+  EXPECT_FALSE(cuda::gemm_one_wave(64, 128, 5760, sms));   // gpt-oss-120b M = 16 GEMM1: ~50 x 45
+  EXPECT_FALSE(cuda::gemm_one_wave(4096, 8, 1536, sms));   // few experts, many rows: 512 blocks x 12
+  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::int4, 8, 128, false, false).to_string(), "8x128/1x4x1/4/o4/r");
+  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::int4, 8, 64, false, true).to_string(), "8x128/1x4x1/2/r");
+  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::int4, 8, cuda::kTileForAnyRows).to_string(), "8x128/1x4x1/4/o4/r");
+  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::mxfp4, 8, 128, false, false).to_string(), "8x128/1x4x1/2/r");
+  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::fp8_block, 8, 128, false, false).to_string(), "8x128/1x4x1/2/r");
 }
 
 TEST(GemmTiles, IllegalTilesSayWhy) {
@@ -209,8 +229,8 @@ TEST(GemmTiles, LayerKernelsCoverEveryPlannerPick) {
     for (const jit::KernelSpec& spec : cuda::layer_kernel_specs(d)) sources.insert(spec.source);
     for (int block_m : {8, 16, 32, 64, 128})
       for (int64_t rows : {int64_t{1}, cuda::kFewRoutedRows, cuda::kFewRoutedRows + 1, int64_t{100000}, cuda::kTileForAnyRows})
-        for (bool few_ctas : {false, true}) {
-          const cuda::GemmTile tile = cuda::gemm_tile_for(d.weight_format, block_m, rows, few_ctas);
+        for (int pick = 0; pick < 4; ++pick) {
+          const cuda::GemmTile tile = cuda::gemm_tile_for(d.weight_format, block_m, rows, (pick & 1) != 0, (pick & 2) != 0);
           for (const WeightDesc& w : {d.w13(), d.w2()})
             for (bool prepared : {false, true}) {
               EXPECT_TRUE(sources.count(cuda::moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared).source))

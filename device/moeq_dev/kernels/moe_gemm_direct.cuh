@@ -3,14 +3,18 @@
 // each weight byte is read once and the time is the weights' transfer.
 // No shared-memory ring, no copy warp and no barrier in the K loop: each lane loads its own codes
 // of each K tile (16 or 32 bytes per 16-channel tile) and their scales straight into a register
-// ring, kDepth - 1 tiles ahead, and its token fragments one tile ahead, then dequantizes into A
+// ring (2 deep: one tile ahead; 4 to 8 deep: groups of kDepth / 2 tiles, each issued as the group
+// before it starts), its token fragments with them, then dequantizes into A
 // fragments and multiplies with mma.sync exactly as kernels/moe_gemm.cuh does (same operand
 // roles, same K order inside a tile, same dequantization paths). Warps meet only in the epilogue.
 // Why (docs/perf-notes.md v10-v13): the copy-warp tile's CTAs stream at ~90% of copy while the
 // SMs are full, but a CTA does not speed up when it runs alone (its ring is a chain of waits
 // between the copy warp and all compute warps), so the last, part-full wave runs slowly.
-// PERF: 2 tiles (one ahead) beat 4: fewer registers, more warps per SM (Qwen3 GEMM1 FP8-block M = 16
-// 75.2 -> 66.3 us, INT4 58.0 -> 49.6; call C of bench/results/2026-12-01-h200-gemm-v13.md). A
+// PERF: a 2-deep ring beat a 4-deep one that issued a tile per step (Qwen3 GEMM1 FP8-block M = 16
+// 75.2 -> 66.3 us, INT4 58.0 -> 49.6; call C of bench/results/2026-12-01-h200-gemm-v13.md): that
+// ring waited each step for the tile it had just issued (one scoreboard for every load; the NOTE
+// at the deeper ring). Issued in groups, 4 deep wins for INT4 at 4 CTAs per SM (GEMM v16: Qwen3
+// GEMM1 M = 16 49.5 -> 45.5 us; bench/results/2026-12-01-h200-gemm-v16.md); 8-bit codes keep 2. A
 // per-warp shared-memory ring filled by each lane's cp.async instead (75-86 registers) was no
 // faster than the copy-warp tile (call B): each warp also stages its own copy of the tokens.
 // Codes: prepared (format/prepared.cuh): one (4-bit) or two (8-bit) 16-byte loads per 16-channel
@@ -182,30 +186,71 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
 
   // K group warp_k takes the tiles warp_k, warp_k + G, ...: tile j of this warp is warp_k + G j.
   const int my_tiles = tiles_k > warp_k ? (tiles_k - warp_k + G - 1) / G : 0;
-  // Codes and scales kDepth - 1 tiles ahead, tokens one tile ahead (every warp of the CTA loads
-  // the same token bytes: after the first, L1 hits).
+  auto load_tile = [&](CodeWords& words, TileScales& scales, int kt) {
+    load_codes(words, kt);
+    scale_rows.load(scales, scale_k + kt * BK, K);
+  };
   CodeWords code_ring[D];
   TileScales scale_ring[D];
-  TokenFragments tok[2];
-#pragma unroll
-  for (int q = 0; q < D - 1; ++q)
-    if (q < my_tiles) {
-      load_codes(code_ring[q], warp_k + G * q);
-      scale_rows.load(scale_ring[q], scale_k + (warp_k + G * q) * BK, K);
+  if constexpr (D == 2) {
+    // Codes and scales one tile ahead, tokens one tile ahead (every warp of the CTA loads the same
+    // token bytes: after the first, L1 hits).
+    TokenFragments tok[2];
+    if (my_tiles > 0) {
+      load_tile(code_ring[0], scale_ring[0], warp_k);
+      load_tokens(tok[0], warp_k);
     }
-  if (my_tiles > 0) load_tokens(tok[0], warp_k);
-  for (int j0 = 0; j0 < my_tiles; j0 += D) {
+    for (int j0 = 0; j0 < my_tiles; j0 += D) {
 #pragma unroll
-    for (int q = 0; q < D; ++q) {
-      const int j = j0 + q;
-      if (j < my_tiles) {
-        if (j + D - 1 < my_tiles) {
-          const int kt = warp_k + G * (j + D - 1);
-          load_codes(code_ring[(q + D - 1) % D], kt);
-          scale_rows.load(scale_ring[(q + D - 1) % D], scale_k + kt * BK, K);
+      for (int q = 0; q < D; ++q) {
+        const int j = j0 + q;
+        if (j < my_tiles) {
+          if (j + 1 < my_tiles) {
+            load_tile(code_ring[(q + 1) % D], scale_ring[(q + 1) % D], warp_k + G * (j + 1));
+            load_tokens(tok[(q + 1) % 2], warp_k + G * (j + 1));
+          }
+          compute(code_ring[q], scale_ring[q], tok[q % 2]);
         }
-        if (j + 1 < my_tiles) load_tokens(tok[(q + 1) % 2], warp_k + G * (j + 1));
-        compute(code_ring[q], scale_ring[q], tok[q % 2]);
+      }
+    }
+  } else {
+    // Deeper rings: the tiles come in groups of P = D / 2, a group's loads issued together as the
+    // group before it starts, so a tile's data is in flight for P tiles of compute.
+    // NOTE: ptxas gives every load of this loop one scoreboard, and a first use waits for all the
+    // loads on it, so a ring that issues one tile per step and reads the tile issued D - 1 steps
+    // before waits, at every step, for the tile it has just issued (GEMM v16, docs/perf-notes.md).
+    // Here the only waits are at the group starts, before the next group's loads issue:
+    // `after_arrival` is 0 at run time (K < 2^31) but reads the group's first code word, and the
+    // loads' tile indices and branches take it, so they cannot issue before the group is in.
+    constexpr int P = D / 2;
+    const unsigned zero_at_run_time = static_cast<unsigned>(K) >> 31;
+    TokenFragments tok[D];
+#pragma unroll
+    for (int r = 0; r < P; ++r)
+      if (r < my_tiles) {
+        load_tile(code_ring[r], scale_ring[r], warp_k + G * r);
+        load_tokens(tok[r], warp_k + G * r);
+      }
+    // Two groups per pass (compile-time ring slots); each group is one block from its wait to its
+    // last tile, so no path reaches a tile of the group around the wait (ptxas waits again at joins).
+    for (int j0 = 0; j0 < my_tiles; j0 += D) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int jg = j0 + h * P;
+        if (jg < my_tiles) {
+          const int after_arrival = static_cast<int>(code_ring[h * P][0][0] & zero_at_run_time);
+#pragma unroll
+          for (int r = 0; r < P; ++r) {
+            const int next = jg + P + r + after_arrival, slot = (1 - h) * P + r;
+            if (next < my_tiles) {
+              load_tile(code_ring[slot], scale_ring[slot], warp_k + G * next);
+              load_tokens(tok[slot], warp_k + G * next);
+            }
+          }
+#pragma unroll
+          for (int r = 0; r < P; ++r)
+            if (r == 0 || jg + r < my_tiles) compute(code_ring[h * P + r], scale_ring[h * P + r], tok[h * P + r]);
+        }
       }
     }
   }
