@@ -186,7 +186,8 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
   //   /2/r in the same call: Qwen3-30B-A3B GEMM1 M = 16 49.7 -> 45.6 us, M = 64 70.5 -> 65.6, GEMM2
   //   4-12% less at M = 8-64; gpt-oss-120b 3-5% less, DeepSeek-V3 M = 16 GEMM1 473 -> 449; Qwen3
   //   M = 1 GEMM1 (8x32/1x1x4/4/o4/r) 9.85 -> 9.16, GEMM2 7.23 -> 7.35. MXFP4 gains nothing (GEMM2
-  //   at M = 8-16 a little) and 8-bit codes lose 15-25% (164 registers, or spills under a cap).
+  //   at M = 8-16 a little); FP8-block under the cap spills and loses 15-25% (uncapped: 164
+  //   registers, timed only at Qwen3 M = 8, 54.8 -> 45.6 us).
   const bool four_bit = dtype_bits(weight_format_code_dtype(format)) == 4;
   const bool int4 = format == WeightFormat::int4;
   const char* text;

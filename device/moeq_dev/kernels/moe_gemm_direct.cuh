@@ -14,7 +14,7 @@
 // 75.2 -> 66.3 us, INT4 58.0 -> 49.6; call C of bench/results/2026-12-01-h200-gemm-v13.md): that
 // ring waited each step for the tile it had just issued (one scoreboard for every load; the NOTE
 // at the deeper ring). Issued in groups, 4 deep wins for INT4 at 4 CTAs per SM (GEMM v16: Qwen3
-// GEMM1 M = 16 49.5 -> 45.5 us; bench/results/2026-12-01-h200-gemm-v16.md); 8-bit codes keep 2. A
+// GEMM1 M = 16 49.5 -> 45.5 us; bench/results/2026-12-01-h200-gemm-v16.md). A
 // per-warp shared-memory ring filled by each lane's cp.async instead (75-86 registers) was no
 // faster than the copy-warp tile (call B): each warp also stages its own copy of the tokens.
 // Codes: prepared (format/prepared.cuh): one (4-bit) or two (8-bit) 16-byte loads per 16-channel
