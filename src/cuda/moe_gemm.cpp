@@ -118,7 +118,7 @@ bool gemm_one_wave(int64_t num_slots, int64_t num_experts, int64_t n, int num_sm
 GemmTile gemm_tile_for_channels(WeightFormat format, int block_m, int64_t num_slots, int64_t n, int64_t num_experts) {
   static const int num_sms = current_device_info().num_sms;  // one device per process (ensure_context)
   return gemm_tile_for(format, block_m, num_slots, gemm_few_ctas(num_slots, n, num_sms),
-                       num_slots <= kFewRoutedRows || gemm_one_wave(num_slots, num_experts, n, num_sms));
+                       gemm_one_wave(num_slots, num_experts, n, num_sms));
 }
 
 GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool few_ctas, bool one_wave) {
