@@ -201,7 +201,7 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
     }
   } else if (block_m <= 16) {
     if (num_slots <= kFewRoutedRows) {
-      text = format == WeightFormat::int4 ? "16x64/1x4x2/8" : "16x64/1x4x4/8";
+      text = int4 ? "16x64/1x4x2/8" : "16x64/1x4x4/8";
     } else {
       text = four_bit ? "16x128/1x4x1/4" : "16x64/1x4x1/6/p";
     }

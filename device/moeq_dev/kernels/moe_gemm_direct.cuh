@@ -186,9 +186,10 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
 
   // K group warp_k takes the tiles warp_k, warp_k + G, ...: tile j of this warp is warp_k + G j.
   const int my_tiles = tiles_k > warp_k ? (tiles_k - warp_k + G - 1) / G : 0;
-  auto load_tile = [&](CodeWords& words, TileScales& scales, int kt) {
+  auto load_tile = [&](CodeWords& words, TileScales& scales, TokenFragments& tok, int kt) {
     load_codes(words, kt);
     scale_rows.load(scales, scale_k + kt * BK, K);
+    load_tokens(tok, kt);
   };
   CodeWords code_ring[D];
   TileScales scale_ring[D];
@@ -196,19 +197,13 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
     // Codes and scales one tile ahead, tokens one tile ahead (every warp of the CTA loads the same
     // token bytes: after the first, L1 hits).
     TokenFragments tok[2];
-    if (my_tiles > 0) {
-      load_tile(code_ring[0], scale_ring[0], warp_k);
-      load_tokens(tok[0], warp_k);
-    }
+    if (my_tiles > 0) load_tile(code_ring[0], scale_ring[0], tok[0], warp_k);
     for (int j0 = 0; j0 < my_tiles; j0 += D) {
 #pragma unroll
       for (int q = 0; q < D; ++q) {
         const int j = j0 + q;
         if (j < my_tiles) {
-          if (j + 1 < my_tiles) {
-            load_tile(code_ring[(q + 1) % D], scale_ring[(q + 1) % D], warp_k + G * (j + 1));
-            load_tokens(tok[(q + 1) % 2], warp_k + G * (j + 1));
-          }
+          if (j + 1 < my_tiles) load_tile(code_ring[(q + 1) % D], scale_ring[(q + 1) % D], tok[(q + 1) % 2], warp_k + G * (j + 1));
           compute(code_ring[q], scale_ring[q], tok[q % 2]);
         }
       }
@@ -227,10 +222,7 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
     TokenFragments tok[D];
 #pragma unroll
     for (int r = 0; r < P; ++r)
-      if (r < my_tiles) {
-        load_tile(code_ring[r], scale_ring[r], warp_k + G * r);
-        load_tokens(tok[r], warp_k + G * r);
-      }
+      if (r < my_tiles) load_tile(code_ring[r], scale_ring[r], tok[r], warp_k + G * r);
     // Two groups per pass (compile-time ring slots); each group is one block from its wait to its
     // last tile, so no path reaches a tile of the group around the wait (ptxas waits again at joins).
     for (int j0 = 0; j0 < my_tiles; j0 += D) {
@@ -242,10 +234,7 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
 #pragma unroll
           for (int r = 0; r < P; ++r) {
             const int next = jg + P + r + after_arrival, slot = (1 - h) * P + r;
-            if (next < my_tiles) {
-              load_tile(code_ring[slot], scale_ring[slot], warp_k + G * next);
-              load_tokens(tok[slot], warp_k + G * next);
-            }
+            if (next < my_tiles) load_tile(code_ring[slot], scale_ring[slot], tok[slot], warp_k + G * next);
           }
 #pragma unroll
           for (int r = 0; r < P; ++r)
