@@ -32,17 +32,23 @@ struct GemmCase {
 };
 
 // E = 5 experts, N = 200 (not a multiple of 64; NVFP4 halves of 100), K = 352 (a K tile of 64
-// ends half full; FP8 128x128 blocks end at 96) or 640 for 128-wide INT groups; an optional
-// per-expert bias.
+// ends half full; FP8 128x128 blocks end at 96), 640 for 128-wide INT groups, or 768 where the
+// direct tiles read a lane's scales per pass of 4 K tiles (kernels/direct_pass_scales.cuh: K %
+// 256 == 0; 3 passes, so both pass words and their reuse run); an optional per-expert bias.
 GemmCase make_case(const std::string& scheme, DType bias) {
   ExpertsDesc d = io::find_preset("tiny").desc;
   io::apply_scheme(scheme, d);
   GemmCase c{scheme, d.w13(), d.act_dtype};
   c.w.num_experts = 5;
   c.w.n = 200;
-  // K = 352 ends in a partial 64-wide tile; INT groups of 64 or 128 need K % group == 0.
-  const bool int_groups_64 = (c.w.format == WeightFormat::int4 || c.w.format == WeightFormat::int8) && c.w.group_size >= 64;
-  c.w.k = int_groups_64 ? 640 : 352;
+  // K = 352 ends in a partial 64-wide tile; INT groups of 64 or 128 need K % group == 0. INT4 in
+  // groups of 128 without zero points takes 768 with bf16 activations (the per-pass scales) and
+  // 640 with f16 (the per-tile scales; ExpertsGpu runs its per-pass scales at K = 256).
+  const bool is_int = c.w.format == WeightFormat::int4 || c.w.format == WeightFormat::int8;
+  const bool int_groups_64 = is_int && c.w.group_size >= 64;
+  const bool pass_scaled = c.w.format == WeightFormat::int4 && c.act == DType::bf16 && c.w.group_size == 128 &&
+                           !c.w.has_zero_point;
+  c.w.k = pass_scaled ? 768 : int_groups_64 ? 640 : 352;
   c.w.bias_dtype = bias;
   return c;
 }

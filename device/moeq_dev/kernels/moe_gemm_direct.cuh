@@ -17,9 +17,13 @@
 // GEMM1 M = 16 49.5 -> 45.5 us; bench/results/2026-12-01-h200-gemm-v16.md). A
 // per-warp shared-memory ring filled by each lane's cp.async instead (75-86 registers) was no
 // faster than the copy-warp tile (call B): each warp also stages its own copy of the tokens.
+// Scales: one load per fragment row and K tile in the ring beside the codes, or, for INT4 in groups of
+// 128 with K % 256 == 0, one per row and pass of 4 K tiles (kernels/direct_pass_scales.cuh, GEMM v18:
+// Qwen3 GEMM1 M = 16 45.6 -> 40.6 us).
 // Codes: prepared (format/prepared.cuh): one (4-bit) or two (8-bit) 16-byte loads per 16-channel
 // tile and K tile, whole fragment registers; canonical: rows g and g + 8, 8 (4-bit) or 16 (8-bit)
 // bytes each, zero past K. Codes bypass L1 (read once); tokens and scales go through it.
+#include "moeq_dev/kernels/direct_pass_scales.cuh"
 #include "moeq_dev/kernels/moe_gemm_common.cuh"
 #include "moeq_dev/format/weights_fragment.cuh"
 #include "moeq_dev/ptx/ldg.cuh"
@@ -191,57 +195,142 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
     scale_rows.load(scales, scale_k + kt * BK, K);
     load_tokens(tok, kt);
   };
-  CodeWords code_ring[D];
-  TileScales scale_ring[D];
-  if constexpr (D == 2) {
-    // Codes and scales one tile ahead, tokens one tile ahead (every warp of the CTA loads the same
-    // token bytes: after the first, L1 hits).
-    TokenFragments tok[2];
-    if (my_tiles > 0) load_tile(code_ring[0], scale_ring[0], tok[0], warp_k);
-    for (int j0 = 0; j0 < my_tiles; j0 += D) {
+  // Scales per tile: LaneScaleRows::load with each tile's codes, in the ring beside them.
+  auto run_tile_scaled_ring = [&]() {
+    CodeWords code_ring[D];
+    TileScales scale_ring[D];
+    if constexpr (D == 2) {
+      // Codes and scales one tile ahead, tokens one tile ahead (every warp of the CTA loads the same
+      // token bytes: after the first, L1 hits).
+      TokenFragments tok[2];
+      if (my_tiles > 0) load_tile(code_ring[0], scale_ring[0], tok[0], warp_k);
+      for (int j0 = 0; j0 < my_tiles; j0 += D) {
 #pragma unroll
-      for (int q = 0; q < D; ++q) {
-        const int j = j0 + q;
-        if (j < my_tiles) {
-          if (j + 1 < my_tiles) load_tile(code_ring[(q + 1) % D], scale_ring[(q + 1) % D], tok[(q + 1) % 2], warp_k + G * (j + 1));
-          compute(code_ring[q], scale_ring[q], tok[q % 2]);
+        for (int q = 0; q < D; ++q) {
+          const int j = j0 + q;
+          if (j < my_tiles) {
+            if (j + 1 < my_tiles) load_tile(code_ring[(q + 1) % D], scale_ring[(q + 1) % D], tok[(q + 1) % 2], warp_k + G * (j + 1));
+            compute(code_ring[q], scale_ring[q], tok[q % 2]);
+          }
         }
       }
+    } else {
+      // Deeper rings: the tiles come in groups of P = D / 2, a group's loads issued together as the
+      // group before it starts, so a tile's data is in flight for P tiles of compute.
+      // NOTE: ptxas gives every load of this loop one scoreboard, and a first use waits for all the
+      // loads on it, so a ring that issues one tile per step and reads the tile issued D - 1 steps
+      // before waits, at every step, for the tile it has just issued (GEMM v16, docs/perf-notes.md).
+      // Here the only waits are at the group starts, before the next group's loads issue:
+      // `after_arrival` is 0 at run time (K < 2^31) but reads the group's first code word, and the
+      // loads' tile indices and branches take it, so they cannot issue before the group is in.
+      constexpr int P = D / 2;
+      const unsigned zero_at_run_time = static_cast<unsigned>(K) >> 31;
+      TokenFragments tok[D];
+#pragma unroll
+      for (int r = 0; r < P; ++r)
+        if (r < my_tiles) load_tile(code_ring[r], scale_ring[r], tok[r], warp_k + G * r);
+      // Two groups per pass (compile-time ring slots); each group is one block from its wait to its
+      // last tile, so no path reaches a tile of the group around the wait (ptxas waits again at joins).
+      for (int j0 = 0; j0 < my_tiles; j0 += D) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int jg = j0 + h * P;
+          if (jg < my_tiles) {
+            const int after_arrival = static_cast<int>(code_ring[h * P][0][0] & zero_at_run_time);
+#pragma unroll
+            for (int r = 0; r < P; ++r) {
+              const int next = jg + P + r + after_arrival, slot = (1 - h) * P + r;
+              if (next < my_tiles) load_tile(code_ring[slot], scale_ring[slot], tok[slot], warp_k + G * next);
+            }
+#pragma unroll
+            for (int r = 0; r < P; ++r)
+              if (r == 0 || jg + r < my_tiles) compute(code_ring[h * P + r], scale_ring[h * P + r], tok[h * P + r]);
+          }
+        }
+      }
+    }
+  };
+
+  // Scales per pass of 4 K tiles (kernels/direct_pass_scales.cuh): one load per row and pass,
+  // issued with the codes of the pass's first tile, so it waits where those codes do. The passes
+  // come in pairs (compile-time words) and the ring slots as in run_tile_scaled_ring.
+  constexpr bool kPassScales = PassScalable<Cfg>::value && G == 1 && (D == 2 || D == 4);
+  auto run_pass_scaled_ring = [&]() {
+    using PassWords = PassScaleWords<Cfg, kTilesN>;
+    auto load_codes_tokens = [&](CodeWords& words, TokenFragments& tok, int kt) {
+      load_codes(words, kt);
+      load_tokens(tok, kt);
+    };
+    // The scales go on the accumulators wherever the tile can take them (INT4: acc_scales holds
+    // for groups of 128), so the other path is not compiled into this ring.
+    auto compute_tile = [&](const CodeWords& words, const PassWords& pass, int q, const TokenFragments& tok) {
+      TileScales scales;
+      pass_tile_scales<Cfg, kTilesN>(pass, q, scales);
+      multiply_scaled_tile<Cfg, kAccScaleTile, kVoteFold>(
+          scales, p.scaling, kAccScaleTile, acc,
+          [&](DequantPath path, const FragmentScale (&decoded)[kTilesN][2], float (&dst)[kTilesN][kTilesM][4]) {
+            multiply(path, words, decoded, tok, dst);
+          });
+    };
+    CodeWords code_ring[D];
+    PassWords pass[2];
+    if constexpr (D == 2) {
+      TokenFragments tok[2];
+      if (my_tiles > 0) {
+        load_codes_tokens(code_ring[0], tok[0], 0);
+        load_pass_scales<Cfg, kTilesN>(scale_rows, 0, pass[0]);
+      }
+      for (int j0 = 0; j0 < my_tiles; j0 += 8) {
+#pragma unroll
+        for (int q = 0; q < 8; ++q) {
+          const int j = j0 + q;
+          if (j < my_tiles) {
+            if (j + 1 < my_tiles) {
+              load_codes_tokens(code_ring[(q + 1) % 2], tok[(q + 1) % 2], j + 1);
+              if (q % 4 == 3) load_pass_scales<Cfg, kTilesN>(scale_rows, j + 1, pass[(q / 4 + 1) % 2]);
+            }
+            compute_tile(code_ring[q % 2], pass[q / 4], q % 4, tok[q % 2]);
+          }
+        }
+      }
+    } else {
+      // As run_tile_scaled_ring's deeper ring (its NOTE on the one scoreboard and `after_arrival`).
+      constexpr int P = D / 2;
+      const unsigned zero_at_run_time = static_cast<unsigned>(K) >> 31;
+      TokenFragments tok[D];
+#pragma unroll
+      for (int r = 0; r < P; ++r)
+        if (r < my_tiles) load_codes_tokens(code_ring[r], tok[r], r);
+      if (my_tiles > 0) load_pass_scales<Cfg, kTilesN>(scale_rows, 0, pass[0]);
+      for (int j0 = 0; j0 < my_tiles; j0 += 4 * P) {
+#pragma unroll
+        for (int gi = 0; gi < 4; ++gi) {  // groups of the two passes j0 / 4 and j0 / 4 + 1
+          const int h = gi % 2, jg = j0 + gi * P;
+          if (jg < my_tiles) {
+            const int after_arrival = static_cast<int>(code_ring[h * P][0][0] & zero_at_run_time);
+#pragma unroll
+            for (int r = 0; r < P; ++r) {
+              const int next = jg + P + r + after_arrival, slot = (1 - h) * P + r;
+              if (next < my_tiles) load_codes_tokens(code_ring[slot], tok[slot], next);
+            }
+            // The next group starts a pass where this one ends one (h = 1).
+            if (h == 1 && jg + P < my_tiles) load_pass_scales<Cfg, kTilesN>(scale_rows, jg + P + after_arrival, pass[(gi / 2 + 1) % 2]);
+#pragma unroll
+            for (int r = 0; r < P; ++r)
+              if (r == 0 || jg + r < my_tiles) compute_tile(code_ring[h * P + r], pass[gi / 2], 2 * h + r, tok[h * P + r]);
+          }
+        }
+      }
+    }
+  };
+  if constexpr (kPassScales) {
+    if (pass_scales_fit<Cfg>(p.scaling, K, scale_rows.group_shift)) {
+      run_pass_scaled_ring();
+    } else {
+      run_tile_scaled_ring();
     }
   } else {
-    // Deeper rings: the tiles come in groups of P = D / 2, a group's loads issued together as the
-    // group before it starts, so a tile's data is in flight for P tiles of compute.
-    // NOTE: ptxas gives every load of this loop one scoreboard, and a first use waits for all the
-    // loads on it, so a ring that issues one tile per step and reads the tile issued D - 1 steps
-    // before waits, at every step, for the tile it has just issued (GEMM v16, docs/perf-notes.md).
-    // Here the only waits are at the group starts, before the next group's loads issue:
-    // `after_arrival` is 0 at run time (K < 2^31) but reads the group's first code word, and the
-    // loads' tile indices and branches take it, so they cannot issue before the group is in.
-    constexpr int P = D / 2;
-    const unsigned zero_at_run_time = static_cast<unsigned>(K) >> 31;
-    TokenFragments tok[D];
-#pragma unroll
-    for (int r = 0; r < P; ++r)
-      if (r < my_tiles) load_tile(code_ring[r], scale_ring[r], tok[r], warp_k + G * r);
-    // Two groups per pass (compile-time ring slots); each group is one block from its wait to its
-    // last tile, so no path reaches a tile of the group around the wait (ptxas waits again at joins).
-    for (int j0 = 0; j0 < my_tiles; j0 += D) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int jg = j0 + h * P;
-        if (jg < my_tiles) {
-          const int after_arrival = static_cast<int>(code_ring[h * P][0][0] & zero_at_run_time);
-#pragma unroll
-          for (int r = 0; r < P; ++r) {
-            const int next = jg + P + r + after_arrival, slot = (1 - h) * P + r;
-            if (next < my_tiles) load_tile(code_ring[slot], scale_ring[slot], tok[slot], warp_k + G * next);
-          }
-#pragma unroll
-          for (int r = 0; r < P; ++r)
-            if (r == 0 || jg + r < my_tiles) compute(code_ring[h * P + r], scale_ring[h * P + r], tok[h * P + r]);
-        }
-      }
-    }
+    run_tile_scaled_ring();
   }
 
   // Epilogue: K groups added in group order, then the output tile and its rows (moe_gemm.cuh).

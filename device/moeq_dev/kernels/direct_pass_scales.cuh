@@ -1,0 +1,59 @@
+#pragma once
+// A lane's group scales for a pass of 4 K tiles (256 k) in one load per row, for the direct-load
+// body (kernels/moe_gemm_direct.cuh), instead of one load per row and K tile.
+// PERF: GEMM v18 (docs/perf-notes.md, bench/results/2026-12-01-h200-gemm-v18.md): with them INT4
+// Qwen3-30B-A3B GEMM1 M = 16 / 64 runs 40.7-41.1 / 58.6-58.9 us against 45.4-45.5 / 65.5-65.6
+// (77 / 81% of copy), DeepSeek-V3 M = 16 94% against 85%. MXFP4 read the same way (8 bytes per
+// row and pass, each lane's byte picked per tile) was 7-17% slower and keeps its per-tile loads;
+// not profiled why (its 8-tile loop, with both the folded and the weights paths, is 2659
+// instructions against 688 for the per-tile ring's 2 tiles).
+// NOTE: NVRTC-safe: no standard headers.
+#include "moeq_dev/format/weights_fragment.cuh"
+
+namespace moeq_dev {
+
+// Formats whose direct tiles read scales per pass: INT4 with 16-bit scales and no zero points, in
+// groups of 128 (checked at run time): a row's 2 groups of a pass are one 4-byte word. (INT8 could
+// too; not measured, so it keeps the per-tile loads.)
+template <class Cfg>
+struct PassScalable {
+  static constexpr bool value = Cfg::kFormat == WeightFormatId::kInt4 && !ScaleStorage<Cfg>::kZeroPoints &&
+                                ScaleStorage<Cfg>::kDtype != ScaleDtypeId::kF32;
+};
+
+// The scale words of one pass: w[nt][r] holds row (nt, r)'s two groups.
+template <class Cfg, int kTilesN>
+struct PassScaleWords {
+  unsigned w[kTilesN][2];
+};
+
+// Whether this launch can take its scales per pass (uniform): groups of exactly 128 and whole
+// passes (K % 256 == 0, so every row's pass is one aligned word) on 4-byte aligned scales.
+template <class Cfg>
+__device__ __forceinline__ bool pass_scales_fit(const WeightScaling& w, int K, int group_shift) {
+  const unsigned long long base = reinterpret_cast<unsigned long long>(w.scales);
+  return group_shift == 7 && K % 256 == 0 && (base & 3) == 0;
+}
+
+// The pass starting at K tile kt0 (a multiple of 4): groups kt0 / 2 and kt0 / 2 + 1 of each row.
+template <class Cfg, int kTilesN>
+__device__ __forceinline__ void load_pass_scales(const LaneScaleRows<Cfg, kTilesN>& rows, int kt0,
+                                                 PassScaleWords<Cfg, kTilesN>& pass) {
+#pragma unroll
+  for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) pass.w[nt][r] = __ldg(reinterpret_cast<const unsigned*>(rows.rows[nt][r].scales + kt0));
+}
+
+// Tile q (0-3) of the pass, as LaneScaleRows::load gives it: tiles 0-1 take the low half, 2-3 the
+// high (decode_lane_scale reads only the low 16 bits).
+template <class Cfg, int kTilesN>
+__device__ __forceinline__ void pass_tile_scales(const PassScaleWords<Cfg, kTilesN>& pass, int q,
+                                                 LaneScale (&slot)[kTilesN][2]) {
+#pragma unroll
+  for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) slot[nt][r].bits = q < 2 ? pass.w[nt][r] : pass.w[nt][r] >> 16;
+}
+
+}  // namespace moeq_dev
