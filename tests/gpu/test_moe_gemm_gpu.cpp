@@ -34,7 +34,7 @@ struct GemmCase {
 // E = 5 experts, N = 200 (not a multiple of 64; NVFP4 halves of 100), K = 352 (a K tile of 64
 // ends half full; FP8 128x128 blocks end at 96), 640 for 128-wide INT groups, or 768 where the
 // direct tiles read a lane's scales per pass of 4 K tiles (kernels/direct_pass_scales.cuh: K %
-// 256 == 0; 3 passes, so both pass words and their reuse run); an optional per-expert bias.
+// 256 == 0; 3 passes: both pass words, the first one reloaded); an optional per-expert bias.
 GemmCase make_case(const std::string& scheme, DType bias) {
   ExpertsDesc d = io::find_preset("tiny").desc;
   io::apply_scheme(scheme, d);
