@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -312,6 +313,45 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
         EXPECT_TRUE(s.finite && s.rel < 5e-3) << plan.scheme << " tile " << text << (prepared ? " prepared" : "")
                                               << " masked: rel " << s.rel
                                               << (s.finite ? "" : ", non-finite or rows past a count written");
+      }
+    }
+  }
+}
+
+// INT4 in groups of 128 reads a lane's scales once per pass of 4 K tiles where K % 256 == 0 and the
+// scales are 4-byte aligned (kernels/direct_pass_scales.cuh), else once per K tile. K = 1280 (5 passes:
+// both pass words reloaded), bf16 and f16 scales, the 2- and 4-deep direct tiles: the per-pass output
+// matches the reference and is bit-identical to the per-tile output of the same weights with their
+// scales 2 bytes off a 4-byte boundary (the same scales and products in the same order).
+TEST(MoeGemmGpu, Int4PassScalesEqualTileScalesBitForBit) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  std::string why;
+  if (!jit::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  cuda::ensure_context();
+  cuda::Stream stream;
+  std::mt19937 rng(31);
+  for (const char* scheme : {"int4-g128", "int4-g128:f16"}) {
+    GemmCase c = make_case(scheme, DType::none);
+    c.w.k = 1280;
+    const HostWeights h = quantized_weights(c, rng);
+    const DeviceWeights dw = upload(*h.q);
+    std::vector<uint8_t> scale_bytes(h.q->scales.size() + 2, 0);
+    std::memcpy(scale_bytes.data() + 2, h.q->scales.data(), h.q->scales.size());
+    const cuda::DeviceBuffer offset_scales = cuda::DeviceBuffer::from_host(scale_bytes);
+    DeviceWeights shifted;  // dw's buffers but the scales; dw owns them
+    shifted.ptrs = dw.ptrs;
+    shifted.ptrs.scales = offset_scales.ptr() + 2;
+    shifted.prepared_codes = dw.prepared_codes;
+    for (const char* text : {"8x128/1x4x1/2/r", "8x128/1x4x1/4/o4/r"}) {
+      const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
+      for (bool prepared : {false, true}) {
+        std::vector<uint16_t> per_pass, per_tile;
+        const ErrorStats s = run_gather(c, tile, h, dw, 45, std::mt19937(5), stream.get(), prepared, &per_pass);
+        EXPECT_TRUE(s.finite && s.rel < 5e-3) << scheme << " tile " << text << (prepared ? " prepared" : "")
+                                              << ": rel " << s.rel << (s.finite ? "" : ", non-finite");
+        run_gather(c, tile, h, shifted, 45, std::mt19937(5), stream.get(), prepared, &per_tile);
+        EXPECT_TRUE(per_pass == per_tile) << scheme << " tile " << text << (prepared ? " prepared" : "")
+                                          << ": per-pass and per-tile scales differ";
       }
     }
   }
