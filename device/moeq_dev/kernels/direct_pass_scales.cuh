@@ -22,14 +22,13 @@ struct PassScalable {
 };
 
 // The scale words of one pass: w[nt][r] holds row (nt, r)'s two groups.
-template <class Cfg, int kTilesN>
+template <int kTilesN>
 struct PassScaleWords {
   unsigned w[kTilesN][2];
 };
 
 // Whether this launch can take its scales per pass (uniform): groups of exactly 128 and whole
 // passes (K % 256 == 0, so every row's pass is one aligned word) on 4-byte aligned scales.
-template <class Cfg>
 __device__ __forceinline__ bool pass_scales_fit(const WeightScaling& w, int K, int group_shift) {
   const unsigned long long base = reinterpret_cast<unsigned long long>(w.scales);
   return group_shift == 7 && K % 256 == 0 && (base & 3) == 0;
@@ -38,7 +37,7 @@ __device__ __forceinline__ bool pass_scales_fit(const WeightScaling& w, int K, i
 // The pass starting at K tile kt0 (a multiple of 4): groups kt0 / 2 and kt0 / 2 + 1 of each row.
 template <class Cfg, int kTilesN>
 __device__ __forceinline__ void load_pass_scales(const LaneScaleRows<Cfg, kTilesN>& rows, int kt0,
-                                                 PassScaleWords<Cfg, kTilesN>& pass) {
+                                                 PassScaleWords<kTilesN>& pass) {
 #pragma unroll
   for (int nt = 0; nt < kTilesN; ++nt)
 #pragma unroll
@@ -47,8 +46,8 @@ __device__ __forceinline__ void load_pass_scales(const LaneScaleRows<Cfg, kTiles
 
 // Tile q (0-3) of the pass, as LaneScaleRows::load gives it: tiles 0-1 take the low half, 2-3 the
 // high (decode_lane_scale reads only the low 16 bits).
-template <class Cfg, int kTilesN>
-__device__ __forceinline__ void pass_tile_scales(const PassScaleWords<Cfg, kTilesN>& pass, int q,
+template <int kTilesN>
+__device__ __forceinline__ void pass_tile_scales(const PassScaleWords<kTilesN>& pass, int q,
                                                  LaneScale (&slot)[kTilesN][2]) {
 #pragma unroll
   for (int nt = 0; nt < kTilesN; ++nt)

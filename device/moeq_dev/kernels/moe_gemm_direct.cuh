@@ -256,7 +256,7 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   // come in pairs (compile-time words) and the ring slots as in run_tile_scaled_ring.
   constexpr bool kPassScales = PassScalable<Cfg>::value && G == 1 && (D == 2 || D == 4);
   auto run_pass_scaled_ring = [&]() {
-    using PassWords = PassScaleWords<Cfg, kTilesN>;
+    using PassWords = PassScaleWords<kTilesN>;
     auto load_codes_tokens = [&](CodeWords& words, TokenFragments& tok, int kt) {
       load_codes(words, kt);
       load_tokens(tok, kt);
@@ -265,7 +265,7 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
     // for groups of 128), so the other path is not compiled into this ring.
     auto compute_tile = [&](const CodeWords& words, const PassWords& pass, int q, const TokenFragments& tok) {
       TileScales scales;
-      pass_tile_scales<Cfg, kTilesN>(pass, q, scales);
+      pass_tile_scales<kTilesN>(pass, q, scales);
       multiply_scaled_tile<Cfg, kAccScaleTile, kVoteFold>(
           scales, p.scaling, kAccScaleTile, acc,
           [&](DequantPath path, const FragmentScale (&decoded)[kTilesN][2], float (&dst)[kTilesN][kTilesM][4]) {
@@ -324,7 +324,7 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
     }
   };
   if constexpr (kPassScales) {
-    if (pass_scales_fit<Cfg>(p.scaling, K, scale_rows.group_shift)) {
+    if (pass_scales_fit(p.scaling, K, scale_rows.group_shift)) {
       run_pass_scaled_ring();
     } else {
       run_tile_scaled_ring();
