@@ -101,10 +101,11 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   const int64_t out_stride = out.row_stride > 0 ? out.row_stride : K;
   const int64_t routed_rows =
       shape.layout == Layout::masked ? d.num_experts * shape.max_tokens_per_expert : shape.num_tokens * d.top_k;
-  // Each GEMM's own tile (the same block size, so one routing serves both; gemm_few_ctas, gemm_one_wave).
+  // Each GEMM's own tile (the same block size, so one routing serves both; gemm_few_ctas,
+  // gemm_alt_fewer_waves).
   auto tile_of = [&](int64_t n) {
     return cuda::gemm_tile_for_channels(d.weight_format, static_cast<int>(shape.block_m),
-                                        shape.batch_invariant ? cuda::kTileForAnyRows : routed_rows, n, E);
+                                        shape.batch_invariant ? cuda::kTileForAnyRows : routed_rows, d.top_k, n, E);
   };
   const cuda::GemmTile tile = tile_of(N13);
   // The caller's error word accumulates (the caller clears it); the workspace's is cleared per call.

@@ -108,20 +108,42 @@ bool gemm_few_ctas(int64_t num_slots, int64_t n, int num_sms) {
   return num_slots <= kFewRoutedRows && 2 * num_slots * ((n + 63) / 64) < 5 * int64_t{num_sms};
 }
 
-bool gemm_one_wave(int64_t num_slots, int64_t num_experts, int64_t n, int num_sms) {
+double expected_row_blocks(int64_t num_slots, int64_t top_k, int64_t num_experts) {
   const double experts = static_cast<double>(std::max<int64_t>(num_experts, 1));
-  const double distinct = experts * (1.0 - std::pow(1.0 - 1.0 / experts, static_cast<double>(num_slots)));
-  const double blocks = std::max(distinct, static_cast<double>(num_slots) / 8.0);
-  return blocks * static_cast<double>((n + 127) / 128) <= 5.0 * num_sms;
+  const double k = static_cast<double>(std::clamp<int64_t>(top_k, 1, std::max<int64_t>(num_experts, 1)));
+  const double tokens = static_cast<double>(num_slots) / k;
+  const double distinct = experts * (1.0 - std::pow(1.0 - k / experts, tokens));
+  return std::max(distinct, static_cast<double>(num_slots) / 8.0);
 }
 
-GemmTile gemm_tile_for_channels(WeightFormat format, int block_m, int64_t num_slots, int64_t n, int64_t num_experts) {
+int64_t gemm_waves(double ctas, int ctas_per_sm, int num_sms) {
+  return static_cast<int64_t>(std::ceil(ctas / (static_cast<double>(ctas_per_sm) * num_sms)));
+}
+
+bool gemm_alt_fewer_waves(WeightFormat format, int64_t num_slots, int64_t top_k, int64_t num_experts, int64_t n,
+                          int num_sms) {
+  const double blocks = expected_row_blocks(num_slots, top_k, num_experts);
+  const double blocks_n128 = static_cast<double>((n + 127) / 128), blocks_n256 = static_cast<double>((n + 255) / 256);
+  if (format == WeightFormat::int4) {
+    const int64_t alternative = gemm_waves(blocks * blocks_n128, 5, num_sms);  // 8x128/1x4x1/2/r
+    return alternative == 1 && gemm_waves(blocks * blocks_n128, 4, num_sms) > 1;
+  }
+  if (format == WeightFormat::mxfp4) {
+    const int64_t primary = gemm_waves(blocks * blocks_n128, 5, num_sms);      // 8x128/1x4x1/2/r
+    const int64_t alternative = gemm_waves(blocks * blocks_n256, 3, num_sms);  // 8x256/1x4x1/2/r
+    return alternative < primary && primary <= kMxfp4AltMaxWaves;
+  }
+  return false;
+}
+
+GemmTile gemm_tile_for_channels(WeightFormat format, int block_m, int64_t num_slots, int64_t top_k, int64_t n,
+                                int64_t num_experts) {
   static const int num_sms = current_device_info().num_sms;  // one device per process (ensure_context)
   return gemm_tile_for(format, block_m, num_slots, gemm_few_ctas(num_slots, n, num_sms),
-                       gemm_one_wave(num_slots, num_experts, n, num_sms));
+                       gemm_alt_fewer_waves(format, num_slots, top_k, num_experts, n, num_sms));
 }
 
-GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool few_ctas, bool one_wave) {
+GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool few_ctas, bool alt_fewer_waves) {
   // PERF: the fastest candidate per regime on the H200, Qwen3-30B-A3B GEMM1 (GEMM v4 sweeps,
   // bench/results/2026-11-30-h200-gemm-v4.md, docs/perf-notes.md):
   // - few routed rows (<= kFewRoutedRows, e.g. M = 1-4 at top_k 8) in 8-row blocks: few CTAs,
@@ -182,18 +204,24 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
   // - GEMM v15: where those few rows make few CTAs (gemm_few_ctas), 32 channels in 4 K groups.
   // - GEMM v16: INT4 takes the 4-deep ring, issued two tiles at a time (kernels/moe_gemm_direct.cuh),
   //   capped at 127 registers (4 CTAs per SM; 140 uncapped), except where the 2-deep tile's grid
-  //   is one wave (gemm_one_wave). Call D of bench/results/2026-12-01-h200-gemm-v16.md, against
+  //   is one wave (GEMM v19 generalizes it: gemm_alt_fewer_waves). Call D of bench/results/2026-12-01-h200-gemm-v16.md, against
   //   /2/r in the same call: Qwen3-30B-A3B GEMM1 M = 16 49.7 -> 45.6 us, M = 64 70.5 -> 65.6, GEMM2
   //   4-12% less at M = 8-64; gpt-oss-120b 3-5% less, DeepSeek-V3 M = 16 GEMM1 473 -> 449; Qwen3
   //   M = 1 GEMM1 (8x32/1x1x4/4/o4/r) 9.85 -> 9.16, GEMM2 7.23 -> 7.35. MXFP4 gains nothing (GEMM2
   //   at M = 8-16 a little); FP8-block under the cap spills and loses 15-25% (uncapped: 164
   //   registers, timed only at Qwen3 M = 8, 54.8 -> 45.6 us).
+  // - GEMM v19: INT4's 2-deep tile and MXFP4's 64-channel one (8x256/1x4x1/2/r) where they run
+  //   fewer waves than the format's primary tile, up to kAltTileMaxWaves (gemm_alt_fewer_waves).
   const bool four_bit = dtype_bits(weight_format_code_dtype(format)) == 4;
   const bool int4 = format == WeightFormat::int4;
   const char* text;
   if (block_m <= 8) {
     if (num_slots > kFewRoutedRows) {
-      text = int4 && !one_wave ? "8x128/1x4x1/4/o4/r" : "8x128/1x4x1/2/r";
+      if (int4) {
+        text = alt_fewer_waves ? "8x128/1x4x1/2/r" : "8x128/1x4x1/4/o4/r";
+      } else {
+        text = format == WeightFormat::mxfp4 && alt_fewer_waves ? "8x256/1x4x1/2/r" : "8x128/1x4x1/2/r";
+      }
     } else if (few_ctas) {
       text = int4 ? "8x32/1x1x4/4/o4/r" : "8x32/1x1x4/2/r";
     } else {
@@ -270,7 +298,9 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            "16x64/1x4x1/8/p", "16x128/1x8x1/6/p", "32x128/1x8x1/4/p", "8x128/1x8x1/4/p",
                            // direct loads into registers (GEMM v13)
                            "8x128/1x4x1/2/r", "8x128/1x4x1/4/r", "8x64/1x2x2/4/r", "8x64/1x2x2/2/r", "8x256/1x8x1/4/r", "8x64/1x4x1/2/r", "8x32/1x1x4/2/r", "8x128/1x4x1/4/o4/r", "8x32/1x1x4/4/o4/r",
-                           "16x128/1x4x1/2/r"})
+                           "16x128/1x4x1/2/r",
+                           // 64 channels per warp, MXFP4's alternative many-rows tile (GEMM v19)
+                           "8x256/1x4x1/2/r"})
     tiles.push_back(parse_gemm_tile(text));
   return tiles;
 }
@@ -420,8 +450,8 @@ std::vector<GemmTile> planner_tiles(WeightFormat format) {
   for (int block_m : {8, 16, 32, 64, 128})
     for (int64_t rows : {kFewRoutedRows, kFewRoutedRows + 1, kTileForAnyRows})
       for (bool few_ctas : {false, true})
-        for (bool one_wave : {false, true}) {
-          const GemmTile t = gemm_tile_for(format, block_m, rows, few_ctas, one_wave);
+        for (bool alt_fewer_waves : {false, true}) {
+          const GemmTile t = gemm_tile_for(format, block_m, rows, few_ctas, alt_fewer_waves);
           const bool seen = std::any_of(tiles.begin(), tiles.end(), [&](const GemmTile& o) { return o.to_string() == t.to_string(); });
           if (!seen) tiles.push_back(t);
         }

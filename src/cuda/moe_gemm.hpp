@@ -50,9 +50,10 @@ struct GemmTile {
 // The planner's tile for a weight format, block size (8, 16, 32, 64 or 128 tokens) and routed rows
 // (M * top_k); kTileForAnyRows gives one that does not depend on the rows (batch-invariant mode).
 // few_ctas (gemm_few_ctas): the few-rows tile would leave the SMs short of CTAs.
-// one_wave (gemm_one_wave): the many-rows tile would run at most one wave of CTAs.
+// alt_fewer_waves (gemm_alt_fewer_waves): the format's alternative many-rows 8-row tile runs
+// fewer waves of CTAs than its primary one.
 GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool few_ctas = false,
-                       bool one_wave = false);
+                       bool alt_fewer_waves = false);
 // Whether num_slots routed rows (at most kFewRoutedRows), one 8-row block each at worst, over a
 // GEMM's n channels in 64-channel blocks make fewer than 2.5 CTAs per SM: then the planner's
 // few-rows tile for that GEMM is one of 32 channels and 4 K groups (twice the CTAs, a quarter of
@@ -62,17 +63,41 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
 // GEMM2 (256) 8-13% less; gpt-oss-120b GEMM2 (4 x 45 = 180) 22-28% less, but GEMM1 (360) 10-14%
 // more; DeepSeek-V3 (512 and 896) -3% to +6%; Qwen3 M = 2 GEMM1 (384) 12% more.
 bool gemm_few_ctas(int64_t num_slots, int64_t n, int num_sms);
-// Whether num_slots routed rows (more than kFewRoutedRows) over num_experts experts, in 8-row blocks
-// of 128 channels of a GEMM's n, make at most one wave of 5 CTAs per SM (the 95 registers of the
-// 2-deep INT4 tile). Blocks are estimated as the expected distinct experts of uniform routing
-// (at least num_slots / 8). There INT4 keeps the 2-deep ring: its 5 CTAs per SM take the whole
-// grid in one wave, where the 4-deep ring's 4 would take two.
-// PERF (H200, call D of bench/results/2026-12-01-h200-gemm-v16.md): Qwen3-30B-A3B M = 8 GEMM1
-// (~50 experts x 12 = ~600 CTAs) 30.7 us with 8x128/1x4x1/2/r against 34.2 with /4/o4/r.
-bool gemm_one_wave(int64_t num_slots, int64_t num_experts, int64_t n, int num_sms);
-// gemm_tile_for a GEMM of n channels over num_experts experts on the current device (few_ctas
-// and one_wave from its SM count): the tile Experts::apply and `moeq bench` launch.
-GemmTile gemm_tile_for_channels(WeightFormat format, int block_m, int64_t num_slots, int64_t n, int64_t num_experts);
+// Expected 8-row blocks of num_slots routed rows: num_slots / top_k tokens, each routed to top_k
+// distinct experts of num_experts uniformly, hit E (1 - (1 - top_k / E)^tokens) experts; at least
+// num_slots / 8.
+double expected_row_blocks(int64_t num_slots, int64_t top_k, int64_t num_experts);
+// Waves of a grid of `ctas` CTAs at ctas_per_sm resident CTAs on each of num_sms SMs.
+int64_t gemm_waves(double ctas, int ctas_per_sm, int num_sms);
+// MXFP4's primary waves up to which its alternative tile may replace it: beyond, the last partial
+// wave is a small share and the primary's faster steady state wins.
+// PERF (H200, call 2 of bench/results/2026-12-02-h200-gemm-v19.md): gpt-oss-120b MXFP4 GEMM1
+// M = 32-64 (6-8 waves of 8x128/1x4x1/2/r) 2-3% faster than 8x256/1x4x1/2/r despite one wave less.
+constexpr int64_t kMxfp4AltMaxWaves = 4;
+// Whether num_slots routed rows (more than kFewRoutedRows) over a GEMM's n channels, in 8-row blocks
+// of expected_row_blocks, run the format's alternative many-rows tile instead of its primary one
+// because it takes fewer waves of CTAs (with few waves the last, partial one is a large share of
+// the time). CTAs per SM from the tiles' registers (sm_90, prepared codes):
+// - INT4: primary 8x128/1x4x1/4/o4/r (127 registers: 4 per SM), alternative 8x128/1x4x1/2/r (95: 5)
+//   only where the alternative runs one wave and the primary two or more. The 4-deep ring's steady
+//   state is the faster one: where the 2-deep tile ran 2-3 waves against the 4-deep one's 3-4
+//   (Qwen3 GEMM2 M = 12-48), it won twice by 6-8% and lost three times by 10-12%.
+// - MXFP4: primary 8x128/1x4x1/2/r (92: 5), alternative 8x256/1x4x1/2/r (167: 3), whose 64-channel
+//   warps share each token fragment and scale set-up over twice the channels, wherever it runs
+//   fewer waves and the primary at most kMxfp4AltMaxWaves.
+// - other formats: no alternative.
+// PERF (H200, calls 2-4 of bench/results/2026-12-02-h200-gemm-v19.md): Qwen3-30B-A3B INT4 GEMM1
+// M = 4 / 6 (one wave of either) 21.9 -> 18.2 and 25.5 -> 22.5 us on the primary, M = 8 (one wave
+// against two) 35.4 -> 28.5 on the alternative; MXFP4 GEMM1 M = 10 / 32 / 48 / 64 (two waves
+// against three) 44.3 -> 34.5, 60.1 -> 57.7, 70.1 -> 65.1 and 70.1 -> 65.2, GEMM2 M = 64 (three
+// against four) 41.1 -> 38.4; gpt-oss-120b MXFP4 GEMM1 M = 16 (three against four) 139.0 -> 133.9.
+bool gemm_alt_fewer_waves(WeightFormat format, int64_t num_slots, int64_t top_k, int64_t num_experts, int64_t n,
+                          int num_sms);
+// gemm_tile_for a GEMM of n channels over num_experts experts, top_k per token, on the current
+// device (few_ctas and alt_fewer_waves from its SM count): the tile Experts::apply and `moeq bench`
+// launch.
+GemmTile gemm_tile_for_channels(WeightFormat format, int block_m, int64_t num_slots, int64_t top_k, int64_t n,
+                                int64_t num_experts);
 constexpr int64_t kTileForAnyRows = int64_t{1} << 62;
 // Up to this many routed rows the planner takes a tile of K groups (few CTAs).
 // PERF: 16 (M <= 2 at top_k 8) since GEMM v13 (bench/results/2026-12-01-h200-gemm-v13.md): at

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -90,8 +91,8 @@ TEST(GemmTiles, CandidatesAndPlannerTilesAreLegalForEveryFormat) {
     for (int bm : {8, 16, 32, 64, 128})
       for (int64_t slots : {int64_t{1}, cuda::kFewRoutedRows, cuda::kFewRoutedRows + 1, int64_t{1} << 20, cuda::kTileForAnyRows})
         for (bool few_ctas : {false, true})
-          for (bool one_wave : {false, true}) {
-            const cuda::GemmTile t = cuda::gemm_tile_for(f, bm, slots, few_ctas, one_wave);
+          for (bool alt_fewer_waves : {false, true}) {
+            const cuda::GemmTile t = cuda::gemm_tile_for(f, bm, slots, few_ctas, alt_fewer_waves);
             EXPECT_EQ(t.block_m, bm);
             EXPECT_TRUE(cuda::gemm_tile_reasons(t, w).empty()) << t.to_string();
           }
@@ -109,8 +110,8 @@ TEST(GemmTiles, EveryPlannerTileIsACandidate) {
     for (int bm : {8, 16, 32, 64, 128})
       for (int64_t rows : {int64_t{1}, cuda::kFewRoutedRows + 7, int64_t{100000}})
         for (bool few_ctas : {false, true})
-          for (bool one_wave : {false, true}) {
-            const std::string chosen = cuda::gemm_tile_for(f, bm, rows, few_ctas, one_wave).to_string();
+          for (bool alt_fewer_waves : {false, true}) {
+            const std::string chosen = cuda::gemm_tile_for(f, bm, rows, few_ctas, alt_fewer_waves).to_string();
             EXPECT_TRUE(std::any_of(tiles.begin(), tiles.end(), [&](const cuda::GemmTile& t) { return t.to_string() == chosen; }))
                 << chosen;
           }
@@ -136,21 +137,46 @@ TEST(GemmTiles, FewCtasTakeTheNarrowKGroupTile) {
             cuda::gemm_tile_for(WeightFormat::mxfp4, 16, 8, false).to_string());
 }
 
-// Many routed rows: INT4 takes the 4-deep ring of 4 CTAs per SM unless the 2-deep tile's grid fits
-// one wave of 5 per SM (H200: 660); the other formats keep the 2-deep tile.
-TEST(GemmTiles, OneWaveKeepsTheTwoDeepInt4Tile) {
+// Uniform routing of top_k distinct experts per token: the expected experts hit.
+TEST(GemmTiles, ExpectedRowBlocks) {
+  EXPECT_NEAR(cuda::expected_row_blocks(128, 8, 128), 128.0 * (1.0 - std::pow(120.0 / 128.0, 16.0)), 1e-9);  // 82.4
+  EXPECT_NEAR(cuda::expected_row_blocks(8, 8, 128), 8.0, 1e-9);        // one token: its 8 experts
+  EXPECT_NEAR(cuda::expected_row_blocks(4096, 8, 8), 512.0, 1e-9);     // few experts: at least rows / 8
+  EXPECT_NEAR(cuda::expected_row_blocks(64, 1, 1), 8.0, 1e-9);         // top_k past E is clamped
+  EXPECT_EQ(cuda::gemm_waves(660.0, 5, 132), 1);
+  EXPECT_EQ(cuda::gemm_waves(661.0, 5, 132), 2);
+  EXPECT_EQ(cuda::gemm_waves(0.0, 5, 132), 0);
+}
+
+// Many routed rows (H200, 132 SMs): INT4 takes its 2-deep tile (5 CTAs per SM) where that runs one
+// wave and the 4-deep one (4 per SM) more; MXFP4 its 64-channel tile (3 per SM) where that runs fewer
+// waves than the 32-channel one (5 per SM), up to kMxfp4AltMaxWaves of the latter.
+TEST(GemmTiles, AlternativeTileWhereItRunsFewerWaves) {
   const int sms = 132;
-  EXPECT_TRUE(cuda::gemm_one_wave(64, 128, 1536, sms));    // Qwen3 M = 8 GEMM1: ~50 experts x 12 = ~605
-  EXPECT_FALSE(cuda::gemm_one_wave(64, 128, 2048, sms));   // GEMM2: ~50 x 16 = ~806
-  EXPECT_FALSE(cuda::gemm_one_wave(128, 128, 1536, sms));  // Qwen3 M = 16 GEMM1: ~81 x 12 = ~971
-  EXPECT_TRUE(cuda::gemm_one_wave(32, 128, 1536, sms));    // Qwen3 M = 4: ~28 x 12
-  EXPECT_FALSE(cuda::gemm_one_wave(64, 128, 5760, sms));   // gpt-oss-120b M = 16 GEMM1: ~50 x 45
-  EXPECT_FALSE(cuda::gemm_one_wave(4096, 8, 1536, sms));   // few experts, many rows: 512 blocks x 12
-  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::int4, 8, 128, false, false).to_string(), "8x128/1x4x1/4/o4/r");
-  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::int4, 8, 64, false, true).to_string(), "8x128/1x4x1/2/r");
-  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::int4, 8, cuda::kTileForAnyRows).to_string(), "8x128/1x4x1/4/o4/r");
-  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::mxfp4, 8, 128, false, false).to_string(), "8x128/1x4x1/2/r");
-  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::fp8_block, 8, 128, false, false).to_string(), "8x128/1x4x1/2/r");
+  using cuda::gemm_alt_fewer_waves;
+  const WeightFormat int4 = WeightFormat::int4, mxfp4 = WeightFormat::mxfp4;
+  // Qwen3-30B-A3B (E = 128, top_k 8): GEMM1 n = 1536 (12 blocks of 128), GEMM2 n = 2048 (16).
+  EXPECT_FALSE(gemm_alt_fewer_waves(int4, 48, 8, 128, 1536, sms));   // M = 6: ~41 x 12 = ~493, one wave of either
+  EXPECT_TRUE(gemm_alt_fewer_waves(int4, 64, 8, 128, 1536, sms));    // M = 8: ~52 x 12 = ~621: 1 against 2
+  EXPECT_TRUE(gemm_alt_fewer_waves(int4, 48, 8, 128, 2048, sms));    // M = 6 GEMM2: ~658: 1 against 2
+  EXPECT_FALSE(gemm_alt_fewer_waves(int4, 128, 8, 128, 1536, sms));  // M = 16: ~989: 2 against 2
+  EXPECT_FALSE(gemm_alt_fewer_waves(int4, 96, 8, 128, 2048, sms));   // M = 12 GEMM2: ~1100: 2 against 3
+  EXPECT_FALSE(gemm_alt_fewer_waves(int4, 4096, 8, 8, 1536, sms));   // few experts: 512 blocks x 12
+  EXPECT_FALSE(gemm_alt_fewer_waves(int4, 512, 8, 128, 1536, sms));  // M = 64: ~1509: 3 against 3
+  EXPECT_FALSE(gemm_alt_fewer_waves(mxfp4, 128, 8, 128, 1536, sms)); // M = 16: ~989 / ~494: 2 against 2
+  EXPECT_TRUE(gemm_alt_fewer_waves(mxfp4, 256, 8, 128, 1536, sms));  // M = 32: ~1340 / ~670: 3 against 2
+  EXPECT_TRUE(gemm_alt_fewer_waves(mxfp4, 512, 8, 128, 2048, sms));  // M = 64 GEMM2: ~2012 / ~1006: 4 against 3
+  // gpt-oss-120b (top_k 4) GEMM1 n = 5760 (45 blocks of 128, 23 of 256).
+  EXPECT_TRUE(gemm_alt_fewer_waves(mxfp4, 64, 4, 128, 5760, sms));   // M = 16: ~51 x 45: 4 against 3
+  EXPECT_FALSE(gemm_alt_fewer_waves(mxfp4, 128, 4, 128, 5760, sms)); // M = 32: ~82 x 45: 6 waves, past the cap
+  EXPECT_FALSE(gemm_alt_fewer_waves(WeightFormat::fp8_block, 64, 8, 128, 1536, sms));  // no alternative
+  EXPECT_EQ(cuda::gemm_tile_for(int4, 8, 128, false, false).to_string(), "8x128/1x4x1/4/o4/r");
+  EXPECT_EQ(cuda::gemm_tile_for(int4, 8, 64, false, true).to_string(), "8x128/1x4x1/2/r");
+  EXPECT_EQ(cuda::gemm_tile_for(int4, 8, cuda::kTileForAnyRows).to_string(), "8x128/1x4x1/4/o4/r");
+  EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 8, 128, false, false).to_string(), "8x128/1x4x1/2/r");
+  EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 8, 256, false, true).to_string(), "8x256/1x4x1/2/r");
+  EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 8, cuda::kTileForAnyRows).to_string(), "8x128/1x4x1/2/r");
+  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::fp8_block, 8, 128, false, true).to_string(), "8x128/1x4x1/2/r");
 }
 
 TEST(GemmTiles, IllegalTilesSayWhy) {
