@@ -104,7 +104,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   // Each GEMM's own tile (the same block size, so one routing serves both; gemm_few_ctas,
   // gemm_alt_fewer_waves).
   auto tile_of = [&](int64_t n) {
-    return cuda::gemm_tile_for_channels(d.weight_format, static_cast<int>(shape.block_m),
+    return cuda::gemm_tile_for_channels(d.weight_format, d.act_dtype, static_cast<int>(shape.block_m),
                                         shape.batch_invariant ? cuda::kTileForAnyRows : routed_rows, d.top_k, n, E);
   };
   const cuda::GemmTile tile = tile_of(N13);

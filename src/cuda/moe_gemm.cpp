@@ -120,15 +120,15 @@ int64_t gemm_waves(double ctas, int ctas_per_sm, int num_sms) {
   return static_cast<int64_t>(std::ceil(ctas / (static_cast<double>(ctas_per_sm) * num_sms)));
 }
 
-bool gemm_alt_fewer_waves(WeightFormat format, int64_t num_slots, int64_t top_k, int64_t num_experts, int64_t n,
-                          int num_sms) {
+bool gemm_alt_fewer_waves(WeightFormat format, DType act_dtype, int64_t num_slots, int64_t top_k,
+                          int64_t num_experts, int64_t n, int num_sms) {
   const double blocks = expected_row_blocks(num_slots, top_k, num_experts);
   const double blocks_n128 = static_cast<double>((n + 127) / 128), blocks_n256 = static_cast<double>((n + 255) / 256);
   if (format == WeightFormat::int4) {
     const int64_t alternative = gemm_waves(blocks * blocks_n128, 5, num_sms);  // 8x128/1x4x1/2/r
     return alternative == 1 && gemm_waves(blocks * blocks_n128, 4, num_sms) > 1;
   }
-  if (format == WeightFormat::mxfp4) {
+  if (format == WeightFormat::mxfp4 && act_dtype == DType::bf16) {
     const int64_t primary = gemm_waves(blocks * blocks_n128, 5, num_sms);      // 8x128/1x4x1/2/r
     const int64_t alternative = gemm_waves(blocks * blocks_n256, 3, num_sms);  // 8x256/1x4x1/2/r
     return alternative < primary && primary <= kMxfp4AltMaxWaves;
@@ -136,11 +136,11 @@ bool gemm_alt_fewer_waves(WeightFormat format, int64_t num_slots, int64_t top_k,
   return false;
 }
 
-GemmTile gemm_tile_for_channels(WeightFormat format, int block_m, int64_t num_slots, int64_t top_k, int64_t n,
-                                int64_t num_experts) {
+GemmTile gemm_tile_for_channels(WeightFormat format, DType act_dtype, int block_m, int64_t num_slots, int64_t top_k,
+                                int64_t n, int64_t num_experts) {
   static const int num_sms = current_device_info().num_sms;  // one device per process (ensure_context)
   return gemm_tile_for(format, block_m, num_slots, gemm_few_ctas(num_slots, n, num_sms),
-                       gemm_alt_fewer_waves(format, num_slots, top_k, num_experts, n, num_sms));
+                       gemm_alt_fewer_waves(format, act_dtype, num_slots, top_k, num_experts, n, num_sms));
 }
 
 GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool few_ctas, bool alt_fewer_waves) {

@@ -82,22 +82,23 @@ constexpr int64_t kMxfp4AltMaxWaves = 4;
 //   only where the alternative runs one wave and the primary two or more. The 4-deep ring's steady
 //   state is the faster one: where the 2-deep tile ran 2-3 waves against the 4-deep one's 3-4
 //   (Qwen3 GEMM2 M = 12-48), it won twice by 6-8% and lost three times by 10-12%.
-// - MXFP4: primary 8x128/1x4x1/2/r (92: 5), alternative 8x256/1x4x1/2/r (167: 3), whose 64-channel
-//   warps share each token fragment and scale set-up over twice the channels, wherever it runs
-//   fewer waves and the primary at most kMxfp4AltMaxWaves.
+// - MXFP4 with bf16 activations: primary 8x128/1x4x1/2/r (92: 5), alternative 8x256/1x4x1/2/r (167: 3),
+//   whose 64-channel warps share each token fragment and scale set-up over twice the channels,
+//   wherever it runs fewer waves and the primary at most kMxfp4AltMaxWaves. (With f16 activations
+//   the alternative takes 186 registers, 2 CTAs per SM; not timed, so no alternative.)
 // - other formats: no alternative.
 // PERF (H200, calls 2-4 of bench/results/2026-12-02-h200-gemm-v19.md): Qwen3-30B-A3B INT4 GEMM1
 // M = 4 / 6 (one wave of either) 21.9 -> 18.2 and 25.5 -> 22.5 us on the primary, M = 8 (one wave
 // against two) 35.4 -> 28.5 on the alternative; MXFP4 GEMM1 M = 10 / 32 / 48 / 64 (two waves
 // against three) 44.3 -> 34.5, 60.1 -> 57.7, 70.1 -> 65.1 and 70.1 -> 65.2, GEMM2 M = 64 (three
 // against four) 41.1 -> 38.4; gpt-oss-120b MXFP4 GEMM1 M = 16 (three against four) 139.0 -> 133.9.
-bool gemm_alt_fewer_waves(WeightFormat format, int64_t num_slots, int64_t top_k, int64_t num_experts, int64_t n,
-                          int num_sms);
+bool gemm_alt_fewer_waves(WeightFormat format, DType act_dtype, int64_t num_slots, int64_t top_k,
+                          int64_t num_experts, int64_t n, int num_sms);
 // gemm_tile_for a GEMM of n channels over num_experts experts, top_k per token, on the current
 // device (few_ctas and alt_fewer_waves from its SM count): the tile Experts::apply and `moeq bench`
 // launch.
-GemmTile gemm_tile_for_channels(WeightFormat format, int block_m, int64_t num_slots, int64_t top_k, int64_t n,
-                                int64_t num_experts);
+GemmTile gemm_tile_for_channels(WeightFormat format, DType act_dtype, int block_m, int64_t num_slots, int64_t top_k,
+                                int64_t n, int64_t num_experts);
 constexpr int64_t kTileForAnyRows = int64_t{1} << 62;
 // Up to this many routed rows the planner takes a tile of K groups (few CTAs).
 // PERF: 16 (M <= 2 at top_k 8) since GEMM v13 (bench/results/2026-12-01-h200-gemm-v13.md): at

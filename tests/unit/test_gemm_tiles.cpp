@@ -156,20 +156,22 @@ TEST(GemmTiles, AlternativeTileWhereItRunsFewerWaves) {
   using cuda::gemm_alt_fewer_waves;
   const WeightFormat int4 = WeightFormat::int4, mxfp4 = WeightFormat::mxfp4;
   // Qwen3-30B-A3B (E = 128, top_k 8): GEMM1 n = 1536 (12 blocks of 128), GEMM2 n = 2048 (16).
-  EXPECT_FALSE(gemm_alt_fewer_waves(int4, 48, 8, 128, 1536, sms));   // M = 6: ~41 x 12 = ~493, one wave of either
-  EXPECT_TRUE(gemm_alt_fewer_waves(int4, 64, 8, 128, 1536, sms));    // M = 8: ~52 x 12 = ~621: 1 against 2
-  EXPECT_TRUE(gemm_alt_fewer_waves(int4, 48, 8, 128, 2048, sms));    // M = 6 GEMM2: ~658: 1 against 2
-  EXPECT_FALSE(gemm_alt_fewer_waves(int4, 128, 8, 128, 1536, sms));  // M = 16: ~989: 2 against 2
-  EXPECT_FALSE(gemm_alt_fewer_waves(int4, 96, 8, 128, 2048, sms));   // M = 12 GEMM2: ~1100: 2 against 3
-  EXPECT_FALSE(gemm_alt_fewer_waves(int4, 4096, 8, 8, 1536, sms));   // few experts: 512 blocks x 12
-  EXPECT_FALSE(gemm_alt_fewer_waves(int4, 512, 8, 128, 1536, sms));  // M = 64: ~1509: 3 against 3
-  EXPECT_FALSE(gemm_alt_fewer_waves(mxfp4, 128, 8, 128, 1536, sms)); // M = 16: ~989 / ~494: 2 against 2
-  EXPECT_TRUE(gemm_alt_fewer_waves(mxfp4, 256, 8, 128, 1536, sms));  // M = 32: ~1340 / ~670: 3 against 2
-  EXPECT_TRUE(gemm_alt_fewer_waves(mxfp4, 512, 8, 128, 2048, sms));  // M = 64 GEMM2: ~2012 / ~1006: 4 against 3
+  EXPECT_FALSE(gemm_alt_fewer_waves(int4, DType::bf16, 48, 8, 128, 1536, sms));   // M = 6: ~41 x 12 = ~493, one wave of either
+  EXPECT_TRUE(gemm_alt_fewer_waves(int4, DType::bf16, 64, 8, 128, 1536, sms));    // M = 8: ~52 x 12 = ~621: 1 against 2
+  EXPECT_TRUE(gemm_alt_fewer_waves(int4, DType::bf16, 48, 8, 128, 2048, sms));    // M = 6 GEMM2: ~658: 1 against 2
+  EXPECT_FALSE(gemm_alt_fewer_waves(int4, DType::bf16, 128, 8, 128, 1536, sms));  // M = 16: ~989: 2 against 2
+  EXPECT_FALSE(gemm_alt_fewer_waves(int4, DType::bf16, 96, 8, 128, 2048, sms));   // M = 12 GEMM2: ~1100: 2 against 3
+  EXPECT_FALSE(gemm_alt_fewer_waves(int4, DType::bf16, 4096, 8, 8, 1536, sms));   // few experts: 512 blocks x 12
+  EXPECT_FALSE(gemm_alt_fewer_waves(int4, DType::bf16, 512, 8, 128, 1536, sms));  // M = 64: ~1509: 3 against 3
+  EXPECT_FALSE(gemm_alt_fewer_waves(mxfp4, DType::bf16, 128, 8, 128, 1536, sms)); // M = 16: ~989 / ~494: 2 against 2
+  EXPECT_TRUE(gemm_alt_fewer_waves(mxfp4, DType::bf16, 256, 8, 128, 1536, sms));  // M = 32: ~1340 / ~670: 3 against 2
+  EXPECT_TRUE(gemm_alt_fewer_waves(mxfp4, DType::bf16, 512, 8, 128, 2048, sms));  // M = 64 GEMM2: ~2012 / ~1006: 4 against 3
   // gpt-oss-120b (top_k 4) GEMM1 n = 5760 (45 blocks of 128, 23 of 256).
-  EXPECT_TRUE(gemm_alt_fewer_waves(mxfp4, 64, 4, 128, 5760, sms));   // M = 16: ~51 x 45: 4 against 3
-  EXPECT_FALSE(gemm_alt_fewer_waves(mxfp4, 128, 4, 128, 5760, sms)); // M = 32: ~82 x 45: 6 waves, past the cap
-  EXPECT_FALSE(gemm_alt_fewer_waves(WeightFormat::fp8_block, 64, 8, 128, 1536, sms));  // no alternative
+  EXPECT_TRUE(gemm_alt_fewer_waves(mxfp4, DType::bf16, 64, 4, 128, 5760, sms));   // M = 16: ~51 x 45: 4 against 3
+  EXPECT_FALSE(gemm_alt_fewer_waves(mxfp4, DType::bf16, 128, 4, 128, 5760, sms)); // M = 32: ~82 x 45: 6 waves, past the cap
+  EXPECT_FALSE(gemm_alt_fewer_waves(WeightFormat::fp8_block, DType::bf16, 64, 8, 128, 1536, sms));  // no alternative
+  EXPECT_FALSE(gemm_alt_fewer_waves(mxfp4, DType::f16, 256, 8, 128, 1536, sms));  // f16: 2 CTAs per SM, not timed
+  EXPECT_TRUE(gemm_alt_fewer_waves(int4, DType::f16, 64, 8, 128, 1536, sms));
   EXPECT_EQ(cuda::gemm_tile_for(int4, 8, 128, false, false).to_string(), "8x128/1x4x1/4/o4/r");
   EXPECT_EQ(cuda::gemm_tile_for(int4, 8, 64, false, true).to_string(), "8x128/1x4x1/2/r");
   EXPECT_EQ(cuda::gemm_tile_for(int4, 8, cuda::kTileForAnyRows).to_string(), "8x128/1x4x1/4/o4/r");

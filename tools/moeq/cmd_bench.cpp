@@ -338,8 +338,9 @@ void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string&
 
   DeviceBuffer ids = DeviceBuffer::from_host(ids_host);
   const int64_t bm = cuda::gemm_block_m(plan::choose_block_m(d, M));
-  const cuda::GemmTile tile = tile_text.empty() ? cuda::gemm_tile_for_channels(w.format, static_cast<int>(bm), slots, top_k, w.n, E)
-                                                 : cuda::parse_gemm_tile(tile_text);
+  const cuda::GemmTile tile =
+      tile_text.empty() ? cuda::gemm_tile_for_channels(w.format, d.act_dtype, static_cast<int>(bm), slots, top_k, w.n, E)
+                        : cuda::parse_gemm_tile(tile_text);
   if (const auto reasons = cuda::gemm_tile_reasons(tile, w); !reasons.empty()) throw Error(reasons.front());
   const int64_t cap = cuda::align_capacity(slots, E, tile.block_m);
   DeviceBuffer local_ids(slots * 4), sorted(cap * 4), expert_ids(cap / tile.block_m * 4), padded(4);
