@@ -149,8 +149,8 @@ TEST(GemmTiles, ExpectedRowBlocks) {
 }
 
 // Many routed rows (H200, 132 SMs): INT4 takes its 2-deep tile (5 CTAs per SM) where that runs one
-// wave and the 4-deep one (4 per SM) more; MXFP4 its 64-channel tile (3 per SM) where that runs fewer
-// waves than the 32-channel one (5 per SM), up to kMxfp4AltMaxWaves of the latter.
+// wave and the 4-deep one (4 per SM) more; MXFP4 with bf16 activations its 64-channel tile (3 per SM)
+// where that runs fewer waves than the 32-channel one (5 per SM), up to kMxfp4AltMaxWaves of the latter.
 TEST(GemmTiles, AlternativeTileWhereItRunsFewerWaves) {
   const int sms = 132;
   using cuda::gemm_alt_fewer_waves;
@@ -160,7 +160,7 @@ TEST(GemmTiles, AlternativeTileWhereItRunsFewerWaves) {
   EXPECT_TRUE(gemm_alt_fewer_waves(int4, DType::bf16, 64, 8, 128, 1536, sms));    // M = 8: ~52 x 12 = ~621: 1 against 2
   EXPECT_TRUE(gemm_alt_fewer_waves(int4, DType::bf16, 48, 8, 128, 2048, sms));    // M = 6 GEMM2: ~658: 1 against 2
   EXPECT_FALSE(gemm_alt_fewer_waves(int4, DType::bf16, 128, 8, 128, 1536, sms));  // M = 16: ~989: 2 against 2
-  EXPECT_FALSE(gemm_alt_fewer_waves(int4, DType::bf16, 96, 8, 128, 2048, sms));   // M = 12 GEMM2: ~1100: 2 against 3
+  EXPECT_FALSE(gemm_alt_fewer_waves(int4, DType::bf16, 96, 8, 128, 2048, sms));   // M = 12 GEMM2: ~1100: 2 against 3, not one
   EXPECT_FALSE(gemm_alt_fewer_waves(int4, DType::bf16, 4096, 8, 8, 1536, sms));   // few experts: 512 blocks x 12
   EXPECT_FALSE(gemm_alt_fewer_waves(int4, DType::bf16, 512, 8, 128, 1536, sms));  // M = 64: ~1509: 3 against 3
   EXPECT_FALSE(gemm_alt_fewer_waves(mxfp4, DType::bf16, 128, 8, 128, 1536, sms)); // M = 16: ~989 / ~494: 2 against 2
