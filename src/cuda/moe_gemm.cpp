@@ -210,8 +210,9 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
   //   M = 1 GEMM1 (8x32/1x1x4/4/o4/r) 9.85 -> 9.16, GEMM2 7.23 -> 7.35. MXFP4 gains nothing (GEMM2
   //   at M = 8-16 a little); FP8-block under the cap spills and loses 15-25% (uncapped: 164
   //   registers, timed only at Qwen3 M = 8, 54.8 -> 45.6 us).
-  // - GEMM v19: INT4's 2-deep tile and MXFP4's 64-channel one (8x256/1x4x1/2/r) where they run
-  //   fewer waves than the format's primary tile, up to kAltTileMaxWaves (gemm_alt_fewer_waves).
+  // - GEMM v19: INT4's 2-deep tile where it runs one wave and the 4-deep one more; MXFP4's 64-channel
+  //   tile (8x256/1x4x1/2/r, bf16 activations) where it runs fewer waves than 8x128/1x4x1/2/r, up to
+  //   kMxfp4AltMaxWaves of the latter (gemm_alt_fewer_waves).
   const bool four_bit = dtype_bits(weight_format_code_dtype(format)) == 4;
   const bool int4 = format == WeightFormat::int4;
   const char* text;

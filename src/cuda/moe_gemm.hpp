@@ -50,8 +50,8 @@ struct GemmTile {
 // The planner's tile for a weight format, block size (8, 16, 32, 64 or 128 tokens) and routed rows
 // (M * top_k); kTileForAnyRows gives one that does not depend on the rows (batch-invariant mode).
 // few_ctas (gemm_few_ctas): the few-rows tile would leave the SMs short of CTAs.
-// alt_fewer_waves (gemm_alt_fewer_waves): the format's alternative many-rows 8-row tile runs
-// fewer waves of CTAs than its primary one.
+// alt_fewer_waves (gemm_alt_fewer_waves): the format's alternative many-rows 8-row tile replaces its
+// primary one, which would run more waves of CTAs.
 GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool few_ctas = false,
                        bool alt_fewer_waves = false);
 // Whether num_slots routed rows (at most kFewRoutedRows), one 8-row block each at worst, over a
@@ -89,9 +89,10 @@ constexpr int64_t kMxfp4AltMaxWaves = 4;
 // - other formats: no alternative.
 // PERF (H200, calls 2-4 of bench/results/2026-12-02-h200-gemm-v19.md): Qwen3-30B-A3B INT4 GEMM1
 // M = 4 / 6 (one wave of either) 21.9 -> 18.2 and 25.5 -> 22.5 us on the primary, M = 8 (one wave
-// against two) 35.4 -> 28.5 on the alternative; MXFP4 GEMM1 M = 10 / 32 / 48 / 64 (two waves
-// against three) 44.3 -> 34.5, 60.1 -> 57.7, 70.1 -> 65.1 and 70.1 -> 65.2, GEMM2 M = 64 (three
-// against four) 41.1 -> 38.4; gpt-oss-120b MXFP4 GEMM1 M = 16 (three against four) 139.0 -> 133.9.
+// against two) 35.4 -> 28.5 on the alternative; MXFP4 GEMM1 M = 10 (one wave against two) 44.3 ->
+// 34.5, M = 32 / 48 / 64 (two against three) 60.1 -> 57.7, 70.1 -> 65.1 and 70.1 -> 65.2, GEMM2
+// M = 64 (three against four) 41.1 -> 38.4; gpt-oss-120b MXFP4 GEMM1 M = 16 (three against four)
+// 139.0 -> 133.9.
 bool gemm_alt_fewer_waves(WeightFormat format, DType act_dtype, int64_t num_slots, int64_t top_k,
                           int64_t num_experts, int64_t n, int num_sms);
 // gemm_tile_for a GEMM of n channels over num_experts experts, top_k per token, on the current

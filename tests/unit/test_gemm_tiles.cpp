@@ -142,7 +142,8 @@ TEST(GemmTiles, ExpectedRowBlocks) {
   EXPECT_NEAR(cuda::expected_row_blocks(128, 8, 128), 128.0 * (1.0 - std::pow(120.0 / 128.0, 16.0)), 1e-9);  // 82.4
   EXPECT_NEAR(cuda::expected_row_blocks(8, 8, 128), 8.0, 1e-9);        // one token: its 8 experts
   EXPECT_NEAR(cuda::expected_row_blocks(4096, 8, 8), 512.0, 1e-9);     // few experts: at least rows / 8
-  EXPECT_NEAR(cuda::expected_row_blocks(64, 1, 1), 8.0, 1e-9);         // top_k past E is clamped
+  EXPECT_NEAR(cuda::expected_row_blocks(64, 1, 1), 8.0, 1e-9);         // one expert: the rows / 8 floor
+  EXPECT_NEAR(cuda::expected_row_blocks(8, 16, 4), 4.0, 1e-9);         // top_k past E is clamped to E
   EXPECT_EQ(cuda::gemm_waves(660.0, 5, 132), 1);
   EXPECT_EQ(cuda::gemm_waves(661.0, 5, 132), 2);
   EXPECT_EQ(cuda::gemm_waves(0.0, 5, 132), 0);
@@ -162,10 +163,10 @@ TEST(GemmTiles, AlternativeTileWhereItRunsFewerWaves) {
   EXPECT_FALSE(gemm_alt_fewer_waves(int4, DType::bf16, 128, 8, 128, 1536, sms));  // M = 16: ~989: 2 against 2
   EXPECT_FALSE(gemm_alt_fewer_waves(int4, DType::bf16, 96, 8, 128, 2048, sms));   // M = 12 GEMM2: ~1100: 2 against 3, not one
   EXPECT_FALSE(gemm_alt_fewer_waves(int4, DType::bf16, 4096, 8, 8, 1536, sms));   // few experts: 512 blocks x 12
-  EXPECT_FALSE(gemm_alt_fewer_waves(int4, DType::bf16, 512, 8, 128, 1536, sms));  // M = 64: ~1509: 3 against 3
+  EXPECT_FALSE(gemm_alt_fewer_waves(int4, DType::bf16, 512, 8, 128, 1536, sms));  // M = 64: ~1511: 3 against 3
   EXPECT_FALSE(gemm_alt_fewer_waves(mxfp4, DType::bf16, 128, 8, 128, 1536, sms)); // M = 16: ~989 / ~494: 2 against 2
   EXPECT_TRUE(gemm_alt_fewer_waves(mxfp4, DType::bf16, 256, 8, 128, 1536, sms));  // M = 32: ~1340 / ~670: 3 against 2
-  EXPECT_TRUE(gemm_alt_fewer_waves(mxfp4, DType::bf16, 512, 8, 128, 2048, sms));  // M = 64 GEMM2: ~2012 / ~1006: 4 against 3
+  EXPECT_TRUE(gemm_alt_fewer_waves(mxfp4, DType::bf16, 512, 8, 128, 2048, sms));  // M = 64 GEMM2: ~2015 / ~1007: 4 against 3
   // gpt-oss-120b (top_k 4) GEMM1 n = 5760 (45 blocks of 128, 23 of 256).
   EXPECT_TRUE(gemm_alt_fewer_waves(mxfp4, DType::bf16, 64, 4, 128, 5760, sms));   // M = 16: ~51 x 45: 4 against 3
   EXPECT_FALSE(gemm_alt_fewer_waves(mxfp4, DType::bf16, 128, 4, 128, 5760, sms)); // M = 32: ~82 x 45: 6 waves, past the cap
