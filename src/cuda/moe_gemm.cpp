@@ -204,8 +204,8 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
   // - GEMM v15: where those few rows make few CTAs (gemm_few_ctas), 32 channels in 4 K groups.
   // - GEMM v16: INT4 takes the 4-deep ring, issued two tiles at a time (kernels/moe_gemm_direct.cuh),
   //   capped at 127 registers (4 CTAs per SM; 140 uncapped), except where the 2-deep tile's grid
-  //   is one wave (GEMM v19 generalizes it: gemm_alt_fewer_waves). Call D of bench/results/2026-12-01-h200-gemm-v16.md, against
-  //   /2/r in the same call: Qwen3-30B-A3B GEMM1 M = 16 49.7 -> 45.6 us, M = 64 70.5 -> 65.6, GEMM2
+  //   is one wave (narrowed in GEMM v19, below). Call D of bench/results/2026-12-01-h200-gemm-v16.md,
+  //   against /2/r in the same call: Qwen3-30B-A3B GEMM1 M = 16 49.7 -> 45.6 us, M = 64 70.5 -> 65.6, GEMM2
   //   4-12% less at M = 8-64; gpt-oss-120b 3-5% less, DeepSeek-V3 M = 16 GEMM1 473 -> 449; Qwen3
   //   M = 1 GEMM1 (8x32/1x1x4/4/o4/r) 9.85 -> 9.16, GEMM2 7.23 -> 7.35. MXFP4 gains nothing (GEMM2
   //   at M = 8-16 a little); FP8-block under the cap spills and loses 15-25% (uncapped: 164
