@@ -102,12 +102,12 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   const int64_t routed_rows =
       shape.layout == Layout::masked ? d.num_experts * shape.max_tokens_per_expert : shape.num_tokens * d.top_k;
   // Each GEMM's own tile (the same block size, so one routing serves both; gemm_few_ctas,
-  // gemm_alt_fewer_waves).
-  auto tile_of = [&](int64_t n) {
+  // gemm_alt_fewer_waves, gemm_mx_pass_scales).
+  auto tile_of = [&](int64_t n, int64_t k) {
     return cuda::gemm_tile_for_channels(d.weight_format, d.act_dtype, static_cast<int>(shape.block_m),
-                                        shape.batch_invariant ? cuda::kTileForAnyRows : routed_rows, d.top_k, n, E);
+                                        shape.batch_invariant ? cuda::kTileForAnyRows : routed_rows, d.top_k, n, k, E);
   };
-  const cuda::GemmTile tile = tile_of(N13);
+  const cuda::GemmTile tile = tile_of(N13, K);
   // The caller's error word accumulates (the caller clears it); the workspace's is cleared per call.
   CUdeviceptr error_flags = dptr(in.error_word);
   if (error_flags == 0) {
@@ -124,7 +124,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   g1.c = buffer("gate_up_output");
   g1.c_row_stride = N13;
   cuda::MoeGemmArgs g2 = g1;
-  g2.tile = tile_of(K);
+  g2.tile = tile_of(K, I);
   g2.weights_desc = d.w2();
   g2.weights = device_weights(w2);
   g2.prepared_codes = w2.code_layout == CodeLayout::prepared;

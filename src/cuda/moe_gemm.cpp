@@ -136,14 +136,20 @@ bool gemm_alt_fewer_waves(WeightFormat format, DType act_dtype, int64_t num_slot
   return false;
 }
 
-GemmTile gemm_tile_for_channels(WeightFormat format, DType act_dtype, int block_m, int64_t num_slots, int64_t top_k,
-                                int64_t n, int64_t num_experts) {
-  static const int num_sms = current_device_info().num_sms;  // one device per process (ensure_context)
-  return gemm_tile_for(format, block_m, num_slots, gemm_few_ctas(num_slots, n, num_sms),
-                       gemm_alt_fewer_waves(format, act_dtype, num_slots, top_k, num_experts, n, num_sms));
+bool gemm_mx_pass_scales(WeightFormat format, DType act_dtype, int64_t k) {
+  return format == WeightFormat::mxfp4 && act_dtype == DType::bf16 && k % 128 == 0;
 }
 
-GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool few_ctas, bool alt_fewer_waves) {
+GemmTile gemm_tile_for_channels(WeightFormat format, DType act_dtype, int block_m, int64_t num_slots, int64_t top_k,
+                                int64_t n, int64_t k, int64_t num_experts) {
+  static const int num_sms = current_device_info().num_sms;  // one device per process (ensure_context)
+  return gemm_tile_for(format, block_m, num_slots, gemm_few_ctas(num_slots, n, num_sms),
+                       gemm_alt_fewer_waves(format, act_dtype, num_slots, top_k, num_experts, n, num_sms),
+                       gemm_mx_pass_scales(format, act_dtype, k));
+}
+
+GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool few_ctas, bool alt_fewer_waves,
+                       bool mx_pass_scales) {
   // PERF: the fastest candidate per regime on the H200, Qwen3-30B-A3B GEMM1 (GEMM v4 sweeps,
   // bench/results/2026-11-30-h200-gemm-v4.md, docs/perf-notes.md):
   // - few routed rows (<= kFewRoutedRows, e.g. M = 1-4 at top_k 8) in 8-row blocks: few CTAs,
@@ -213,6 +219,8 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
   // - GEMM v19: INT4's 2-deep tile where it runs one wave and the 4-deep one more; MXFP4's 64-channel
   //   tile (8x256/1x4x1/2/r, bf16 activations) where it runs fewer waves than 8x128/1x4x1/2/r, up to
   //   kMxfp4AltMaxWaves of the latter (gemm_alt_fewer_waves).
+  // - GEMM v20: MXFP4 (bf16 activations) takes the 4-deep ring where K is whole passes of 2 K tiles
+  //   (gemm_mx_pass_scales), ahead of v19's rule.
   const bool four_bit = dtype_bits(weight_format_code_dtype(format)) == 4;
   const bool int4 = format == WeightFormat::int4;
   const char* text;
@@ -220,6 +228,8 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
     if (num_slots > kFewRoutedRows) {
       if (int4) {
         text = alt_fewer_waves ? "8x128/1x4x1/2/r" : "8x128/1x4x1/4/o4/r";
+      } else if (format == WeightFormat::mxfp4 && mx_pass_scales) {
+        text = "8x128/1x4x1/4/r";
       } else {
         text = format == WeightFormat::mxfp4 && alt_fewer_waves ? "8x256/1x4x1/2/r" : "8x128/1x4x1/2/r";
       }
@@ -451,11 +461,13 @@ std::vector<GemmTile> planner_tiles(WeightFormat format) {
   for (int block_m : {8, 16, 32, 64, 128})
     for (int64_t rows : {kFewRoutedRows, kFewRoutedRows + 1, kTileForAnyRows})
       for (bool few_ctas : {false, true})
-        for (bool alt_fewer_waves : {false, true}) {
-          const GemmTile t = gemm_tile_for(format, block_m, rows, few_ctas, alt_fewer_waves);
-          const bool seen = std::any_of(tiles.begin(), tiles.end(), [&](const GemmTile& o) { return o.to_string() == t.to_string(); });
-          if (!seen) tiles.push_back(t);
-        }
+        for (bool alt_fewer_waves : {false, true})
+          for (bool mx_pass_scales : {false, true}) {
+            const GemmTile t = gemm_tile_for(format, block_m, rows, few_ctas, alt_fewer_waves, mx_pass_scales);
+            const bool seen =
+                std::any_of(tiles.begin(), tiles.end(), [&](const GemmTile& o) { return o.to_string() == t.to_string(); });
+            if (!seen) tiles.push_back(t);
+          }
   return tiles;
 }
 

@@ -52,8 +52,10 @@ struct GemmTile {
 // few_ctas (gemm_few_ctas): the few-rows tile would leave the SMs short of CTAs.
 // alt_fewer_waves (gemm_alt_fewer_waves): the format's alternative many-rows 8-row tile replaces its
 // primary one, which would run more waves of CTAs.
+// mx_pass_scales (gemm_mx_pass_scales): MXFP4's many-rows 8-row tile is the 4-deep one, which reads
+// its scales per pass of 2 K tiles; ahead of alt_fewer_waves.
 GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool few_ctas = false,
-                       bool alt_fewer_waves = false);
+                       bool alt_fewer_waves = false, bool mx_pass_scales = false);
 // Whether num_slots routed rows (at most kFewRoutedRows), one 8-row block each at worst, over a
 // GEMM's n channels in 64-channel blocks make fewer than 2.5 CTAs per SM: then the planner's
 // few-rows tile for that GEMM is one of 32 channels and 4 K groups (twice the CTAs, a quarter of
@@ -95,11 +97,21 @@ constexpr int64_t kMxfp4AltMaxWaves = 4;
 // 139.0 -> 133.9.
 bool gemm_alt_fewer_waves(WeightFormat format, DType act_dtype, int64_t num_slots, int64_t top_k,
                           int64_t num_experts, int64_t n, int num_sms);
-// gemm_tile_for a GEMM of n channels over num_experts experts, top_k per token, on the current
-// device (few_ctas and alt_fewer_waves from its SM count): the tile Experts::apply and `moeq bench`
-// launch.
+// Whether MXFP4 with bf16 activations over depth k runs the 4-deep 8-row tile 8x128/1x4x1/4/r, whose
+// scales come per pass of 2 K tiles (one 4-byte load per fragment row and pass, issued with the
+// pass's codes; kernels/direct_pass_scales.cuh): where k is whole passes (a multiple of 128; elsewhere
+// the kernel would fall back to per-tile scale loads, where the 4-deep ring gained nothing in GEMM v16).
+// Not with f16 activations (168 registers against 128: 3 CTAs per SM, not timed) nor MXFP8 (164).
+// PERF (H200, call 1 of bench/results/2026-12-02-h200-gemm-v20.md), against the v19 picks in the same
+// run: Qwen3-30B-A3B GEMM1 M = 12 / 16 / 24 / 32 45.9 -> 40.3, 48.5 -> 45.3, 53.5 -> 51.3 and
+// 57.3 -> 55.5 us (M = 8 and 64 within 0.6%); GEMM2 M = 8 / 16 / 32 21.8 -> 19.6, 28.3 -> 27.5 and
+// 35.1 -> 34.2, but M = 12 / 24 24.1 -> 24.6 and 29.1 -> 30.4; DeepSeek-V3 M = 16 GEMM1 485 -> 454, GEMM2 239 -> 232.
+bool gemm_mx_pass_scales(WeightFormat format, DType act_dtype, int64_t k);
+// gemm_tile_for a GEMM of n channels and depth k over num_experts experts, top_k per token, on the
+// current device (few_ctas and alt_fewer_waves from its SM count, mx_pass_scales from k): the tile
+// Experts::apply and `moeq bench` launch.
 GemmTile gemm_tile_for_channels(WeightFormat format, DType act_dtype, int block_m, int64_t num_slots, int64_t top_k,
-                                int64_t n, int64_t num_experts);
+                                int64_t n, int64_t k, int64_t num_experts);
 constexpr int64_t kTileForAnyRows = int64_t{1} << 62;
 // Up to this many routed rows the planner takes a tile of K groups (few CTAs).
 // PERF: 16 (M <= 2 at top_k 8) since GEMM v13 (bench/results/2026-12-01-h200-gemm-v13.md): at

@@ -43,12 +43,14 @@ GemmCase make_case(const std::string& scheme, DType bias) {
   c.w.num_experts = 5;
   c.w.n = 200;
   // K = 352 ends in a partial 64-wide tile; INT groups of 64 or 128 need K % group == 0. INT4 in
-  // groups of 128 without zero points takes 768 with bf16 activations (the per-pass scales) and
-  // 640 with f16 (the per-tile scales; ExpertsGpu runs its per-pass scales at K = 256).
+  // groups of 128 without zero points and MX take 768 with bf16 activations (the per-pass scales:
+  // INT4 on both direct depths, MX on the 4-deep one); with f16 INT4 takes 640 and MX 352 (the
+  // per-tile scales; ExpertsGpu runs per-pass scales at K = 256).
   const bool is_int = c.w.format == WeightFormat::int4 || c.w.format == WeightFormat::int8;
   const bool int_groups_64 = is_int && c.w.group_size >= 64;
-  const bool pass_scaled = c.w.format == WeightFormat::int4 && c.act == DType::bf16 && c.w.group_size == 128 &&
-                           !c.w.has_zero_point;
+  const bool pass_scaled = c.act == DType::bf16 && ((c.w.format == WeightFormat::int4 && c.w.group_size == 128 &&
+                                                     !c.w.has_zero_point) ||
+                                                    c.w.format == WeightFormat::mxfp4 || c.w.format == WeightFormat::mxfp8);
   c.w.k = pass_scaled ? 768 : int_groups_64 ? 640 : 352;
   c.w.bias_dtype = bias;
   return c;

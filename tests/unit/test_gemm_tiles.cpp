@@ -91,8 +91,8 @@ TEST(GemmTiles, CandidatesAndPlannerTilesAreLegalForEveryFormat) {
     for (int bm : {8, 16, 32, 64, 128})
       for (int64_t slots : {int64_t{1}, cuda::kFewRoutedRows, cuda::kFewRoutedRows + 1, int64_t{1} << 20, cuda::kTileForAnyRows})
         for (bool few_ctas : {false, true})
-          for (bool alt_fewer_waves : {false, true}) {
-            const cuda::GemmTile t = cuda::gemm_tile_for(f, bm, slots, few_ctas, alt_fewer_waves);
+          for (int pick = 0; pick < 4; ++pick) {
+            const cuda::GemmTile t = cuda::gemm_tile_for(f, bm, slots, few_ctas, (pick & 1) != 0, (pick & 2) != 0);
             EXPECT_EQ(t.block_m, bm);
             EXPECT_TRUE(cuda::gemm_tile_reasons(t, w).empty()) << t.to_string();
           }
@@ -110,8 +110,9 @@ TEST(GemmTiles, EveryPlannerTileIsACandidate) {
     for (int bm : {8, 16, 32, 64, 128})
       for (int64_t rows : {int64_t{1}, cuda::kFewRoutedRows + 7, int64_t{100000}})
         for (bool few_ctas : {false, true})
-          for (bool alt_fewer_waves : {false, true}) {
-            const std::string chosen = cuda::gemm_tile_for(f, bm, rows, few_ctas, alt_fewer_waves).to_string();
+          for (int pick = 0; pick < 4; ++pick) {
+            const std::string chosen =
+                cuda::gemm_tile_for(f, bm, rows, few_ctas, (pick & 1) != 0, (pick & 2) != 0).to_string();
             EXPECT_TRUE(std::any_of(tiles.begin(), tiles.end(), [&](const cuda::GemmTile& t) { return t.to_string() == chosen; }))
                 << chosen;
           }
@@ -180,6 +181,24 @@ TEST(GemmTiles, AlternativeTileWhereItRunsFewerWaves) {
   EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 8, 256, false, true).to_string(), "8x256/1x4x1/2/r");
   EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 8, cuda::kTileForAnyRows).to_string(), "8x128/1x4x1/2/r");
   EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::fp8_block, 8, 128, false, true).to_string(), "8x128/1x4x1/2/r");
+}
+
+// MXFP4 with bf16 activations takes the 4-deep tile (scales per pass of 2 K tiles) wherever K is
+// whole passes, ahead of the fewer-waves alternative; other formats and f16 activations keep theirs.
+TEST(GemmTiles, MxPassScalesTakeTheFourDeepTile) {
+  const WeightFormat mxfp4 = WeightFormat::mxfp4;
+  EXPECT_TRUE(cuda::gemm_mx_pass_scales(mxfp4, DType::bf16, 2048));   // Qwen3-30B-A3B GEMM1
+  EXPECT_TRUE(cuda::gemm_mx_pass_scales(mxfp4, DType::bf16, 768));    // its GEMM2
+  EXPECT_FALSE(cuda::gemm_mx_pass_scales(mxfp4, DType::bf16, 2880));  // gpt-oss-120b: 22.5 passes
+  EXPECT_FALSE(cuda::gemm_mx_pass_scales(mxfp4, DType::f16, 2048));
+  EXPECT_FALSE(cuda::gemm_mx_pass_scales(WeightFormat::mxfp8, DType::bf16, 2048));
+  EXPECT_FALSE(cuda::gemm_mx_pass_scales(WeightFormat::int4, DType::bf16, 2048));
+  EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 8, 128, false, false, true).to_string(), "8x128/1x4x1/4/r");
+  EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 8, 256, false, true, true).to_string(), "8x128/1x4x1/4/r");
+  EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 8, 8, true, false, true).to_string(), "8x32/1x1x4/2/r");  // few rows: 2-deep
+  EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 16, 256, false, false, true).to_string(),
+            cuda::gemm_tile_for(mxfp4, 16, 256, false, false, false).to_string());
+  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::int4, 8, 128, false, false, true).to_string(), "8x128/1x4x1/4/o4/r");
 }
 
 TEST(GemmTiles, IllegalTilesSayWhy) {
@@ -258,8 +277,9 @@ TEST(GemmTiles, LayerKernelsCoverEveryPlannerPick) {
     for (const jit::KernelSpec& spec : cuda::layer_kernel_specs(d)) sources.insert(spec.source);
     for (int block_m : {8, 16, 32, 64, 128})
       for (int64_t rows : {int64_t{1}, cuda::kFewRoutedRows, cuda::kFewRoutedRows + 1, int64_t{100000}, cuda::kTileForAnyRows})
-        for (int pick = 0; pick < 4; ++pick) {
-          const cuda::GemmTile tile = cuda::gemm_tile_for(d.weight_format, block_m, rows, (pick & 1) != 0, (pick & 2) != 0);
+        for (int pick = 0; pick < 8; ++pick) {
+          const cuda::GemmTile tile =
+              cuda::gemm_tile_for(d.weight_format, block_m, rows, (pick & 1) != 0, (pick & 2) != 0, (pick & 4) != 0);
           for (const WeightDesc& w : {d.w13(), d.w2()})
             for (bool prepared : {false, true}) {
               EXPECT_TRUE(sources.count(cuda::moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared).source))

@@ -339,7 +339,7 @@ void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string&
   DeviceBuffer ids = DeviceBuffer::from_host(ids_host);
   const int64_t bm = cuda::gemm_block_m(plan::choose_block_m(d, M));
   const cuda::GemmTile tile =
-      tile_text.empty() ? cuda::gemm_tile_for_channels(w.format, d.act_dtype, static_cast<int>(bm), slots, top_k, w.n, E)
+      tile_text.empty() ? cuda::gemm_tile_for_channels(w.format, d.act_dtype, static_cast<int>(bm), slots, top_k, w.n, w.k, E)
                         : cuda::parse_gemm_tile(tile_text);
   if (const auto reasons = cuda::gemm_tile_reasons(tile, w); !reasons.empty()) throw Error(reasons.front());
   const int64_t cap = cuda::align_capacity(slots, E, tile.block_m);

@@ -13,12 +13,18 @@
 namespace moeq_dev {
 
 // Formats whose direct tiles read scales per pass: INT4 with 16-bit scales and no zero points, in
-// groups of 128 (checked at run time): a row's 2 groups of a pass are one 4-byte word. (INT8 could
-// too; not measured, so it keeps the per-tile loads.)
+// groups of 128 (checked at run time), passes of 4 K tiles: a row's 2 groups of a pass are one 4-byte
+// word. (INT8 could too; not measured, so it keeps the per-tile loads.) MX formats on the 4-deep ring,
+// passes of 2 K tiles (one per group of 2 tiles): a row's groups 2 kt0 .. 2 kt0 + 3 are one 4-byte
+// word, each lane's byte picked per tile. The MX 2-deep ring keeps per-tile loads: there each pass
+// word's first use came after the next tile's loads and waited for them too (GEMM v19, call 1: 3-7%
+// slower); on the 4-deep ring the MXFP4 tile gained 7-9% (GEMM v20, call 1).
 template <class Cfg>
 struct PassScalable {
-  static constexpr bool value = Cfg::kFormat == WeightFormatId::kInt4 && !ScaleStorage<Cfg>::kZeroPoints &&
-                                ScaleStorage<Cfg>::kDtype != ScaleDtypeId::kF32;
+  static constexpr bool kMx = Cfg::kFormat == WeightFormatId::kMxfp4 || Cfg::kFormat == WeightFormatId::kMxfp8;
+  static constexpr bool value = kMx || (Cfg::kFormat == WeightFormatId::kInt4 && !ScaleStorage<Cfg>::kZeroPoints &&
+                                        ScaleStorage<Cfg>::kDtype != ScaleDtypeId::kF32);
+  static constexpr int kTiles = kMx ? 2 : 4;  // K tiles per pass
 };
 
 // The scale words of one pass: w[nt][r] holds row (nt, r)'s two groups.
@@ -29,8 +35,10 @@ struct PassScaleWords {
 
 // Whether this launch can take its scales per pass (uniform): groups of exactly 128 and whole
 // passes (K % 256 == 0, so every row's pass is one aligned word) on 4-byte aligned scales.
+template <class Cfg>
 __device__ __forceinline__ bool pass_scales_fit(const WeightScaling& w, int K, int group_shift) {
   const unsigned long long base = reinterpret_cast<unsigned long long>(w.scales);
+  if constexpr (PassScalable<Cfg>::kMx) return K % 128 == 0 && (base & 3) == 0;
   return group_shift == 7 && K % 256 == 0 && (base & 3) == 0;
 }
 
@@ -41,18 +49,27 @@ __device__ __forceinline__ void load_pass_scales(const LaneScaleRows<Cfg, kTiles
 #pragma unroll
   for (int nt = 0; nt < kTilesN; ++nt)
 #pragma unroll
-    for (int r = 0; r < 2; ++r) pass.w[nt][r] = __ldg(reinterpret_cast<const unsigned*>(rows.rows[nt][r].scales + kt0));
+    for (int r = 0; r < 2; ++r) {
+      const int offset = PassScalable<Cfg>::kMx ? 2 * kt0 : kt0;  // MX: group 2 kt0; INT g128 bf16: group kt0 / 2
+      pass.w[nt][r] = __ldg(reinterpret_cast<const unsigned*>(rows.rows[nt][r].scales + offset));
+    }
 }
 
 // Tile q (0-3) of the pass, as LaneScaleRows::load gives it: tiles 0-1 take the low half, 2-3 the
 // high (decode_lane_scale reads only the low 16 bits).
-template <int kTilesN>
-__device__ __forceinline__ void pass_tile_scales(const PassScaleWords<kTilesN>& pass, int q,
+template <class Cfg, int kTilesN>
+__device__ __forceinline__ void pass_tile_scales(const PassScaleWords<kTilesN>& pass, int q, int mx_lane_shift,
                                                  LaneScale (&slot)[kTilesN][2]) {
 #pragma unroll
   for (int nt = 0; nt < kTilesN; ++nt)
 #pragma unroll
-    for (int r = 0; r < 2; ++r) slot[nt][r].bits = q < 2 ? pass.w[nt][r] : pass.w[nt][r] >> 16;
+    for (int r = 0; r < 2; ++r) {
+      if constexpr (PassScalable<Cfg>::kMx) {
+        slot[nt][r].bits = (pass.w[nt][r] >> (16 * q + mx_lane_shift)) & 0xFFu;  // byte 2 q + t / 2
+      } else {
+        slot[nt][r].bits = q < 2 ? pass.w[nt][r] : pass.w[nt][r] >> 16;
+      }
+    }
 }
 
 }  // namespace moeq_dev

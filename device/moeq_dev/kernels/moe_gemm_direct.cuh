@@ -254,9 +254,14 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   // Scales per pass of 4 K tiles (kernels/direct_pass_scales.cuh): one load per row and pass,
   // issued with the codes of the pass's first tile, so it waits where those codes do. The passes
   // come in pairs (compile-time words) and the ring slots as in run_tile_scaled_ring.
-  constexpr bool kPassScales = PassScalable<Cfg>::value && G == 1 && (D == 2 || D == 4);
+  // MX only on the 4-deep ring, whose waits come at group starts before the next loads; its 2-deep
+  // form waited for the next tile's loads at each pass word's first use (GEMM v19, call 1).
+  constexpr bool kPassScales =
+      PassScalable<Cfg>::value && G == 1 && (PassScalable<Cfg>::kMx ? D == 4 : (D == 2 || D == 4));
   auto run_pass_scaled_ring = [&]() {
     using PassWords = PassScaleWords<kTilesN>;
+    constexpr int L = PassScalable<Cfg>::kTiles;  // K tiles per pass
+    const int mx_lane_shift = 8 * (t >> 1);
     auto load_codes_tokens = [&](CodeWords& words, TokenFragments& tok, int kt) {
       load_codes(words, kt);
       load_tokens(tok, kt);
@@ -265,7 +270,7 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
     // for groups of 128), so the other path is not compiled into this ring.
     auto compute_tile = [&](const CodeWords& words, const PassWords& pass, int q, const TokenFragments& tok) {
       TileScales scales;
-      pass_tile_scales<kTilesN>(pass, q, scales);
+      pass_tile_scales<Cfg, kTilesN>(pass, q, mx_lane_shift, scales);
       multiply_scaled_tile<Cfg, kAccScaleTile, kVoteFold>(
           scales, p.scaling, kAccScaleTile, acc,
           [&](DequantPath path, const FragmentScale (&decoded)[kTilesN][2], float (&dst)[kTilesN][kTilesM][4]) {
@@ -280,16 +285,16 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
         load_codes_tokens(code_ring[0], tok[0], 0);
         load_pass_scales<Cfg, kTilesN>(scale_rows, 0, pass[0]);
       }
-      for (int j0 = 0; j0 < my_tiles; j0 += 8) {
+      for (int j0 = 0; j0 < my_tiles; j0 += 2 * L) {
 #pragma unroll
-        for (int q = 0; q < 8; ++q) {
+        for (int q = 0; q < 2 * L; ++q) {
           const int j = j0 + q;
           if (j < my_tiles) {
             if (j + 1 < my_tiles) {
               load_codes_tokens(code_ring[(q + 1) % 2], tok[(q + 1) % 2], j + 1);
-              if (q % 4 == 3) load_pass_scales<Cfg, kTilesN>(scale_rows, j + 1, pass[(q / 4 + 1) % 2]);
+              if (q % L == L - 1) load_pass_scales<Cfg, kTilesN>(scale_rows, j + 1, pass[(q / L + 1) % 2]);
             }
-            compute_tile(code_ring[q % 2], pass[q / 4], q % 4, tok[q % 2]);
+            compute_tile(code_ring[q % 2], pass[q / L], q % L, tok[q % 2]);
           }
         }
       }
@@ -302,10 +307,11 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
       for (int r = 0; r < P; ++r)
         if (r < my_tiles) load_codes_tokens(code_ring[r], tok[r], r);
       if (my_tiles > 0) load_pass_scales<Cfg, kTilesN>(scale_rows, 0, pass[0]);
-      for (int j0 = 0; j0 < my_tiles; j0 += 4 * P) {
+      constexpr int kGroupsPerPass = L / P;
+      for (int j0 = 0; j0 < my_tiles; j0 += 2 * L) {
 #pragma unroll
-        for (int gi = 0; gi < 4; ++gi) {  // groups of the two passes j0 / 4 and j0 / 4 + 1
-          const int h = gi % 2, jg = j0 + gi * P;
+        for (int gi = 0; gi < 2 * kGroupsPerPass; ++gi) {  // groups of the two passes j0 / L and j0 / L + 1
+          const int h = gi % 2, jg = j0 + gi * P, pass_of_group = gi / kGroupsPerPass;
           if (jg < my_tiles) {
             const int after_arrival = static_cast<int>(code_ring[h * P][0][0] & zero_at_run_time);
 #pragma unroll
@@ -313,18 +319,20 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
               const int next = jg + P + r + after_arrival, slot = (1 - h) * P + r;
               if (next < my_tiles) load_codes_tokens(code_ring[slot], tok[slot], next);
             }
-            // The next group starts a pass where this one ends one (h = 1).
-            if (h == 1 && jg + P < my_tiles) load_pass_scales<Cfg, kTilesN>(scale_rows, jg + P + after_arrival, pass[(gi / 2 + 1) % 2]);
+            // The next group starts a pass where this one ends one.
+            if (gi % kGroupsPerPass == kGroupsPerPass - 1 && jg + P < my_tiles)
+              load_pass_scales<Cfg, kTilesN>(scale_rows, jg + P + after_arrival, pass[(pass_of_group + 1) % 2]);
 #pragma unroll
             for (int r = 0; r < P; ++r)
-              if (r == 0 || jg + r < my_tiles) compute_tile(code_ring[h * P + r], pass[gi / 2], 2 * h + r, tok[h * P + r]);
+              if (r == 0 || jg + r < my_tiles)
+                compute_tile(code_ring[h * P + r], pass[pass_of_group], (gi % kGroupsPerPass) * P + r, tok[h * P + r]);
           }
         }
       }
     }
   };
   if constexpr (kPassScales) {
-    if (pass_scales_fit(p.scaling, K, scale_rows.group_shift)) {
+    if (pass_scales_fit<Cfg>(p.scaling, K, scale_rows.group_shift)) {
       run_pass_scaled_ring();
     } else {
       run_tile_scaled_ring();
