@@ -66,3 +66,17 @@ evidence_correctness() {
   timeout 100 "$build/moeq_gpu_warmup_test" >"$out/warmup.txt" 2>&1
   echo "warmup rc=$?"
 }
+
+# bench_against_base ROUND PRESET SCHEME M...: GEMM1 and GEMM2 of the planner's picks with $build/moeq
+# and $bins/moeq_base (base first in odd rounds, second in even ones) into newROUND.txt and baseROUND.txt.
+bench_against_base() {
+  local round="$1" preset="$2" scheme="$3" order="base new" which moeq
+  shift 3
+  [ $((round % 2)) = 0 ] && order="new base"
+  for which in $order; do
+    moeq="$build/moeq"; [ "$which" = base ] && moeq="$bins/moeq_base"
+    timeout 60 "$moeq" bench --trials 5 --kernel gemm1 gemm2 --preset "$preset" --scheme "$scheme" -M "$@" \
+      >>"$out/$which$round.txt" 2>&1
+  done
+  echo "bench $round $preset $scheme $(($(date +%s) - t0)) s"
+}

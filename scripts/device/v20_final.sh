@@ -17,19 +17,8 @@ timeout 90 "$build/moeq" verify >"$out/verify.txt" 2>&1
 echo "verify rc=$? $(tail -1 "$out/verify.txt")"
 timeout 60 "$build/moeq_gpu_warmup_test" >"$out/warmup.txt" 2>&1
 echo "warmup rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$out/warmup.txt")"
-ab() {  # ab ROUND PRESET SCHEME M...
-  local round="$1" preset="$2" scheme="$3"
-  shift 3
-  order="base new"; [ "$round" = 2 ] && order="new base"
-  for which in $order; do
-    moeq="$build/moeq"; [ $which = base ] && moeq="$bins/moeq_base"
-    timeout 60 "$moeq" bench --trials 5 --kernel gemm1 gemm2 --preset "$preset" --scheme "$scheme" -M "$@" \
-      >>"$out/$which$round.txt" 2>&1
-  done
-  echo "bench $round $preset $scheme $(($(date +%s) - t0)) s"
-}
-ab 1 qwen3-30b-a3b mxfp4 1 4 8 10 12 16 24 32 48 64
-ab 1 deepseek-v3 mxfp4 6 16
-ab 1 gpt-oss-120b mxfp4 16
-ab 2 qwen3-30b-a3b mxfp4 1 4 8 10 12 16 24 32 48 64
+bench_against_base 1 qwen3-30b-a3b mxfp4 1 4 8 10 12 16 24 32 48 64
+bench_against_base 1 deepseek-v3 mxfp4 6 16
+bench_against_base 1 gpt-oss-120b mxfp4 16
+bench_against_base 2 qwen3-30b-a3b mxfp4 1 4 8 10 12 16 24 32 48 64
 echo "done $(($(date +%s) - t0)) s"

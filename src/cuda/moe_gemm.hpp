@@ -102,10 +102,11 @@ bool gemm_alt_fewer_waves(WeightFormat format, DType act_dtype, int64_t num_slot
 // pass's codes; kernels/direct_pass_scales.cuh): where k is whole passes (a multiple of 128; elsewhere
 // the kernel would fall back to per-tile scale loads, where the 4-deep ring gained nothing in GEMM v16).
 // Not with f16 activations (168 registers against 128: 3 CTAs per SM, not timed) nor MXFP8 (164).
-// PERF (H200, call 1 of bench/results/2026-12-02-h200-gemm-v20.md), against the v19 picks in the same
-// run: Qwen3-30B-A3B GEMM1 M = 12 / 16 / 24 / 32 45.9 -> 40.3, 48.5 -> 45.3, 53.5 -> 51.3 and
-// 57.3 -> 55.5 us (M = 8 and 64 within 0.6%); GEMM2 M = 8 / 16 / 32 21.8 -> 19.6, 28.3 -> 27.5 and
-// 35.1 -> 34.2, but M = 12 / 24 24.1 -> 24.6 and 29.1 -> 30.4; DeepSeek-V3 M = 16 GEMM1 485 -> 454, GEMM2 239 -> 232.
+// PERF (H200, call 2 of bench/results/2026-12-02-h200-gemm-v20.md), against v19's picks in the same
+// run: Qwen3-30B-A3B GEMM1 M = 4 / 12 / 16 / 24 23.5 -> 20.8, 45.7 -> 40.4, 48.6 -> 45.4 and 53.4 -> 51.4 us;
+// GEMM2 M = 8 / 16 / 48 21.8 -> 19.6, 30.6 -> 27.4 and 41.1 -> 37.9; DeepSeek-V3 M = 16 GEMM1 491 -> 453,
+// GEMM2 248 -> 233; but GEMM1 M = 10 34.5 -> 35.8 (the 64-channel tile's one wave against two) and GEMM2
+// M = 12 24.1 -> 24.7.
 bool gemm_mx_pass_scales(WeightFormat format, DType act_dtype, int64_t k);
 // gemm_tile_for a GEMM of n channels and depth k over num_experts experts, top_k per token, on the
 // current device (few_ctas and alt_fewer_waves from its SM count, mx_pass_scales from k): the tile
