@@ -220,7 +220,7 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
   //   tile (8x256/1x4x1/2/r, bf16 activations) where it runs fewer waves than 8x128/1x4x1/2/r, up to
   //   kMxfp4AltMaxWaves of the latter (gemm_alt_fewer_waves).
   // - GEMM v20: MXFP4 (bf16 activations) takes the 4-deep ring where K is whole passes of 2 K tiles
-  //   (gemm_mx_pass_scales), ahead of v19's rule.
+  //   (gemm_mx_pass_scales), ahead of v19's rule; under /o4 since GEMM v21.
   const bool four_bit = dtype_bits(weight_format_code_dtype(format)) == 4;
   const bool int4 = format == WeightFormat::int4;
   const char* text;
@@ -229,7 +229,7 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
       if (int4) {
         text = alt_fewer_waves ? "8x128/1x4x1/2/r" : "8x128/1x4x1/4/o4/r";
       } else if (format == WeightFormat::mxfp4 && mx_pass_scales) {
-        text = "8x128/1x4x1/4/r";
+        text = "8x128/1x4x1/4/o4/r";
       } else {
         text = format == WeightFormat::mxfp4 && alt_fewer_waves ? "8x256/1x4x1/2/r" : "8x128/1x4x1/2/r";
       }

@@ -97,16 +97,19 @@ constexpr int64_t kMxfp4AltMaxWaves = 4;
 // 139.0 -> 133.9.
 bool gemm_alt_fewer_waves(WeightFormat format, DType act_dtype, int64_t num_slots, int64_t top_k,
                           int64_t num_experts, int64_t n, int num_sms);
-// Whether MXFP4 with bf16 activations over depth k runs the 4-deep 8-row tile 8x128/1x4x1/4/r, whose
+// Whether MXFP4 with bf16 activations over depth k runs the 4-deep 8-row tile 8x128/1x4x1/4/o4/r, whose
 // scales come per pass of 2 K tiles (one 4-byte load per fragment row and pass, issued with the
 // pass's codes; kernels/direct_pass_scales.cuh): where k is whole passes (a multiple of 128; elsewhere
 // the kernel would fall back to per-tile scale loads, where the 4-deep ring gained nothing in GEMM v16).
-// Not with f16 activations (168 registers against 128: 3 CTAs per SM, not timed) nor MXFP8 (164).
-// PERF (H200, call 2 of bench/results/2026-12-02-h200-gemm-v20.md), against v19's picks in the same
-// run: Qwen3-30B-A3B GEMM1 M = 4 / 12 / 16 / 24 23.5 -> 20.8, 45.7 -> 40.4, 48.6 -> 45.4 and 53.4 -> 51.4 us;
-// GEMM2 M = 8 / 16 / 48 21.8 -> 19.6, 30.6 -> 27.4 and 41.1 -> 37.9; DeepSeek-V3 M = 16 GEMM1 491 -> 453,
-// GEMM2 248 -> 233; but GEMM1 M = 10 34.5 -> 35.8 (the 64-channel tile's one wave against two) and GEMM2
-// M = 12 24.1 -> 24.7.
+// Not with f16 activations (168 registers uncapped: not timed) nor MXFP8 (164).
+// PERF (H200, call 2 of bench/results/2026-12-02-h200-gemm-v20.md; uncapped /4/r, 128 registers), against
+// v19's picks in the same run: Qwen3-30B-A3B GEMM1 M = 4 / 12 / 16 / 24 23.5 -> 20.8, 45.7 -> 40.4,
+// 48.6 -> 45.4 and 53.4 -> 51.4 us; GEMM2 M = 8 / 16 / 48 21.8 -> 19.6, 30.6 -> 27.4 and 41.1 -> 37.9;
+// DeepSeek-V3 M = 16 GEMM1 491 -> 453, GEMM2 248 -> 233; but GEMM1 M = 10 34.5 -> 35.8 (the 64-channel
+// tile's one wave against two) and GEMM2 M = 12 24.1 -> 24.7.
+// PERF (GEMM v21, call 3 of the same file): the capped tile since the pass ring's token loads lost
+// their K predicate (134 registers uncapped: 3 CTAs per SM, 3-14% slower; 128 under /o4, no spills):
+// Qwen3 GEMM1 M = 16 45.4 -> 42.9 us (76% of copy), M = 64 65.1 -> 60.9.
 bool gemm_mx_pass_scales(WeightFormat format, DType act_dtype, int64_t k);
 // gemm_tile_for a GEMM of n channels and depth k over num_experts experts, top_k per token, on the
 // current device (few_ctas and alt_fewer_waves from its SM count, mx_pass_scales from k): the tile

@@ -193,8 +193,8 @@ TEST(GemmTiles, MxPassScalesTakeTheFourDeepTile) {
   EXPECT_FALSE(cuda::gemm_mx_pass_scales(mxfp4, DType::f16, 2048));
   EXPECT_FALSE(cuda::gemm_mx_pass_scales(WeightFormat::mxfp8, DType::bf16, 2048));
   EXPECT_FALSE(cuda::gemm_mx_pass_scales(WeightFormat::int4, DType::bf16, 2048));
-  EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 8, 128, false, false, true).to_string(), "8x128/1x4x1/4/r");
-  EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 8, 256, false, true, true).to_string(), "8x128/1x4x1/4/r");
+  EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 8, 128, false, false, true).to_string(), "8x128/1x4x1/4/o4/r");
+  EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 8, 256, false, true, true).to_string(), "8x128/1x4x1/4/o4/r");
   EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 8, 8, true, false, true).to_string(), "8x32/1x1x4/2/r");  // few rows: 2-deep
   EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 16, 256, false, false, true).to_string(),
             cuda::gemm_tile_for(mxfp4, 16, 256, false, false, false).to_string());

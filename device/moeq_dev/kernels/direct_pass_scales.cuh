@@ -72,4 +72,52 @@ __device__ __forceinline__ void pass_tile_scales(const PassScaleWords<kTilesN>& 
     }
 }
 
+// MXFP4 with bf16 activations (MxFoldable) on a pass word: each row's folded multipliers 2^(b - 1)
+// of the pass's 2 tiles (this lane's bytes t / 2 and 2 + t / 2) as the two bf16 halves of one word,
+// and whether every scale of the warp's pass folds (b <= 128), voted once per pass where
+// multiply_scaled_tile votes per tile. The halves are decode_lane_scale's scale2_folded bits.
+template <int kTilesN>
+struct PassFoldedScales {
+  unsigned halves[kTilesN][2];  // tile 0 in the low half, tile 1 in the high
+  bool all_foldable;
+};
+
+template <int kTilesN>
+__device__ __forceinline__ PassFoldedScales<kTilesN> fold_pass_scales(const PassScaleWords<kTilesN>& pass,
+                                                                      int mx_lane_shift) {
+  PassFoldedScales<kTilesN> f;
+  unsigned over = 0;
+#pragma unroll
+  for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const unsigned b2 = (pass.w[nt][r] >> mx_lane_shift) & 0x00FF00FFu;  // tile 0's byte low, tile 1's high
+      // NOTE: b + 126 <= 381, so neither half carries into the other; bf16 exponent field b + 126.
+      f.halves[nt][r] = b2 * 128u + 126u * 0x800080u;
+      over |= b2 + 127u * 0x10001u;  // bit 8 of a half: b + 127 > 255, i.e. b > 128
+    }
+  f.all_foldable = __all_sync(0xFFFFFFFFu, (over & 0x01000100u) == 0u);
+  return f;
+}
+
+// Tile q (0 or 1) of the pass: the folded multiplier splat over both halves.
+template <int kTilesN>
+__device__ __forceinline__ void pass_tile_folded(const PassFoldedScales<kTilesN>& f, int q,
+                                                 FragmentScale (&decoded)[kTilesN][2]) {
+#pragma unroll
+  for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      // NOTE: a 16-bit move pair rather than a byte permute, so ptxas can take the half as an
+      // operand selector of the multiply (.H0_H0 / .H1_H1) instead of a PRMT per use.
+      unsigned splat;
+      if (q == 0) {
+        asm("{\n\t.reg .b16 lo, hi;\n\tmov.b32 {lo, hi}, %1;\n\tmov.b32 %0, {lo, lo};\n\t}" : "=r"(splat) : "r"(f.halves[nt][r]));
+      } else {
+        asm("{\n\t.reg .b16 lo, hi;\n\tmov.b32 {lo, hi}, %1;\n\tmov.b32 %0, {hi, hi};\n\t}" : "=r"(splat) : "r"(f.halves[nt][r]));
+      }
+      decoded[nt][r].scale2_folded = splat;
+    }
+}
+
 }  // namespace moeq_dev

@@ -141,8 +141,10 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
       }
     }
   };
-  auto load_tokens = [&](TokenFragments& tok, int kt) {
-    const bool in_k = kt * BK + 16 * t < K;
+  // whole_tiles (a constant at the call): K is whole K tiles, so no load is predicated (and no
+  // fragment zeroed) on the K bound.
+  auto load_tokens = [&](TokenFragments& tok, int kt, bool whole_tiles = false) {
+    const bool in_k = whole_tiles || kt * BK + 16 * t < K;
 #pragma unroll
     for (int mt = 0; mt < kTilesM; ++mt)
 #pragma unroll
@@ -261,10 +263,13 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   auto run_pass_scaled_ring = [&]() {
     using PassWords = PassScaleWords<kTilesN>;
     constexpr int L = PassScalable<Cfg>::kTiles;  // K tiles per pass
+    // One group per pass (MX on the 4-deep ring): fold_pass_scales serves the group's 2 tiles.
+    constexpr bool kPassFold = kVoteFold && PassScalable<Cfg>::kMx && D == 4;
     const int mx_lane_shift = 8 * (t >> 1);
+    // pass_scales_fit: K is whole passes, so whole K tiles.
     auto load_codes_tokens = [&](CodeWords& words, TokenFragments& tok, int kt) {
       load_codes(words, kt);
-      load_tokens(tok, kt);
+      load_tokens(tok, kt, true);
     };
     // The scales go on the accumulators wherever the tile can take them (INT4: acc_scales holds
     // for groups of 128), so the other path is not compiled into this ring.
@@ -322,10 +327,27 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
             // The next group starts a pass where this one ends one.
             if (gi % kGroupsPerPass == kGroupsPerPass - 1 && jg + P < my_tiles)
               load_pass_scales<Cfg, kTilesN>(scale_rows, jg + P + after_arrival, pass[(pass_of_group + 1) % 2]);
+            // MXFP4 (bf16): the fold decided once per pass (here a group), else per tile as elsewhere.
+            bool folded_pass = false;
+            if constexpr (kPassFold) {
+              const PassFoldedScales<kTilesN> fold = fold_pass_scales<kTilesN>(pass[pass_of_group], mx_lane_shift);
+              if (fold.all_foldable) {
+                folded_pass = true;
 #pragma unroll
-            for (int r = 0; r < P; ++r)
-              if (r == 0 || jg + r < my_tiles)
-                compute_tile(code_ring[h * P + r], pass[pass_of_group], (gi % kGroupsPerPass) * P + r, tok[h * P + r]);
+                for (int r = 0; r < P; ++r)
+                  if (r == 0 || jg + r < my_tiles) {
+                    FragmentScale decoded[kTilesN][2];
+                    pass_tile_folded<kTilesN>(fold, r, decoded);
+                    multiply(DequantPath::kFolded, code_ring[h * P + r], decoded, tok[h * P + r], acc);
+                  }
+              }
+            }
+            if (!folded_pass) {
+#pragma unroll
+              for (int r = 0; r < P; ++r)
+                if (r == 0 || jg + r < my_tiles)
+                  compute_tile(code_ring[h * P + r], pass[pass_of_group], (gi % kGroupsPerPass) * P + r, tok[h * P + r]);
+            }
           }
         }
       }
