@@ -104,6 +104,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   // Each GEMM's own tile (the same block size, so one routing serves both; gemm_few_ctas,
   // gemm_alt_fewer_waves, gemm_mx_pass_scales).
   auto tile_of = [&](int64_t n, int64_t k) {
+    if (shape.tuned != nullptr) return cuda::parse_gemm_tile(n == N13 ? shape.tuned->gemm1_tile : shape.tuned->gemm2_tile);
     return cuda::gemm_tile_for_channels(d.weight_format, d.act_dtype, static_cast<int>(shape.block_m),
                                         shape.batch_invariant ? cuda::kTileForAnyRows : routed_rows, d.top_k, n, k, E);
   };
@@ -215,7 +216,12 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   cuda::topk_reduce(reduce, stream);
 }
 
-void warm_up_cuda(const ExpertsDesc& desc) { cuda::load_layer_kernels(desc); }
+void warm_up_cuda(const ExpertsDesc& desc, const TuningTable& tuning) {
+  std::vector<cuda::GemmTile> tuned;
+  for (const TuningEntry& e : tuning.entries)
+    for (const std::string* text : {&e.gemm1_tile, &e.gemm2_tile}) tuned.push_back(cuda::parse_gemm_tile(*text));
+  cuda::load_layer_kernels(desc, tuned);
+}
 
 static_assert(kInputErrorBadTopkId == cuda::kRoutingErrorBadTopkId && kInputErrorBadExpertMap == cuda::kRoutingErrorBadExpertMap &&
                   kInputErrorBatchedOverflow == cuda::kRoutingErrorBatchedOverflow,

@@ -68,6 +68,7 @@ std::string Options::to_string() const {
   if (batch_invariant) s << " batch_invariant";
   if (f16_accum) s << " f16_accum";
   if (block_m > 0) s << " block_m=" << block_m;
+  if (!tuning.empty()) s << " tuning=" << tuning.entries.size() << " ranges" << (tuning.layer.empty() ? "" : " (" + tuning.layer + ")");
   return s.str();
 }
 

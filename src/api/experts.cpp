@@ -68,6 +68,11 @@ struct Experts::Impl {
     // workspace_bytes(M, T) and apply agree whatever M the caller passes.
     const int64_t block_m_tokens = batched ? tokens_per_expert * desc.global_experts() / desc.top_k : num_tokens;
     p.batch_invariant = options.batch_invariant;
+    p.tuned = options.tuning.find(plan::valid_shape_m(desc, block_m_tokens));
+    if (p.tuned != nullptr) {
+      p.block_m = p.tuned->block_m;  // as the caller's block_m: its tiles run it on every device
+      return p;
+    }
     p.block_m = options.block_m > 0            ? options.block_m
                 : options.batch_invariant ? plan::kBatchInvariantBlockM
                                           : plan::choose_block_m(desc, block_m_tokens);
@@ -106,7 +111,7 @@ WorkspaceSizes Experts::workspace_bytes(int64_t num_tokens, int64_t batched_toke
 std::string describe_input_errors(int32_t bits) { return cuda::describe_routing_errors(bits); }
 
 void Experts::warm_up() const {
-  if (impl_->backend == Backend::cuda) api::warm_up_cuda(impl_->desc);
+  if (impl_->backend == Backend::cuda) api::warm_up_cuda(impl_->desc, impl_->options.tuning);
 }
 
 void Experts::apply(const WeightView& w13, const WeightView& w2, const ExpertsInputs& inputs,
@@ -163,7 +168,11 @@ std::string Experts::explain(int64_t num_tokens) const {
     << "options " << impl_->options.to_string() << "\n"
     << "backend " << to_string(impl_->backend) << ", layout " << to_string(shape.layout);
   if (shape.layout == Layout::indexed) s << " (block_m " << shape.block_m << ")";
-  s << " for M = " << num_tokens << "\n"
+  s << " for M = " << num_tokens << "\n";
+  if (shape.tuned != nullptr)
+    s << "tuned (" << shape.tuned->min_m << ", " << shape.tuned->max_m << "]: block_m " << shape.tuned->block_m
+      << ", gemm1 " << shape.tuned->gemm1_tile << ", gemm2 " << shape.tuned->gemm2_tile << "\n";
+  s
     << plan::plan_workspaces(impl_->desc, shape).to_string();
   return s.str();
 }

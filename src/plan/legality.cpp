@@ -6,6 +6,7 @@
 #include "cuda/driver.hpp"
 #include "cuda/moe_gemm.hpp"
 #include "moeq/error.hpp"
+#include "plan/tuning.hpp"
 
 namespace moeq::plan {
 namespace {
@@ -155,6 +156,7 @@ std::vector<std::string> option_reasons(const ExpertsDesc& d, const Options& o) 
     for (auto& reason : cuda_reasons(d, o)) r.push_back("backend = cuda: " + reason);
   if (o.block_m < 0 || o.block_m > 1024)
     r.push_back(cat("block_m = ", o.block_m, " is outside [0, 1024] (0 = chosen by the planner)"));
+  for (auto& reason : tuning_reasons(d, o)) r.push_back(std::move(reason));
   return r;
 }
 

@@ -37,6 +37,9 @@ struct PlanShape {
   // batch_invariant: the GEMM tile may not depend on the batch (each row's sum over K, and so
   // its bits, depend on the tile), so block_m is fixed and the tile is chosen without M.
   bool batch_invariant = false;
+  // The tuning table's entry for these rows (Options::tuning), or null: then its block_m and tiles
+  // replace the planner's.
+  const TuningEntry* tuned = nullptr;
 };
 
 // The spec buffers (quanted_gate_up_input, gate_up_output, activation_output,

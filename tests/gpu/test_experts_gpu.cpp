@@ -83,6 +83,25 @@ TEST(ExpertsGpu, BatchInvariantPrefixRowsAreBitIdentical) {
     }
 }
 
+// A tuning table's block sizes and tiles (Options::tuning), tiles the planner does not pick among
+// them, in every layout: the results still match the oracle.
+TEST(ExpertsGpu, TuningTableTilesMatchOracle) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  TuningTable t;  // tiny: valid_shape_m = 3 M
+  t.entries = {{0, 8, 8, "8x64/1x4x1/2/r", "8x128/1x4x1/4/o4/r"},
+               {8, 64, 16, "16x64/1x4x1/4", "16x64/1x4x1/6/p"},
+               {64, int64_t{1} << 30, 32, "32x128/1x8x1/4", "32x128/1x8x1/4/o3"}};
+  Options o;
+  o.tuning = t;
+  for (const char* scheme : {"mxfp4", "int4-g128", "fp8-block"})
+    for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
+      for (int64_t m : {1, 7, 129}) {
+        io::VerifyCase c{layer(scheme, Activation::silu), layout, m, 1, static_cast<uint64_t>(m + 40)};
+        const io::VerifyResult r = io::verify_on_gpu(c, o);
+        EXPECT_TRUE(r.passed) << c.label() << ": rel " << r.error.rel_err << ", max " << r.error.max_err_fraction;
+      }
+}
+
 // Runs `p` once on the GPU in `layout` with an error word (zeroed first unless `word` is given)
 // and returns the word.
 int32_t error_word_after_apply(const io::HostProblem& p, Layout layout, cuda::DeviceBuffer* word = nullptr) {

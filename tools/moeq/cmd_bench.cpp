@@ -37,6 +37,7 @@ struct BenchArgs {
   int iterations = 20;
   std::vector<std::string> tiles;  // gemm: "BMxBN/WMxWNxWK/S" overrides; empty = the planner's tile
   std::vector<std::string> codes{"prepared"};  // gemm: weight code layouts to time
+  std::string tuning;  // gemm: a tuning table (JSON) whose tiles replace the planner's where it has the M
   int trials = 7;
 };
 
@@ -338,9 +339,16 @@ void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string&
 
   DeviceBuffer ids = DeviceBuffer::from_host(ids_host);
   const int64_t bm = cuda::gemm_block_m(plan::choose_block_m(d, M));
+  const TuningEntry* tuned = nullptr;
+  TuningTable table;
+  if (tile_text.empty() && !a.tuning.empty()) {
+    table = TuningTable::load(a.tuning);
+    tuned = table.find(plan::valid_shape_m(d, M));
+  }
   const cuda::GemmTile tile =
-      tile_text.empty() ? cuda::gemm_tile_for_channels(w.format, d.act_dtype, static_cast<int>(bm), slots, top_k, w.n, w.k, E)
-                        : cuda::parse_gemm_tile(tile_text);
+      !tile_text.empty() ? cuda::parse_gemm_tile(tile_text)
+      : tuned != nullptr ? cuda::parse_gemm_tile(second ? tuned->gemm2_tile : tuned->gemm1_tile)
+                         : cuda::gemm_tile_for_channels(w.format, d.act_dtype, static_cast<int>(bm), slots, top_k, w.n, w.k, E);
   if (const auto reasons = cuda::gemm_tile_reasons(tile, w); !reasons.empty()) throw Error(reasons.front());
   const int64_t cap = cuda::align_capacity(slots, E, tile.block_m);
   DeviceBuffer local_ids(slots * 4), sorted(cap * 4), expert_ids(cap / tile.block_m * 4), padded(4);
@@ -448,6 +456,8 @@ Action add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--tile", a->tiles, "gemm1 / gemm2: tiles to time instead of the planner's, BMxBN/WMxWNxWK/S "
                                       "(e.g. 16x64/1x4x2/8)");
+  cmd->add_option("--tuning", a->tuning, "gemm1 / gemm2: a tuning table (JSON, `moeq tune`) whose tiles replace the "
+                                         "planner's at the M it covers");
   cmd->add_option("--iterations", a->iterations, "Launches per timed trial")->capture_default_str();
   cmd->add_option("--trials", a->trials, "Timed trials (the median is reported)")->capture_default_str();
   return [a] { return run_bench(*a); };

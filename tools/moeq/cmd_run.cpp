@@ -37,6 +37,7 @@ struct RunArgs {
   int ep_size = 1;
   int ep_rank = 0;
   int64_t block_m = 0;
+  std::string tuning;  // a tuning table (JSON) for Options::tuning
   bool batch_invariant = false;
   bool f16_accum = false;
   bool check = false;
@@ -145,6 +146,7 @@ int run(const RunArgs& a) {
   options.batch_invariant = a.batch_invariant;
   options.f16_accum = a.f16_accum;
   options.block_m = a.block_m;
+  if (!a.tuning.empty()) options.tuning = TuningTable::load(a.tuning);
 
   auto t0 = std::chrono::steady_clock::now();
   io::HostProblem p = make_problem(a, options);
@@ -251,6 +253,7 @@ Action add_run_command(CLI::App& app) {
   cmd->add_option("--ep-size", a->ep_size, "Expert-parallel ranks (this rank holds E_g/ep-size experts)");
   cmd->add_option("--ep-rank", a->ep_rank, "This rank");
   cmd->add_option("--block-m", a->block_m, "Indexed-layout alignment (0 = planner's choice)");
+  cmd->add_option("--tuning", a->tuning, "Tuning table (JSON, `moeq tune`): block size and GEMM tiles by M");
   cmd->add_flag("--batch-invariant", a->batch_invariant, "Bit-identical rows whatever the batch");
   cmd->add_flag("--f16-accum", a->f16_accum, "fp16 accumulation (f16 output only)");
   cmd->add_flag("--check", a->check, "Compare the result with the float64 oracle");

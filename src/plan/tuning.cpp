@@ -1,0 +1,140 @@
+// Tuning tables: JSON in and out, range lookup, and their legality against a layer.
+#include "plan/tuning.hpp"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cuda/moe_gemm.hpp"
+#include "moeq/error.hpp"
+
+namespace moeq {
+namespace {
+
+using nlohmann::json;
+
+const json& field(const json& object, const char* name, const std::string& where) {
+  const auto it = object.find(name);
+  if (it == object.end()) throw Error("tuning table: " + where + " has no \"" + name + "\"");
+  return *it;
+}
+
+int64_t integer_field(const json& object, const char* name, const std::string& where) {
+  const json& v = field(object, name, where);
+  if (!v.is_number_integer()) throw Error("tuning table: " + where + "." + name + " = " + v.dump() + " is not an integer");
+  return v.get<int64_t>();
+}
+
+std::string string_field(const json& object, const char* name, const std::string& where) {
+  const json& v = field(object, name, where);
+  if (!v.is_string()) throw Error("tuning table: " + where + "." + name + " = " + v.dump() + " is not a string");
+  return v.get<std::string>();
+}
+
+std::string range_of(const TuningEntry& e) {
+  return "(" + std::to_string(e.min_m) + ", " + std::to_string(e.max_m) + "]";
+}
+
+}  // namespace
+
+const TuningEntry* TuningTable::find(int64_t valid_shape_m) const {
+  for (const TuningEntry& e : entries)
+    if (valid_shape_m > e.min_m && valid_shape_m <= e.max_m) return &e;
+  // NOTE: M = 0 rows launch nothing; the first range serves it so the plan does not change shape.
+  if (valid_shape_m <= 0 && !entries.empty() && entries.front().min_m == 0) return &entries.front();
+  return nullptr;
+}
+
+std::string TuningTable::to_json() const {
+  json rows = json::array();
+  for (const TuningEntry& e : entries)
+    rows.push_back({{"min_m", e.min_m}, {"max_m", e.max_m}, {"block_m", e.block_m}, {"gemm1_tile", e.gemm1_tile},
+                    {"gemm2_tile", e.gemm2_tile}});
+  const json doc = {{"arch", arch}, {"layer", layer}, {"entries", rows}};
+  return doc.dump(2) + "\n";
+}
+
+TuningTable TuningTable::from_json(const std::string& text) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw Error(std::string("tuning table: not JSON (") + e.what() + ")");
+  }
+  if (!doc.is_object()) throw Error("tuning table: the document is not an object");
+  TuningTable t;
+  if (doc.contains("arch")) t.arch = string_field(doc, "arch", "the table");
+  if (doc.contains("layer")) t.layer = string_field(doc, "layer", "the table");
+  const json& rows = field(doc, "entries", "the table");
+  if (!rows.is_array()) throw Error("tuning table: entries is not an array");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::string where = "entries[" + std::to_string(i) + "]";
+    if (!rows[i].is_object()) throw Error("tuning table: " + where + " is not an object");
+    TuningEntry e;
+    e.min_m = integer_field(rows[i], "min_m", where);
+    e.max_m = integer_field(rows[i], "max_m", where);
+    e.block_m = integer_field(rows[i], "block_m", where);
+    e.gemm1_tile = string_field(rows[i], "gemm1_tile", where);
+    e.gemm2_tile = string_field(rows[i], "gemm2_tile", where);
+    t.entries.push_back(std::move(e));
+  }
+  return t;
+}
+
+TuningTable TuningTable::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("tuning table: cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  try {
+    return from_json(text.str());
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+}
+
+namespace plan {
+
+std::vector<std::string> tuning_reasons(const ExpertsDesc& d, const Options& o) {
+  std::vector<std::string> r;
+  const TuningTable& t = o.tuning;
+  if (t.empty()) return r;
+  if (o.batch_invariant)
+    r.push_back("tuning: a table picks tiles by M, and batch_invariant needs one tile for every M; give one or the other");
+  if (o.block_m != 0) r.push_back("tuning: block_m = " + std::to_string(o.block_m) + " and a table both set the block size");
+  int64_t expected_min = 0;
+  for (size_t i = 0; i < t.entries.size(); ++i) {
+    const TuningEntry& e = t.entries[i];
+    const std::string where = "tuning entries[" + std::to_string(i) + "] " + range_of(e);
+    if (e.min_m != expected_min)
+      r.push_back(where + ": min_m = " + std::to_string(e.min_m) + " should be " + std::to_string(expected_min) +
+                  " (the ranges start at 0 and each starts where the one before ends)");
+    if (e.max_m <= e.min_m) r.push_back(where + ": max_m = " + std::to_string(e.max_m) + " is not above min_m");
+    expected_min = e.max_m;
+    if (e.block_m != 8 && e.block_m != 16 && e.block_m != 32 && e.block_m != 64 && e.block_m != 128) {
+      r.push_back(where + ": block_m = " + std::to_string(e.block_m) + " must be 8, 16, 32, 64 or 128");
+      continue;
+    }
+    const std::pair<const char*, const std::string*> gemms[] = {{"gemm1_tile", &e.gemm1_tile}, {"gemm2_tile", &e.gemm2_tile}};
+    for (const auto& [name, text] : gemms) {
+      cuda::GemmTile tile;
+      try {
+        tile = cuda::parse_gemm_tile(*text);
+      } catch (const Error& err) {
+        r.push_back(where + ": " + name + " = '" + *text + "': " + err.what());
+        continue;
+      }
+      if (tile.block_m != e.block_m)
+        r.push_back(where + ": " + name + " = '" + *text + "' has " + std::to_string(tile.block_m) +
+                    "-row blocks, not block_m = " + std::to_string(e.block_m));
+      if (d.hidden_size <= 0 || d.intermediate_size <= 0 || d.num_experts <= 0) continue;
+      const WeightDesc w = name[4] == '1' ? d.w13() : d.w2();
+      for (const std::string& why : cuda::gemm_tile_reasons(tile, w))
+        r.push_back(where + ": " + name + " = '" + *text + "': " + why);
+    }
+  }
+  return r;
+}
+
+}  // namespace plan
+}  // namespace moeq

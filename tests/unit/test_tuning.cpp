@@ -1,0 +1,156 @@
+// Tuning tables (include/moeq/tuning.hpp): JSON, range lookup, their legality against a layer, and
+// the plan they give (block size, tiles) on the CPU backend.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "error_test_util.hpp"
+#include "experts_test_util.hpp"
+#include "io/presets.hpp"
+#include "moeq/experts.hpp"
+#include "moeq/tuning.hpp"
+#include "plan/tuning.hpp"
+#include "plan/workspace.hpp"
+
+namespace moeq {
+namespace {
+
+using test::error_of;
+
+// Qwen3-30B-A3B MXFP4: 8-row direct tiles up to 64 routed rows, then 16-row ones.
+TuningTable qwen3_table() {
+  TuningTable t;
+  t.arch = "sm_90";
+  t.layer = "qwen3-30b-a3b mxfp4";
+  t.entries = {{0, 64, 8, "8x128/1x4x1/4/o4/r", "8x128/1x4x1/2/r"},
+               {64, 512, 16, "16x128/1x4x1/4", "16x128/1x4x1/4"}};
+  return t;
+}
+
+ExpertsDesc qwen3_mxfp4() {
+  ExpertsDesc d = io::find_preset("qwen3-30b-a3b").desc;
+  io::apply_scheme("mxfp4", d);
+  return d;
+}
+
+TEST(Tuning, JsonRoundTrip) {
+  const TuningTable t = qwen3_table();
+  const TuningTable back = TuningTable::from_json(t.to_json());
+  EXPECT_EQ(back.arch, "sm_90");
+  EXPECT_EQ(back.layer, t.layer);
+  ASSERT_EQ(back.entries.size(), 2u);
+  EXPECT_EQ(back.entries[1].min_m, 64);
+  EXPECT_EQ(back.entries[1].max_m, 512);
+  EXPECT_EQ(back.entries[1].block_m, 16);
+  EXPECT_EQ(back.entries[0].gemm1_tile, "8x128/1x4x1/4/o4/r");
+  EXPECT_EQ(back.entries[0].gemm2_tile, "8x128/1x4x1/2/r");
+  EXPECT_EQ(back.to_json(), t.to_json());
+}
+
+TEST(Tuning, FindTakesHalfOpenRanges) {
+  const TuningTable t = qwen3_table();
+  EXPECT_EQ(t.find(1), &t.entries[0]);
+  EXPECT_EQ(t.find(64), &t.entries[0]);  // (0, 64]
+  EXPECT_EQ(t.find(65), &t.entries[1]);
+  EXPECT_EQ(t.find(512), &t.entries[1]);
+  EXPECT_EQ(t.find(513), nullptr);        // past the table: the planner's rules
+  EXPECT_EQ(t.find(0), &t.entries[0]);    // no rows: the first range
+  EXPECT_EQ(TuningTable{}.find(10), nullptr);
+}
+
+TEST(Tuning, BadJsonNamesTheField) {
+  EXPECT_NE(error_of([] { TuningTable::from_json("{"); }).find("not JSON"), std::string::npos);
+  EXPECT_NE(error_of([] { TuningTable::from_json("[]"); }).find("not an object"), std::string::npos);
+  EXPECT_NE(error_of([] { TuningTable::from_json("{}"); }).find("\"entries\""), std::string::npos);
+  const std::string no_tile = R"({"entries": [{"min_m": 0, "max_m": 8, "block_m": 8, "gemm1_tile": "8x128/1x4x1/2/r"}]})";
+  EXPECT_NE(error_of([&] { TuningTable::from_json(no_tile); }).find("entries[0] has no \"gemm2_tile\""), std::string::npos);
+  const std::string text_m = R"({"entries": [{"min_m": "0", "max_m": 8, "block_m": 8, "gemm1_tile": "a", "gemm2_tile": "b"}]})";
+  EXPECT_NE(error_of([&] { TuningTable::from_json(text_m); }).find("entries[0].min_m = \"0\" is not an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { TuningTable::load("/nonexistent/table.json"); }).find("cannot read /nonexistent/table.json"),
+            std::string::npos);
+}
+
+TEST(Tuning, ALegalTableHasNoReasons) {
+  Options o;
+  o.tuning = qwen3_table();
+  EXPECT_TRUE(plan::tuning_reasons(qwen3_mxfp4(), o).empty());
+  EXPECT_TRUE(plan::tuning_reasons(qwen3_mxfp4(), Options{}).empty());
+}
+
+TEST(Tuning, ReasonsNameTheEntryAndTheValue) {
+  const ExpertsDesc d = qwen3_mxfp4();
+  auto reasons_of = [&](const TuningTable& t, const Options& base = Options{}) {
+    Options o = base;
+    o.tuning = t;
+    std::string all;
+    for (const std::string& r : plan::tuning_reasons(d, o)) all += r + "\n";
+    return all;
+  };
+  TuningTable gap = qwen3_table();
+  gap.entries[1].min_m = 100;
+  EXPECT_NE(reasons_of(gap).find("entries[1] (100, 512]: min_m = 100 should be 64"), std::string::npos);
+  TuningTable empty_range = qwen3_table();
+  empty_range.entries[1].max_m = 64;
+  EXPECT_NE(reasons_of(empty_range).find("max_m = 64 is not above min_m"), std::string::npos);
+  TuningTable odd_block = qwen3_table();
+  odd_block.entries[0].block_m = 12;
+  EXPECT_NE(reasons_of(odd_block).find("block_m = 12 must be 8, 16, 32, 64 or 128"), std::string::npos);
+  TuningTable rows = qwen3_table();
+  rows.entries[0].gemm2_tile = "16x128/1x4x1/4";
+  EXPECT_NE(reasons_of(rows).find("gemm2_tile = '16x128/1x4x1/4' has 16-row blocks, not block_m = 8"), std::string::npos);
+  TuningTable garbage = qwen3_table();
+  garbage.entries[0].gemm1_tile = "fast";
+  EXPECT_NE(reasons_of(garbage).find("gemm1_tile = 'fast'"), std::string::npos);
+  Options invariant;
+  invariant.batch_invariant = true;
+  EXPECT_NE(reasons_of(qwen3_table(), invariant).find("batch_invariant"), std::string::npos);
+  Options fixed;
+  fixed.block_m = 16;
+  EXPECT_NE(reasons_of(qwen3_table(), fixed).find("block_m = 16 and a table"), std::string::npos);
+  // can_implement and the constructor say the same.
+  Options o;
+  o.tuning = rows;
+  EXPECT_FALSE(can_implement(d, o).empty());
+  EXPECT_NE(error_of([&] { Experts(d, o); }).find("16-row blocks"), std::string::npos);
+}
+
+// An illegal tile for the layer's weights is refused by the one legality function's words.
+TEST(Tuning, TilesAreCheckedAgainstTheLayer) {
+  const ExpertsDesc d = qwen3_mxfp4();
+  TuningTable t = qwen3_table();
+  t.entries[0].gemm1_tile = "8x128/1x4x1/4/k2/r";  // split K is not a direct-tile option
+  Options o;
+  o.tuning = t;
+  const auto reasons = plan::tuning_reasons(d, o);
+  ASSERT_FALSE(reasons.empty());
+  EXPECT_NE(reasons.front().find("entries[0] (0, 64]: gemm1_tile = '8x128/1x4x1/4/k2/r'"), std::string::npos) << reasons.front();
+}
+
+// The table's block size serves the plan (workspaces, alignment) at the M it covers; past it the
+// planner's rules return. The CPU result does not depend on the block size.
+TEST(Tuning, TheTableSetsTheBlockSizeItCovers) {
+  const ExpertsDesc d = test::small_desc(WeightFormat::mxfp4, ActFormat::none, Activation::silu);
+  TuningTable t;
+  t.entries = {{0, 12, 32, "32x128/1x8x1/4", "32x128/1x8x1/4"}};  // valid_shape_m = 3 M
+  Options tuned;
+  tuned.backend = Backend::cpu;
+  tuned.tuning = t;
+  Options plain;
+  plain.backend = Backend::cpu;
+  const Experts with_table(d, tuned), without(d, plain);
+  EXPECT_NE(with_table.explain(4).find("block_m 32"), std::string::npos);
+  EXPECT_NE(with_table.explain(4).find("tuned (0, 12]: block_m 32, gemm1 32x128/1x8x1/4"), std::string::npos)
+      << with_table.explain(4);
+  EXPECT_EQ(with_table.explain(5).find("tuned"), std::string::npos);  // 15 rows: past the table
+  EXPECT_GT(with_table.workspace_bytes(4).workspace2_bytes, without.workspace_bytes(4).workspace2_bytes);
+  io::GenerateOptions g;
+  g.num_tokens = 4;
+  g.seed = 5;
+  g.num_threads = 1;
+  const io::HostProblem p = io::generate_problem(d, g);
+  EXPECT_EQ(test::run_cpu(p, tuned), test::run_cpu(p, plain));
+}
+
+}  // namespace
+}  // namespace moeq
