@@ -136,5 +136,23 @@ std::vector<std::string> tuning_reasons(const ExpertsDesc& d, const Options& o) 
   return r;
 }
 
+TuningTable tuning_table_from_points(const std::vector<TunedPoint>& points) {
+  TuningTable t;
+  int64_t start = 0;
+  for (const TunedPoint& p : points) {
+    if (p.valid_shape_m <= start) continue;
+    const bool same = !t.entries.empty() && t.entries.back().block_m == p.block_m &&
+                      t.entries.back().gemm1_tile == p.gemm1_tile && t.entries.back().gemm2_tile == p.gemm2_tile;
+    if (same) {
+      t.entries.back().max_m = p.valid_shape_m;
+    } else {
+      t.entries.push_back({start, p.valid_shape_m, p.block_m, p.gemm1_tile, p.gemm2_tile});
+    }
+    start = p.valid_shape_m;
+  }
+  if (!t.entries.empty()) t.entries.back().max_m = kTuningLastMaxM;
+  return t;
+}
+
 }  // namespace plan
 }  // namespace moeq

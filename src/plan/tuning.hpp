@@ -14,4 +14,20 @@ namespace moeq::plan {
 // Options::block_m. Empty for an empty table.
 std::vector<std::string> tuning_reasons(const ExpertsDesc& desc, const Options& options);
 
+// The end of a tuned table's last range: every M a layer sees.
+constexpr int64_t kTuningLastMaxM = int64_t{1} << 30;
+
+// The config `moeq tune` chose at one sampled valid_shape_m.
+struct TunedPoint {
+  int64_t valid_shape_m = 0;
+  int64_t block_m = 0;
+  std::string gemm1_tile, gemm2_tile;
+};
+
+// A table from points sampled at increasing valid_shape_m v_1 < v_2 < ...: point i serves
+// (v_{i-1}, v_i] (v_0 = 0), the last one up to kTuningLastMaxM, and neighbours with the same
+// config share one range (as Humming builds its heuristic tables, reference-notes §6.6). Points
+// at a valid_shape_m already taken (two M with the same routed rows) keep the first.
+TuningTable tuning_table_from_points(const std::vector<TunedPoint>& points);
+
 }  // namespace moeq::plan

@@ -115,6 +115,32 @@ TEST(Tuning, ReasonsNameTheEntryAndTheValue) {
   EXPECT_NE(error_of([&] { Experts(d, o); }).find("16-row blocks"), std::string::npos);
 }
 
+// Sampled points become half-open ranges from 0, equal neighbours merged, the last one open-ended.
+TEST(Tuning, PointsBecomeContiguousRanges) {
+  using plan::TunedPoint;
+  const std::vector<TunedPoint> points = {{8, 8, "8x64/1x2x2/2/r", "8x64/1x2x2/2/r"},
+                                          {32, 8, "8x128/1x4x1/4/o4/r", "8x128/1x4x1/2/r"},
+                                          {64, 8, "8x128/1x4x1/4/o4/r", "8x128/1x4x1/2/r"},
+                                          {64, 16, "16x128/1x4x1/4", "16x128/1x4x1/4"},  // same rows again: dropped
+                                          {512, 16, "16x128/1x4x1/4", "16x128/1x4x1/4"}};
+  const TuningTable t = plan::tuning_table_from_points(points);
+  ASSERT_EQ(t.entries.size(), 3u);
+  EXPECT_EQ(t.entries[0].min_m, 0);
+  EXPECT_EQ(t.entries[0].max_m, 8);
+  EXPECT_EQ(t.entries[1].min_m, 8);
+  EXPECT_EQ(t.entries[1].max_m, 64);  // points 32 and 64 merged
+  EXPECT_EQ(t.entries[1].gemm1_tile, "8x128/1x4x1/4/o4/r");
+  EXPECT_EQ(t.entries[2].min_m, 64);
+  EXPECT_EQ(t.entries[2].max_m, plan::kTuningLastMaxM);
+  EXPECT_EQ(t.entries[2].block_m, 16);
+  Options o;
+  o.tuning = t;
+  ExpertsDesc d = io::find_preset("qwen3-30b-a3b").desc;
+  io::apply_scheme("int4-g128", d);
+  EXPECT_TRUE(plan::tuning_reasons(d, o).empty());
+  EXPECT_TRUE(plan::tuning_table_from_points({}).empty());
+}
+
 // An illegal tile for the layer's weights is refused by the one legality function's words.
 TEST(Tuning, TilesAreCheckedAgainstTheLayer) {
   const ExpertsDesc d = qwen3_mxfp4();

@@ -15,5 +15,6 @@ Action add_bench_command(CLI::App& app);
 Action add_compile_command(CLI::App& app);
 Action add_cache_command(CLI::App& app);
 Action add_verify_command(CLI::App& app);
+Action add_tune_command(CLI::App& app);
 
 }  // namespace moeq::cli

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   const moeq::cli::Action compile = moeq::cli::add_compile_command(app);
   const moeq::cli::Action cache = moeq::cli::add_cache_command(app);
   const moeq::cli::Action verify = moeq::cli::add_verify_command(app);
+  const moeq::cli::Action tune = moeq::cli::add_tune_command(app);
 
   try {
     // NOTE: no subcommand runs the main job, `moeq run` with its built-in default.
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("compile")) return compile();
     if (app.got_subcommand("cache")) return cache();
     if (app.got_subcommand("verify")) return verify();
+    if (app.got_subcommand("tune")) return tune();
     return run();
   } catch (const moeq::Error& e) {
     std::fprintf(stderr, "moeq: error: %s\n", e.what());

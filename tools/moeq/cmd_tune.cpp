@@ -1,0 +1,204 @@
+// `moeq tune`: per token count, the fastest legal GEMM tiles of a layer on this GPU, each checked
+// against the reference before it is timed, written as a tuning table (include/moeq/tuning.hpp)
+// that `moeq run --tuning`, `moeq bench --tuning` and Options::tuning take.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda/driver.hpp"
+#include "cuda/moe_gemm.hpp"
+#include "io/presets.hpp"
+#include "io/verify.hpp"
+#include "moeq/error.hpp"
+#include "plan/tuning.hpp"
+#include "plan/workspace.hpp"
+#include "tools/moeq/commands.hpp"
+#include "tools/moeq/gemm_timing.hpp"
+
+namespace moeq::cli {
+namespace {
+
+struct TuneArgs {
+  std::string preset = "qwen3-30b-a3b";
+  std::string scheme;  // default: the preset's
+  std::vector<int64_t> tokens{1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 2048, 4096};
+  std::vector<std::string> candidates;  // default: cuda::gemm_tile_candidates()
+  std::string out;                      // the table's file; empty = standard output
+  int iterations = 20;
+  int trials = 5;
+  int64_t check_tokens = 9;
+};
+
+struct Timed {
+  std::string tile;
+  double us = std::numeric_limits<double>::infinity();
+};
+
+// Whether `tile` runs the layer's experts step (both GEMMs on it) within the reference's bounds, in
+// the indexed and masked layouts (the GEMM with and without segment tables), on a copy of the layer
+// with at most 8 experts (the tiles' legality does not depend on E).
+class TileChecker {
+ public:
+  TileChecker(const ExpertsDesc& d, int64_t tokens) : desc_(d), tokens_(tokens) {
+    desc_.num_experts = std::min<int64_t>(d.num_experts, 8);
+    desc_.num_global_experts = 0;
+    desc_.top_k = std::min(d.top_k, desc_.num_experts);
+  }
+
+  bool passes(const cuda::GemmTile& tile) {
+    const std::string name = tile.to_string();
+    const auto known = verdicts_.find(name);
+    if (known != verdicts_.end()) return known->second;
+    Options o;
+    o.backend = Backend::cuda;
+    o.tuning.entries = {{0, plan::kTuningLastMaxM, tile.block_m, name, name}};
+    bool ok = true;
+    for (Layout layout : {Layout::indexed, Layout::masked}) {
+      io::VerifyCase c{desc_, layout, tokens_, 1, 17};
+      c.codes = CodeLayout::prepared;
+      try {
+        const io::VerifyResult r = io::verify_on_gpu(c, o);
+        if (!r.passed) {
+          std::fprintf(stderr, "tune: %s fails the reference (%s: rel %.3g): not timed\n", name.c_str(), c.label().c_str(),
+                       r.error.rel_err);
+          ok = false;
+        }
+      } catch (const Error& e) {
+        std::fprintf(stderr, "tune: %s cannot run the layer: %s\n", name.c_str(), e.what());
+        ok = false;
+      }
+      if (!ok) break;
+    }
+    verdicts_[name] = ok;
+    return ok;
+  }
+
+ private:
+  ExpertsDesc desc_;
+  int64_t tokens_;
+  std::map<std::string, bool> verdicts_;
+};
+
+int run_tune(const TuneArgs& a) {
+  if (cuda::device_count() == 0) {
+    std::string why;
+    cuda::driver_available(&why);
+    throw Error("moeq tune needs a CUDA device: " + (why.empty() ? std::string("none found") : why));
+  }
+  const io::Preset& preset = io::find_preset(a.preset);
+  ExpertsDesc d = preset.desc;
+  const std::string scheme = a.scheme.empty() ? preset.default_scheme : a.scheme;
+  io::apply_scheme(scheme, d);
+  if (d.act_dtype != DType::bf16 || d.act_format != ActFormat::none)
+    throw Error("moeq tune times bf16 activations; " + d.to_string() + " has other activations (not yet)");
+  Options cuda_options;
+  cuda_options.backend = Backend::cuda;
+  if (const auto reasons = can_implement(d, cuda_options); !reasons.empty())
+    throw Error("cannot run " + d.to_string() + " on the GPU: " + reasons.front());
+  cuda::ensure_context();
+  const auto info = cuda::current_device_info();
+  cuda::Stream stream;
+
+  // Candidates legal for both GEMMs, once each as this device runs them.
+  std::vector<cuda::GemmTile> candidates;
+  std::vector<std::string> seen;
+  const std::vector<cuda::GemmTile> all = a.candidates.empty() ? cuda::gemm_tile_candidates() : [&] {
+    std::vector<cuda::GemmTile> named;
+    for (const std::string& text : a.candidates) named.push_back(cuda::parse_gemm_tile(text));
+    return named;
+  }();
+  for (const cuda::GemmTile& tile : all) {
+    if (!cuda::gemm_tile_reasons(tile, d.w13()).empty() || !cuda::gemm_tile_reasons(tile, d.w2()).empty()) continue;
+    const std::string runs_as = cuda::tile_for_device(tile).to_string();
+    if (std::find(seen.begin(), seen.end(), runs_as) != seen.end()) continue;
+    seen.push_back(runs_as);
+    candidates.push_back(tile);
+  }
+  if (candidates.empty()) throw Error("no candidate tile is legal for both GEMMs of " + d.to_string());
+  std::fprintf(stderr, "tune: %s %s on %s (sm_%d%d), %zu candidate tiles\n", preset.name.c_str(), scheme.c_str(),
+               info.name.c_str(), info.cc_major, info.cc_minor, candidates.size());
+  std::fprintf(stderr, "%6s %8s %6s  %-22s %9s  %-22s %9s  %9s %7s\n", "M", "rows", "block", "gemm1", "us", "gemm2", "us",
+               "planner", "gain");
+
+  TileChecker checker(d, a.check_tokens);
+  std::vector<plan::TunedPoint> points;
+  for (int64_t M : a.tokens) {
+    const int64_t rows = plan::valid_shape_m(d, M);
+    const int64_t planner_block = cuda::gemm_block_m(plan::choose_block_m(d, M));
+    auto time_gemm = [&](bool second, const cuda::GemmTile& tile) {
+      return time_moe_gemm(d, second, M, tile, true, info.l2_bytes, a.iterations, a.trials, stream.get()).us;
+    };
+    double planner_us = 0;
+    for (bool second : {false, true}) {
+      const WeightDesc w = second ? d.w2() : d.w13();
+      planner_us += time_gemm(second, cuda::gemm_tile_for_channels(w.format, d.act_dtype, static_cast<int>(planner_block),
+                                                                   M * d.top_k, d.top_k, w.n, w.k, d.num_experts));
+    }
+    // The planner's block size and its neighbours: one block size serves both GEMMs.
+    int64_t best_block = 0;
+    Timed best[2];
+    for (int64_t block : {planner_block / 2, planner_block, planner_block * 2}) {
+      Timed at_block[2];
+      for (const cuda::GemmTile& tile : candidates) {
+        if (tile.block_m != block || !checker.passes(tile)) continue;
+        for (int g = 0; g < 2; ++g) {
+          const double us = time_gemm(g == 1, tile);
+          if (us < at_block[g].us) at_block[g] = {tile.to_string(), us};
+        }
+      }
+      if (at_block[0].tile.empty()) continue;
+      if (best_block == 0 || at_block[0].us + at_block[1].us < best[0].us + best[1].us) {
+        best_block = block;
+        best[0] = at_block[0];
+        best[1] = at_block[1];
+      }
+    }
+    if (best_block == 0) throw Error("no candidate passed the reference at M = " + std::to_string(M));
+    const double tuned_us = best[0].us + best[1].us;
+    std::fprintf(stderr, "%6lld %8lld %6lld  %-22s %9.2f  %-22s %9.2f  %9.2f %6.1f%%\n", static_cast<long long>(M),
+                 static_cast<long long>(rows), static_cast<long long>(best_block), best[0].tile.c_str(), best[0].us,
+                 best[1].tile.c_str(), best[1].us, planner_us, 100.0 * (planner_us - tuned_us) / planner_us);
+    points.push_back({rows, best_block, best[0].tile, best[1].tile});
+  }
+
+  TuningTable table = plan::tuning_table_from_points(points);
+  table.arch = "sm_" + std::to_string(info.cc_major) + std::to_string(info.cc_minor);
+  table.layer = preset.name + " " + scheme;
+  Options check;
+  check.tuning = table;
+  if (const auto reasons = plan::tuning_reasons(d, check); !reasons.empty())
+    throw Error("internal: the tuned table is not legal: " + reasons.front());
+  if (a.out.empty()) {
+    std::fputs(table.to_json().c_str(), stdout);
+  } else {
+    std::ofstream f(a.out);
+    f << table.to_json();
+    if (!f) throw Error("cannot write " + a.out);
+    std::fprintf(stderr, "tune: wrote %s (%zu ranges)\n", a.out.c_str(), table.entries.size());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Action add_tune_command(CLI::App& app) {
+  auto a = std::make_shared<TuneArgs>();
+  CLI::App* cmd = app.add_subcommand("tune", "Time the legal GEMM tiles per token count on this GPU; write a tuning table");
+  cmd->add_option("--preset", a->preset, "Model preset")->capture_default_str();
+  cmd->add_option("--scheme", a->scheme, "Weight scheme (bf16 activations; default: the preset's)");
+  cmd->add_option("--tokens,-M", a->tokens, "Token counts to sample (each serves the rows down to the one before)")
+      ->capture_default_str();
+  cmd->add_option("--candidates", a->candidates, "Tiles to consider (default: every candidate legal for both GEMMs)");
+  cmd->add_option("--out,-o", a->out, "Write the table here (JSON; default: standard output)");
+  cmd->add_option("--check-tokens", a->check_tokens, "Tokens of the reference check of each tile")->capture_default_str();
+  cmd->add_option("--iterations", a->iterations, "Launches per timed trial")->capture_default_str();
+  cmd->add_option("--trials", a->trials, "Timed trials (the median is taken)")->capture_default_str();
+  return [a] { return run_tune(*a); };
+}
+
+}  // namespace moeq::cli

@@ -1,0 +1,221 @@
+// Timing GPU kernels as `moeq bench` does (tools/moeq/gemm_timing.hpp).
+#include "tools/moeq/gemm_timing.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <string>
+
+#include "cuda/routing.hpp"
+#include "moeq/error.hpp"
+#include "reference/formats.hpp"
+
+namespace moeq::cli {
+
+using cuda::CUdeviceptr;
+using cuda::DeviceBuffer;
+
+// Median over trials of the mean time of `iterations` back-to-back launches, in microseconds.
+double time_us(const std::function<void(int)>& launch, int iterations, int trials, cuda::CUstream stream) {
+  for (int i = 0; i < 3; ++i) launch(i);  // warm-up: module load and first-touch stay out
+  cuda::Event start, stop;
+  std::vector<double> samples;
+  for (int t = 0; t < trials; ++t) {
+    start.record(stream);
+    for (int i = 0; i < iterations; ++i) launch(i);
+    stop.record(stream);
+    stop.synchronize();
+    samples.push_back(1000.0 * cuda::Event::elapsed_ms(start, stop) / iterations);
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+// Device-to-device copy of 1 GiB, counting bytes read plus bytes written.
+double copy_bandwidth_gbs(cuda::CUstream stream) {
+  const size_t bytes = size_t{1} << 30;
+  DeviceBuffer a(bytes), b(bytes);
+  a.fill_bytes(0x3c);
+  const auto& d = cuda::driver();
+  const double us = time_us([&](int) { cuda::check(d.cuMemcpyDtoDAsync_v2(b.ptr(), a.ptr(), bytes, stream), "copy"); },
+                            10, 5, stream);
+  return 2.0 * static_cast<double>(bytes) / (us * 1e-6) / 1e9;
+}
+
+// The copy ceiling at the size of one GEMM case: a device-to-device copy whose traffic equals the
+// case's counted bytes (half read, half written), sources and destinations rotated over enough
+// buffers that every pass touches more than 3x the L2.
+// NOTE: a 1 GiB copy runs at a rate that a 100 MB one does not reach (a plain read of Qwen3
+// GEMM1's 135 MB at M = 16 ran at 63% of it: bench/results/2026-12-01-h200-gemm-v9.md, call A),
+// so the memory-bound GEMMs are also reported against the copy of their own size.
+double sized_copy_gbs(double bytes, int64_t l2_bytes, int iterations, int trials, cuda::CUstream stream) {
+  const size_t half = (static_cast<size_t>(bytes / 2.0) + 255) / 256 * 256;
+  const int n = static_cast<int>(std::clamp(std::ceil(3.0 * static_cast<double>(l2_bytes) / std::max(bytes, 1.0)), 2.0, 16.0));
+  std::vector<DeviceBuffer> from, to;
+  for (int i = 0; i < n; ++i) {
+    from.emplace_back(half);
+    from.back().fill_bytes(0x3c);
+    to.emplace_back(half);
+  }
+  const auto& d = cuda::driver();
+  const double us = time_us([&](int i) {
+    cuda::check(d.cuMemcpyDtoDAsync_v2(to[i % n].ptr(), from[i % n].ptr(), half, stream), "copy");
+  }, iterations, trials, stream);
+  return 2.0 * static_cast<double>(half) / (us * 1e-6) / 1e9;
+}
+
+DeviceBuffer random_bf16(int64_t elems, float scale, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, scale);
+  std::vector<uint16_t> v(static_cast<size_t>(elems));
+  for (auto& x : v) x = ref::f32_to_bf16(normal(rng));
+  return DeviceBuffer::from_host(v);
+}
+
+// Distinct random experts per token, uniform weights: what a softmax router delivers on average.
+std::vector<int32_t> random_routing(int64_t M, int64_t top_k, int64_t E, std::mt19937& rng) {
+  std::vector<int32_t> ids(static_cast<size_t>(M * top_k));
+  std::vector<int32_t> perm(static_cast<size_t>(E));
+  std::iota(perm.begin(), perm.end(), 0);
+  for (int64_t t = 0; t < M; ++t) {
+    for (int64_t k = 0; k < top_k; ++k) std::swap(perm[k], perm[k + rng() % (E - k)]);
+    std::copy(perm.begin(), perm.begin() + top_k, ids.begin() + t * top_k);
+  }
+  return ids;
+}
+
+// Random but valid canonical weights of one GEMM: random code bytes, scales near 2^-4; `copies`
+// device copies of the same bytes at distinct addresses (rotating over them defeats L2).
+// PERF: generated once per weight shape and kept for the process: the host generator took
+// seconds per case at 16 copies of 200 MB.
+const std::vector<cuda::GemmWeights>& random_weight_copies(const WeightDesc& w, int copies, std::mt19937& rng,
+                                                           bool prepared) {
+  struct Pool {
+    std::vector<DeviceBuffer> keep;
+    std::vector<cuda::GemmWeights> copies;
+    std::vector<std::vector<uint8_t>> host;  // codes, scales, global scales, zero points, bias
+    std::vector<cuda::GemmWeights> prepared;  // the copies with their codes prepared on the GPU
+  };
+  // NOTE: never destroyed: device buffers must not be freed after the driver unloads at exit.
+  static auto* pools = new std::map<std::string, Pool>();
+  const std::string key = std::string(to_string(w.format)) + " " + std::to_string(w.num_experts) + " " +
+                          std::to_string(w.n) + " " + std::to_string(w.k) + " " + std::to_string(w.group_size) + " " +
+                          std::string(to_string(w.scale_dtype)) + " " + std::to_string(w.has_zero_point) + " " +
+                          std::to_string(w.num_global_scales) + " " + std::string(to_string(w.bias_dtype));
+  Pool& pool = (*pools)[key];
+  if (pool.host.empty()) {
+    pool.host.resize(5);
+
+  std::vector<uint8_t> codes(static_cast<size_t>(w.code_bytes()));
+  for (size_t i = 0; i < codes.size(); i += 4) {
+    const uint32_t r = static_cast<uint32_t>(rng());
+    std::memcpy(&codes[i], &r, std::min<size_t>(4, codes.size() - i));
+  }
+  if (weight_format_code_dtype(w.format) == DType::e4m3)
+    for (auto& c : codes) c = (c & 0x7F) == 0x7F ? static_cast<uint8_t>(c & 0xF8) : c;  // no NaN codes
+  std::vector<uint8_t> scales(static_cast<size_t>(w.scale_bytes()));
+  for (int64_t i = 0; i < w.scale_elems(); ++i) {
+    const float s = 0.0625f;
+    switch (w.scale_dtype) {
+      case DType::ue8m0: scales[i] = 123; break;
+      case DType::e4m3: scales[i] = 0x30; break;  // 0.5
+      case DType::f32: std::memcpy(&scales[i * 4], &s, 4); break;
+      default: { const uint16_t b = 0x3D80; std::memcpy(&scales[i * 2], &b, 2); }  // bf16 0.0625
+    }
+  }
+  std::vector<float> global(static_cast<size_t>(w.global_scale_elems()), 0.01f);
+  std::vector<uint8_t> global_bytes(global.size() * 4);
+  if (!global.empty()) std::memcpy(global_bytes.data(), global.data(), global_bytes.size());
+  pool.host[0] = std::move(codes);
+  pool.host[1] = std::move(scales);
+  pool.host[2] = std::move(global_bytes);
+  if (w.has_zero_point) {
+    std::vector<uint8_t> zero_points(static_cast<size_t>(w.zero_point_bytes()));
+    for (auto& z : zero_points) z = static_cast<uint8_t>(rng() % 16);
+    pool.host[3] = std::move(zero_points);
+  }
+  if (w.bias_dtype != DType::none) {
+    // Bytes 0x3c: about 0.011 as bf16 or f32 and 1.06 as f16: finite and non-zero in every
+    // bias dtype (timing only).
+    pool.host[4] = std::vector<uint8_t>(static_cast<size_t>(w.bias_bytes()), 0x3c);
+  }
+  }
+  auto upload = [&](const std::vector<uint8_t>& bytes) -> CUdeviceptr {
+    if (bytes.empty()) return 0;
+    pool.keep.push_back(DeviceBuffer::from_host(bytes));
+    return pool.keep.back().ptr();
+  };
+  while (static_cast<int>(pool.copies.size()) < copies) {
+    cuda::GemmWeights g;
+    g.codes = upload(pool.host[0]);
+    g.scales = upload(pool.host[1]);
+    g.global_scales = upload(pool.host[2]);
+    g.zero_points = upload(pool.host[3]);
+    g.bias = upload(pool.host[4]);
+    pool.copies.push_back(g);
+  }
+  if (!prepared) return pool.copies;
+  while (pool.prepared.size() < pool.copies.size()) {
+    cuda::GemmWeights g = pool.copies[pool.prepared.size()];
+    pool.keep.emplace_back(static_cast<size_t>(prepared_code_bytes(w)));
+    prepare_codes(w, reinterpret_cast<const void*>(g.codes), reinterpret_cast<void*>(pool.keep.back().ptr()));
+    g.codes = pool.keep.back().ptr();
+    pool.prepared.push_back(g);
+  }
+  cuda::check(cuda::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+  return pool.prepared;
+}
+
+GemmTiming time_moe_gemm(const ExpertsDesc& d, bool second, int64_t M, const cuda::GemmTile& tile, bool prepared,
+                         int64_t l2_bytes, int iterations, int trials, cuda::CUstream stream) {
+  const WeightDesc w = second ? d.w2() : d.w13();
+  const int64_t E = d.num_experts, top_k = d.top_k, slots = M * top_k;
+  if (const auto reasons = cuda::gemm_tile_reasons(tile, w); !reasons.empty()) throw Error(reasons.front());
+  std::mt19937 rng(99 + static_cast<unsigned>(M));
+  const auto ids_host = random_routing(M, top_k, E, rng);
+  std::vector<bool> touched(static_cast<size_t>(E), false);
+  for (int32_t e : ids_host) touched[e] = true;
+  const int64_t experts_touched = std::count(touched.begin(), touched.end(), true);
+  const double weight_bytes = static_cast<double>(w.code_bytes() + w.scale_bytes()) / E * experts_touched;
+  const int64_t a_rows = second ? slots : M;
+  const double act_bytes = static_cast<double>(a_rows * w.k * 2 + slots * w.n * 2);
+  GemmTiming t;
+  t.bytes = weight_bytes + act_bytes;
+  t.flops = 2.0 * static_cast<double>(slots) * static_cast<double>(w.n * w.k);
+
+  DeviceBuffer ids = DeviceBuffer::from_host(ids_host);
+  const int64_t cap = cuda::align_capacity(slots, E, tile.block_m);
+  DeviceBuffer local_ids(slots * 4), sorted(cap * 4), expert_ids(cap / tile.block_m * 4), padded(4);
+  cuda::RouteIds route{ids.ptr(), DType::i32, M, top_k, E, 0, E, 0};
+  cuda::map_and_align(route, tile.block_m, {local_ids.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()}, stream);
+
+  t.weight_copies = static_cast<int>(std::clamp(std::ceil(3.0 * static_cast<double>(l2_bytes) / t.bytes), 1.0, 16.0));
+  const std::vector<cuda::GemmWeights>& weights = random_weight_copies(w, t.weight_copies, rng, prepared);
+  DeviceBuffer act = random_bf16(a_rows * w.k, 1.0f, rng);
+  DeviceBuffer out(slots * w.n * 2);
+  cuda::MoeGemmArgs g;
+  g.weights_desc = w;
+  g.act_dtype = DType::bf16;
+  g.prepared_codes = prepared;
+  g.a = act.ptr();
+  g.a_row_stride = w.k;
+  g.c = out.ptr();
+  g.c_row_stride = w.n;
+  g.tile = tile;
+  g.gather = true;
+  g.sorted_ids = sorted.ptr();
+  g.expert_ids = expert_ids.ptr();
+  g.num_tokens_padded = padded.ptr();
+  g.num_slots = slots;
+  g.src_row_divisor = second ? 1 : top_k;
+  g.sorted_capacity = cap;
+  const int copies = t.weight_copies;
+  t.us = time_us([&](int i) {
+    g.weights = weights[i % copies];
+    cuda::moe_gemm(g, stream);
+  }, iterations, trials, stream);
+  return t;
+}
+
+}  // namespace moeq::cli

@@ -1,0 +1,41 @@
+#pragma once
+// Timing GPU kernels as `moeq bench` does, shared by bench and tune (bench/README.md): CUDA-event
+// medians of back-to-back launches, inputs rotated past 3x the L2, the copy ceilings.
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "cuda/driver.hpp"
+#include "cuda/moe_gemm.hpp"
+#include "moeq/experts.hpp"
+
+namespace moeq::cli {
+
+// Median over trials of the mean time of `iterations` back-to-back launches, in microseconds.
+double time_us(const std::function<void(int)>& launch, int iterations, int trials, cuda::CUstream stream);
+// Device-to-device copy of 1 GiB, counting bytes read plus bytes written.
+double copy_bandwidth_gbs(cuda::CUstream stream);
+// The copy ceiling at the size of one GEMM case (sized_copy_gbs in gemm_timing.cpp).
+double sized_copy_gbs(double bytes, int64_t l2_bytes, int iterations, int trials, cuda::CUstream stream);
+cuda::DeviceBuffer random_bf16(int64_t elems, float scale, std::mt19937& rng);
+// Distinct random experts per token, uniform weights: what a softmax router delivers on average.
+std::vector<int32_t> random_routing(int64_t M, int64_t top_k, int64_t E, std::mt19937& rng);
+// `copies` device copies of random valid weights of one GEMM (kept for the process).
+const std::vector<cuda::GemmWeights>& random_weight_copies(const WeightDesc& w, int copies, std::mt19937& rng,
+                                                           bool prepared);
+
+struct GemmTiming {
+  double us = 0;      // median time of one launch
+  double bytes = 0;   // weight bytes of the distinct experts touched + activations read and written
+  double flops = 0;   // 2 * M * top_k * N * K
+  int weight_copies = 0;
+};
+
+// One MoE GEMM (indexed layout, GEMM1 or `second` GEMM2 of the layer, bf16 activations) on `tile`,
+// over a random routing of M tokens (seeded by M, so every tile of an M sees the same routing),
+// with the weights rotated over enough copies that every pass reads DRAM.
+GemmTiming time_moe_gemm(const ExpertsDesc& d, bool second, int64_t M, const cuda::GemmTile& tile, bool prepared,
+                         int64_t l2_bytes, int iterations, int trials, cuda::CUstream stream);
+
+}  // namespace moeq::cli
