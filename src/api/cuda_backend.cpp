@@ -103,12 +103,12 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
       shape.layout == Layout::masked ? d.num_experts * shape.max_tokens_per_expert : shape.num_tokens * d.top_k;
   // Each GEMM's own tile (the same block size, so one routing serves both; gemm_few_ctas,
   // gemm_alt_fewer_waves, gemm_mx_pass_scales).
-  auto tile_of = [&](int64_t n, int64_t k) {
-    if (shape.tuned != nullptr) return cuda::parse_gemm_tile(n == N13 ? shape.tuned->gemm1_tile : shape.tuned->gemm2_tile);
+  auto tile_of = [&](bool second, int64_t n, int64_t k) {
+    if (shape.tuned != nullptr) return cuda::parse_gemm_tile(second ? shape.tuned->gemm2_tile : shape.tuned->gemm1_tile);
     return cuda::gemm_tile_for_channels(d.weight_format, d.act_dtype, static_cast<int>(shape.block_m),
                                         shape.batch_invariant ? cuda::kTileForAnyRows : routed_rows, d.top_k, n, k, E);
   };
-  const cuda::GemmTile tile = tile_of(N13, K);
+  const cuda::GemmTile tile = tile_of(false, N13, K);
   // The caller's error word accumulates (the caller clears it); the workspace's is cleared per call.
   CUdeviceptr error_flags = dptr(in.error_word);
   if (error_flags == 0) {
@@ -125,7 +125,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   g1.c = buffer("gate_up_output");
   g1.c_row_stride = N13;
   cuda::MoeGemmArgs g2 = g1;
-  g2.tile = tile_of(K, I);
+  g2.tile = tile_of(true, K, I);
   g2.weights_desc = d.w2();
   g2.weights = device_weights(w2);
   g2.prepared_codes = w2.code_layout == CodeLayout::prepared;
@@ -217,10 +217,12 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
 }
 
 void warm_up_cuda(const ExpertsDesc& desc, const TuningTable& tuning) {
-  std::vector<cuda::GemmTile> tuned;
-  for (const TuningEntry& e : tuning.entries)
-    for (const std::string* text : {&e.gemm1_tile, &e.gemm2_tile}) tuned.push_back(cuda::parse_gemm_tile(*text));
-  cuda::load_layer_kernels(desc, tuned);
+  cuda::load_layer_kernels(desc);
+  // Each tuned tile for its own GEMM only: a GEMM1 tile need not be legal for GEMM2's weights.
+  for (const TuningEntry& e : tuning.entries) {
+    cuda::load_moe_gemm(desc.w13(), desc.act_dtype, cuda::parse_gemm_tile(e.gemm1_tile));
+    cuda::load_moe_gemm(desc.w2(), desc.act_dtype, cuda::parse_gemm_tile(e.gemm2_tile));
+  }
 }
 
 static_assert(kInputErrorBadTopkId == cuda::kRoutingErrorBadTopkId && kInputErrorBadExpertMap == cuda::kRoutingErrorBadExpertMap &&

@@ -52,14 +52,12 @@ std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std:
   return specs;
 }
 
-void load_layer_kernels(const ExpertsDesc& d, const std::vector<GemmTile>& extra_tiles) {
+void load_layer_kernels(const ExpertsDesc& d) {
   for (const jit::KernelSpec& spec : other_kernel_specs(d)) jit::kernel_cache().function(spec);
   // NOTE: through the GEMM's own loader: it also raises the shared-memory limit of each
   // function, which a first launch would otherwise do (under a graph capture).
   // (load_moe_gemm loads the tile this device runs, so the mma.sync stand-ins need no entry.)
-  std::vector<GemmTile> tiles = planner_tiles(d.weight_format);
-  tiles.insert(tiles.end(), extra_tiles.begin(), extra_tiles.end());
-  for (const GemmTile& tile : tiles)
+  for (const GemmTile& tile : planner_tiles(d.weight_format))
     for (const WeightDesc& w : {d.w13(), d.w2()}) load_moe_gemm(w, d.act_dtype, tile);
 }
 

@@ -18,8 +18,8 @@ namespace moeq::cuda {
 // GEMM tiles, e.g. ahead of `moeq bench --tile`.
 std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& desc, const std::vector<GemmTile>& extra_tiles = {});
 
-// Loads every kernel of layer_kernel_specs on the current device, compiling what the disk cache
-// lacks, as their first launches would (extra_tiles: e.g. a tuning table's).
-void load_layer_kernels(const ExpertsDesc& desc, const std::vector<GemmTile>& extra_tiles = {});
+// Loads every kernel of layer_kernel_specs (no extra tiles) on the current device, compiling
+// what the disk cache lacks, as their first launches would.
+void load_layer_kernels(const ExpertsDesc& desc);
 
 }  // namespace moeq::cuda
