@@ -41,5 +41,26 @@ TEST(WarmUpGpu, NoApplyLoadsAKernelAfterWarmUp) {
       }
 }
 
+// A tuning table's tiles, none of them the planner's for this layer: warm_up loads them too. Its
+// own process state: the layer above is a different one, so its kernels do not cover these.
+TEST(WarmUpGpu, TunedTilesAreLoadedByWarmUp) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  ExpertsDesc d = io::find_preset("tiny").desc;
+  io::apply_scheme("int4-g128", d);
+  Options o;
+  o.tuning.entries = {{0, 8, 8, "8x64/1x4x1/2/r", "8x128/1x4x1/4/r"}, {8, int64_t{1} << 30, 16, "16x64/1x4x1/4", "16x64/1x4x2/8"}};
+  jit::KernelCache& cache = jit::kernel_cache();
+  Experts(d, o).warm_up();
+  const size_t warmed = cache.num_loaded();
+  for (Layout layout : {Layout::indexed, Layout::masked})
+    for (int64_t m : {1, 33}) {
+      io::VerifyCase c{d, layout, m, 1, static_cast<uint64_t>(m)};
+      c.codes = CodeLayout::prepared;
+      const io::VerifyResult r = io::verify_on_gpu(c, o);
+      EXPECT_TRUE(r.passed) << c.label() << ": rel " << r.error.rel_err;
+      EXPECT_EQ(cache.num_loaded(), warmed) << c.label() << ": apply loaded a tuned kernel that warm_up did not";
+    }
+}
+
 }  // namespace
 }  // namespace moeq
