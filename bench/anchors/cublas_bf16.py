@@ -11,6 +11,7 @@ import json
 import pathlib
 
 import torch
+from graph_timing import capture, median_replay_us
 
 SHAPES = pathlib.Path(__file__).resolve().parents[1] / "shapes"
 
@@ -25,20 +26,7 @@ def gemm_shapes(preset):
 def time_us(fn, iters=20, trials=5):
     fn()
     torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(iters):
-            fn()
-    samples = []
-    for _ in range(trials):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        stop.record()
-        stop.synchronize()
-        samples.append(start.elapsed_time(stop) * 1000.0 / iters)
-    samples.sort()
-    return samples[len(samples) // 2]
+    return median_replay_us(capture(lambda i: fn(), iters), iters, trials)
 
 
 def main():

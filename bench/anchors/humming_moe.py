@@ -112,10 +112,11 @@ def expert_weight_bytes(scheme, n, k):
 # Everything below needs torch and humming
 
 def import_humming():
-    global torch, H
+    global torch, H, capture, median_replay_us
     if "H" in globals():
         return
     import torch  # noqa: F811
+    from graph_timing import capture, median_replay_us  # noqa: F811 (imports torch)
 
     import humming
     from humming.forward import humming_forward
@@ -335,23 +336,12 @@ def time_graph(launch, n_launch, trials):
     for i in range(min(3, n_launch)):  # warm-up: kernel load and first touch stay out
         launch(i)
     torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for i in range(n_launch):
-            launch(i)
+    graph = capture(launch, n_launch)
     graph.replay()
     torch.cuda.synchronize()
-    samples = []
-    for _ in range(trials):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        stop.record()
-        stop.synchronize()
-        samples.append(start.elapsed_time(stop) * 1000.0 / n_launch)
-    samples.sort()
+    us = median_replay_us(graph, n_launch, trials)
     del graph
-    return samples[len(samples) // 2]
+    return us
 
 
 def describe(cfg, gemm):
