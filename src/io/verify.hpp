@@ -4,6 +4,7 @@
 // oracle, and the CONTRACT §8 verdict.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,5 +49,18 @@ struct VerifyResult {
 
 // CONTRACT §8 bounds: rel <= 1e-2 (16-bit activations) / 2e-2, max element error <= 5%.
 VerifyResult verify_on_gpu(const VerifyCase& c, const Options& options = Options{});
+
+// One case's problem, its upload and its oracle, made once, against which several option sets
+// run (e.g. `moeq tune` checking tile after tile): run(o) is verify_on_gpu(c, o).
+class GpuVerifier {
+ public:
+  explicit GpuVerifier(const VerifyCase& c);
+  ~GpuVerifier();
+  VerifyResult run(const Options& options) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace moeq::io

@@ -41,7 +41,8 @@ struct Timed {
 
 // Whether `tile` runs the layer's experts step (both GEMMs on it) within the reference's bounds, in
 // the indexed and masked layouts (the GEMM with and without segment tables), on a copy of the layer
-// with at most 8 experts (the tiles' legality does not depend on E).
+// with at most 8 experts (the tiles' legality does not depend on E). The problems and their oracle
+// are made once, on the first check.
 class TileChecker {
  public:
   TileChecker(const ExpertsDesc& d, int64_t tokens) : desc_(d), tokens_(tokens) {
@@ -57,15 +58,21 @@ class TileChecker {
     Options o;
     o.backend = Backend::cuda;
     o.tuning.entries = {{0, plan::kTuningLastMaxM, tile.block_m, name, name}};
+    if (verifiers_.empty()) {
+      for (Layout layout : {Layout::indexed, Layout::masked}) {
+        io::VerifyCase c{desc_, layout, tokens_, 1, 17};
+        c.codes = CodeLayout::prepared;
+        verifiers_.push_back(std::make_unique<io::GpuVerifier>(c));
+        labels_.push_back(c.label());
+      }
+    }
     bool ok = true;
-    for (Layout layout : {Layout::indexed, Layout::masked}) {
-      io::VerifyCase c{desc_, layout, tokens_, 1, 17};
-      c.codes = CodeLayout::prepared;
+    for (size_t i = 0; i < verifiers_.size(); ++i) {
       try {
-        const io::VerifyResult r = io::verify_on_gpu(c, o);
+        const io::VerifyResult r = verifiers_[i]->run(o);
         if (!r.passed) {
-          std::fprintf(stderr, "tune: %s fails the reference (%s: rel %.3g): not timed\n", name.c_str(), c.label().c_str(),
-                       r.error.rel_err);
+          std::fprintf(stderr, "tune: %s fails the reference (%s: rel %.3g): not timed\n", name.c_str(),
+                       labels_[i].c_str(), r.error.rel_err);
           ok = false;
         }
       } catch (const Error& e) {
@@ -82,6 +89,8 @@ class TileChecker {
   ExpertsDesc desc_;
   int64_t tokens_;
   std::map<std::string, bool> verdicts_;
+  std::vector<std::unique_ptr<io::GpuVerifier>> verifiers_;  // indexed, masked
+  std::vector<std::string> labels_;
 };
 
 int run_tune(const TuneArgs& a) {
