@@ -103,8 +103,8 @@ int run_tune(const TuneArgs& a) {
   ExpertsDesc d = preset.desc;
   const std::string scheme = a.scheme.empty() ? preset.default_scheme : a.scheme;
   io::apply_scheme(scheme, d);
-  if (d.act_dtype != DType::bf16 || d.act_format != ActFormat::none)
-    throw Error("moeq tune times bf16 activations; " + d.to_string() + " has other activations (not yet)");
+  if (d.act_format != ActFormat::none)
+    throw Error("moeq tune times 16-bit activations; " + d.to_string() + " quantizes them (not on the GPU yet)");
   Options cuda_options;
   cuda_options.backend = Backend::cuda;
   if (const auto reasons = can_implement(d, cuda_options); !reasons.empty())
@@ -199,7 +199,7 @@ Action add_tune_command(CLI::App& app) {
   auto a = std::make_shared<TuneArgs>();
   CLI::App* cmd = app.add_subcommand("tune", "Time the legal GEMM tiles per token count on this GPU; write a tuning table");
   cmd->add_option("--preset", a->preset, "Model preset")->capture_default_str();
-  cmd->add_option("--scheme", a->scheme, "Weight scheme (bf16 activations; default: the preset's)");
+  cmd->add_option("--scheme", a->scheme, "W[:bf16|f16] (default: the preset's)");
   cmd->add_option("--tokens,-M", a->tokens, "Token counts to sample (each serves the rows down to the one before)")
       ->capture_default_str();
   cmd->add_option("--candidates", a->candidates, "Tiles to consider (default: every candidate legal for both GEMMs)");

@@ -66,10 +66,12 @@ double sized_copy_gbs(double bytes, int64_t l2_bytes, int iterations, int trials
   return 2.0 * static_cast<double>(half) / (us * 1e-6) / 1e9;
 }
 
-DeviceBuffer random_bf16(int64_t elems, float scale, std::mt19937& rng) {
+DeviceBuffer random_bf16(int64_t elems, float scale, std::mt19937& rng) { return random_16bit(DType::bf16, elems, scale, rng); }
+
+DeviceBuffer random_16bit(DType dtype, int64_t elems, float scale, std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, scale);
   std::vector<uint16_t> v(static_cast<size_t>(elems));
-  for (auto& x : v) x = ref::f32_to_bf16(normal(rng));
+  for (auto& x : v) x = dtype == DType::f16 ? ref::f32_to_f16(normal(rng)) : ref::f32_to_bf16(normal(rng));
   return DeviceBuffer::from_host(v);
 }
 
@@ -192,11 +194,11 @@ GemmTiming time_moe_gemm(const ExpertsDesc& d, bool second, int64_t M, const cud
 
   t.weight_copies = static_cast<int>(std::clamp(std::ceil(3.0 * static_cast<double>(l2_bytes) / t.bytes), 1.0, 16.0));
   const std::vector<cuda::GemmWeights>& weights = random_weight_copies(w, t.weight_copies, rng, prepared);
-  DeviceBuffer act = random_bf16(a_rows * w.k, 1.0f, rng);
+  DeviceBuffer act = random_16bit(d.act_dtype, a_rows * w.k, 1.0f, rng);
   DeviceBuffer out(slots * w.n * 2);
   cuda::MoeGemmArgs g;
   g.weights_desc = w;
-  g.act_dtype = DType::bf16;
+  g.act_dtype = d.act_dtype;
   g.prepared_codes = prepared;
   g.a = act.ptr();
   g.a_row_stride = w.k;

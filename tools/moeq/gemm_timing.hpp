@@ -19,6 +19,8 @@ double copy_bandwidth_gbs(cuda::CUstream stream);
 // The copy ceiling at the size of one GEMM case (sized_copy_gbs in gemm_timing.cpp).
 double sized_copy_gbs(double bytes, int64_t l2_bytes, int iterations, int trials, cuda::CUstream stream);
 cuda::DeviceBuffer random_bf16(int64_t elems, float scale, std::mt19937& rng);
+// Normal values of the given scale in bf16 or f16.
+cuda::DeviceBuffer random_16bit(DType dtype, int64_t elems, float scale, std::mt19937& rng);
 // Distinct random experts per token, uniform weights: what a softmax router delivers on average.
 std::vector<int32_t> random_routing(int64_t M, int64_t top_k, int64_t E, std::mt19937& rng);
 // `copies` device copies of random valid weights of one GEMM (kept for the process).
@@ -32,7 +34,7 @@ struct GemmTiming {
   int weight_copies = 0;
 };
 
-// One MoE GEMM (indexed layout, GEMM1 or `second` GEMM2 of the layer, bf16 activations) on `tile`,
+// One MoE GEMM (indexed layout, GEMM1 or `second` GEMM2 of the layer, its 16-bit activations) on `tile`,
 // over a random routing of M tokens (seeded by M, so every tile of an M sees the same routing),
 // with the weights rotated over enough copies that every pass reads DRAM.
 GemmTiming time_moe_gemm(const ExpertsDesc& d, bool second, int64_t M, const cuda::GemmTile& tile, bool prepared,
