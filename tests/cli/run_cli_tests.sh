@@ -68,5 +68,21 @@ expect "truncated file" 1 "cut.safetensors" -- "$moeq" run --weights "$tmp/cut.s
 if [ -e "$tmp/never.safetensors" ]; then failed=$((failed + 1)); echo "FAIL: output written on error"; else passed=$((passed + 1)); fi
 expect "weights without inputs" 1 "--weights and --inputs go together" -- "$moeq" run --weights "$tmp/p.safetensors"
 
+# Tuning tables: taken by run (any backend), refused with the entry and the value when illegal.
+cat >"$tmp/tuned.json" <<'JSON'
+{"arch": "sm_90", "layer": "tiny", "entries": [{"min_m": 0, "max_m": 64, "block_m": 32,
+  "gemm1_tile": "32x128/1x8x1/4", "gemm2_tile": "32x128/1x8x1/4"}]}
+JSON
+sed 's/"block_m": 32/"block_m": 16/' "$tmp/tuned.json" >"$tmp/mismatched.json"
+expect "run --tuning" 0 "check +vs float64 oracle: rel err" -- "$moeq" run --preset tiny --tokens 7 --check \
+  --tuning "$tmp/tuned.json"
+expect "run --tuning illegal" 1 "entries\[0\] \(0, 64\]: gemm1_tile = '32x128/1x8x1/4' has 32-row blocks, not block_m = 16" -- \
+  "$moeq" run --preset tiny --tokens 7 --tuning "$tmp/mismatched.json"
+expect "run --tuning missing" 1 "cannot read $tmp/none.json" -- "$moeq" run --preset tiny --tuning "$tmp/none.json"
+# Without a device `moeq tune` says so (with one it would tune: not here).
+if "$moeq" info 2>/dev/null | grep -q "cuda (no CUDA device"; then
+  expect "tune needs a device" 1 "moeq tune needs a CUDA device" -- "$moeq" tune --preset tiny
+fi
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
