@@ -52,6 +52,27 @@ std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std:
   return specs;
 }
 
+std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& d, const TuningTable& tuning) {
+  std::vector<jit::KernelSpec> specs;
+  std::set<std::string> seen;
+  const auto add = [&](jit::KernelSpec spec) {
+    if (seen.insert(spec.entry + "\n" + spec.source).second) specs.push_back(std::move(spec));
+  };
+  for (const TuningEntry& e : tuning.entries)
+    for (bool second : {false, true}) {
+      const GemmTile tile = parse_gemm_tile(second ? e.gemm2_tile : e.gemm1_tile);
+      const WeightDesc w = second ? d.w2() : d.w13();
+      std::vector<GemmTile> tiles{tile};
+      if (tile.wgmma) tiles.push_back(mma_sync_tile_of(tile));
+      for (const GemmTile& t : tiles)
+        for (bool prepared : {true, false}) {
+          add(moe_gemm_kernel_spec(w, d.act_dtype, t, prepared));
+          add(moe_gemm_segments_kernel_spec(w, d.act_dtype, t, prepared));
+        }
+    }
+  return specs;
+}
+
 void load_layer_kernels(const ExpertsDesc& d) {
   for (const jit::KernelSpec& spec : other_kernel_specs(d)) jit::kernel_cache().function(spec);
   // NOTE: through the GEMM's own loader: it also raises the shared-memory limit of each

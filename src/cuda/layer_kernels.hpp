@@ -18,6 +18,11 @@ namespace moeq::cuda {
 // GEMM tiles, e.g. ahead of `moeq bench --tile`.
 std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& desc, const std::vector<GemmTile>& extra_tiles = {});
 
+// The GEMM kernels of a tuning table's entries: each entry's GEMM1 tile for w13 and GEMM2 tile for
+// w2 (the mma.sync stand-ins of wgmma tiles too, as layer_kernel_specs), both code layouts, with
+// their segment-table builders; what `moeq compile --tuning` adds to layer_kernel_specs.
+std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& desc, const TuningTable& tuning);
+
 // Loads every kernel of layer_kernel_specs (no extra tiles) on the current device, compiling
 // what the disk cache lacks, as their first launches would.
 void load_layer_kernels(const ExpertsDesc& desc);

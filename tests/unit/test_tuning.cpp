@@ -2,9 +2,11 @@
 // the plan they give (block size, tiles) on the CPU backend.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include "error_test_util.hpp"
+#include "cuda/layer_kernels.hpp"
 #include "experts_test_util.hpp"
 #include "io/presets.hpp"
 #include "moeq/experts.hpp"
@@ -139,6 +141,31 @@ TEST(Tuning, PointsBecomeContiguousRanges) {
   io::apply_scheme("int4-g128", d);
   EXPECT_TRUE(plan::tuning_reasons(d, o).empty());
   EXPECT_TRUE(plan::tuning_table_from_points({}).empty());
+}
+
+// `moeq compile --tuning` compiles each entry's GEMM1 tile for w13 and GEMM2 tile for w2 (and a wgmma
+// tile's mma.sync stand-in). (N, K and the bias are run-time values, so a tile's kernel text is
+// usually the same for both GEMMs: only coverage is checked.)
+TEST(Tuning, TunedKernelSpecsFollowEachGemm) {
+  const ExpertsDesc d = qwen3_mxfp4();
+  TuningTable t;
+  t.entries = {{0, 64, 8, "8x64/1x4x1/2/r", "8x128/1x4x1/4/r"},
+               {64, plan::kTuningLastMaxM, 64, "64x128/1x4x1/4/w", "64x256/1x8x1/8/p"}};
+  std::set<std::string> sources;
+  for (const jit::KernelSpec& spec : cuda::tuned_kernel_specs(d, t)) sources.insert(spec.source);
+  auto has = [&](const WeightDesc& w, const char* tile) {
+    const cuda::GemmTile g = cuda::parse_gemm_tile(tile);
+    return sources.count(cuda::moe_gemm_kernel_spec(w, d.act_dtype, g, true).source) > 0 &&
+           sources.count(cuda::moe_gemm_kernel_spec(w, d.act_dtype, g, false).source) > 0 &&
+           sources.count(cuda::moe_gemm_segments_kernel_spec(w, d.act_dtype, g, true).source) > 0;
+  };
+  EXPECT_TRUE(has(d.w13(), "8x64/1x4x1/2/r"));
+  EXPECT_TRUE(has(d.w2(), "8x128/1x4x1/4/r"));
+  EXPECT_TRUE(has(d.w13(), "64x128/1x4x1/4/w"));
+  EXPECT_TRUE(has(d.w2(), "64x256/1x8x1/8/p"));
+  const cuda::GemmTile stand_in = cuda::mma_sync_tile_of(cuda::parse_gemm_tile("64x128/1x4x1/4/w"));
+  EXPECT_TRUE(sources.count(cuda::moe_gemm_kernel_spec(d.w13(), d.act_dtype, stand_in, true).source) > 0);
+  EXPECT_TRUE(cuda::tuned_kernel_specs(d, TuningTable{}).empty());
 }
 
 // An illegal tile for the layer's weights is refused by the one legality function's words.

@@ -24,6 +24,7 @@ struct CompileArgs {
   std::string activation;  // "" = the preset's
   std::string arch;  // "" = the device's, else sm_80 / sm_89 / sm_90a
   std::vector<std::string> tiles;  // extra GEMM tiles (BMxBN/WMxWNxWK/S), or "candidates"
+  std::string tuning;              // a tuning table whose tiles are compiled too
 };
 
 jit::Arch parse_arch(const std::string& text) {
@@ -51,7 +52,9 @@ int run_compile(const CompileArgs& a) {
   ExpertsDesc desc = io::find_preset(a.preset).desc;
   if (!a.scheme.empty()) io::apply_scheme(a.scheme, desc);
   if (!a.activation.empty()) io::apply_activation(a.activation, desc);
-  plan::require_implementable(desc, Options{});
+  Options options;
+  if (!a.tuning.empty()) options.tuning = TuningTable::load(a.tuning);
+  plan::require_implementable(desc, options);
   std::string why;
   if (!jit::nvrtc_available(&why)) throw Error("moeq compile needs NVRTC: " + why);
   jit::Arch arch;
@@ -67,7 +70,9 @@ int run_compile(const CompileArgs& a) {
               cache.cache().info().dir.c_str());
   int compiled = 0, hits = 0;
   double total_ms = 0.0;
-  for (const auto& spec : cuda::layer_kernel_specs(desc, extra_tiles(a.tiles))) {
+  std::vector<jit::KernelSpec> specs = cuda::layer_kernel_specs(desc, extra_tiles(a.tiles));
+  for (jit::KernelSpec& spec : cuda::tuned_kernel_specs(desc, options.tuning)) specs.push_back(std::move(spec));
+  for (const auto& spec : specs) {
     const jit::CubinLookup r = cache.lookup(spec, arch);
     const bool was_compiled = r.origin == jit::CubinOrigin::kCompiled;
     compiled += was_compiled;
@@ -108,6 +113,7 @@ Action add_compile_command(CLI::App& app) {
   cmd->add_option("--arch", a->arch, "sm_80 | sm_89 | sm_90 | sm_90a (default: the device's)");
   cmd->add_option("--tile", a->tiles, "Also compile these GEMM tiles (BMxBN/WMxWNxWK/S), or 'candidates' for all "
                                       "the tuning candidates");
+  cmd->add_option("--tuning", a->tuning, "Also compile this tuning table's tiles (JSON, `moeq tune`)");
   return [a] { return run_compile(*a); };
 }
 
