@@ -47,15 +47,24 @@ OracleComparison compare(DType dtype, const std::vector<uint8_t>& got, const std
   return c;
 }
 
-OracleComparison compare_with_oracle(const HostProblem& p, const std::vector<uint8_t>& got) {
+std::vector<double> oracle_of(const HostProblem& p) {
+  return p.is_batched() ? ref::oracle_experts_batched(p.desc, p.w13->view(), p.w2->view(), p.inputs())
+                        : ref::oracle_experts(p.desc, p.w13->view(), p.w2->view(), p.inputs());
+}
+
+OracleComparison compare_with_oracle(const HostProblem& p, const std::vector<uint8_t>& got,
+                                     const std::vector<double>& oracle) {
   const ExpertsDesc& d = p.desc;
   if (p.is_batched()) {
     const int64_t T = p.max_tokens_per_expert;
-    return compare(d.act_dtype, got, ref::oracle_experts_batched(d, p.w13->view(), p.w2->view(), p.inputs()),
-                   d.hidden_size, [&](int64_t row) { return row % T < p.expert_num_tokens[row / T]; });
+    return compare(d.act_dtype, got, oracle, d.hidden_size,
+                   [&](int64_t row) { return row % T < p.expert_num_tokens[row / T]; });
   }
-  return compare(d.act_dtype, got, ref::oracle_experts(d, p.w13->view(), p.w2->view(), p.inputs()), d.hidden_size,
-                 [](int64_t) { return true; });
+  return compare(d.act_dtype, got, oracle, d.hidden_size, [](int64_t) { return true; });
+}
+
+OracleComparison compare_with_oracle(const HostProblem& p, const std::vector<uint8_t>& got) {
+  return compare_with_oracle(p, got, oracle_of(p));
 }
 
 std::string VerifyCase::label() const {
@@ -80,8 +89,7 @@ GpuVerifier::GpuVerifier(const VerifyCase& c) : state_(std::make_unique<State>()
   state_->p = generate_problem(c.desc, g);
   const HostProblem& p = state_->p;
   state_->dev = upload_problem(p, c.codes);
-  state_->oracle = p.is_batched() ? ref::oracle_experts_batched(p.desc, p.w13->view(), p.w2->view(), p.inputs())
-                                  : ref::oracle_experts(p.desc, p.w13->view(), p.w2->view(), p.inputs());
+  state_->oracle = oracle_of(p);
 }
 
 GpuVerifier::~GpuVerifier() = default;
@@ -108,13 +116,7 @@ VerifyResult GpuVerifier::run(const Options& base_options) const {
   VerifyResult r;
   r.output.resize(static_cast<size_t>(out_bytes));
   if (out_bytes > 0) out.download(r.output.data(), r.output.size());
-  if (batched) {
-    const int64_t T = p.max_tokens_per_expert;
-    r.error = compare(d.act_dtype, r.output, state_->oracle, d.hidden_size,
-                      [&](int64_t row) { return row % T < p.expert_num_tokens[row / T]; });
-  } else {
-    r.error = compare(d.act_dtype, r.output, state_->oracle, d.hidden_size, [](int64_t) { return true; });
-  }
+  r.error = compare_with_oracle(p, r.output, state_->oracle);
   r.passed = r.error.within_contract(d.act_format);
   return r;
 }

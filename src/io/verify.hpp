@@ -28,8 +28,12 @@ struct OracleComparison {
 // are skipped.
 OracleComparison compare(DType dtype, const std::vector<uint8_t>& got, const std::vector<double>& want,
                          int64_t cols, const std::function<bool(int64_t)>& row_valid);
-// The oracle of `p` (standard: [M, K]; batched: [E, T, K] over rows below each count) vs got.
+// The float64 oracle of `p`: [M, K] (standard) or [E, T, K] (batched).
+std::vector<double> oracle_of(const HostProblem& p);
+// The oracle of `p` (batched: over rows below each count) vs got; or against one computed before.
 OracleComparison compare_with_oracle(const HostProblem& p, const std::vector<uint8_t>& got);
+OracleComparison compare_with_oracle(const HostProblem& p, const std::vector<uint8_t>& got,
+                                     const std::vector<double>& oracle);
 
 struct VerifyCase {
   ExpertsDesc desc;           // global layer (num_experts = E_g); ep_size splits it

@@ -133,7 +133,7 @@ std::vector<std::string> cuda_reasons(const ExpertsDesc& d, const Options& o) {
     r.push_back(cat("act_format = ", to_string(d.act_format),
                     ": quantized activations are not on the CUDA backend yet (16-bit activations only)"));
   if (o.f16_accum) r.push_back("f16_accum is not on the CUDA backend yet");
-  if (o.block_m != 0 && o.block_m != 8 && o.block_m != 16 && o.block_m != 32 && o.block_m != 64 && o.block_m != 128)
+  if (o.block_m != 0 && !is_gpu_block_m(o.block_m))
     r.push_back(cat("block_m = ", o.block_m, " must be 8, 16, 32, 64 or 128 on the CUDA backend"));
   if (d.hidden_size > 0 && d.intermediate_size > 0 && d.num_experts > 0) {
     for (auto& s : cuda::moe_gemm_reasons(d.w13(), d.act_dtype)) r.push_back("w13: " + s);

@@ -7,6 +7,7 @@
 
 #include "cuda/moe_gemm.hpp"
 #include "moeq/error.hpp"
+#include "plan/legality.hpp"
 
 namespace moeq {
 namespace {
@@ -32,7 +33,9 @@ std::string string_field(const json& object, const char* name, const std::string
 }
 
 std::string range_of(const TuningEntry& e) {
-  return "(" + std::to_string(e.min_m) + ", " + std::to_string(e.max_m) + "]";
+  std::ostringstream s;
+  s << "(" << e.min_m << ", " << e.max_m << "]";
+  return s.str();
 }
 
 }  // namespace
@@ -111,12 +114,16 @@ std::vector<std::string> tuning_reasons(const ExpertsDesc& d, const Options& o) 
                   " (the ranges start at 0 and each starts where the one before ends)");
     if (e.max_m <= e.min_m) r.push_back(where + ": max_m = " + std::to_string(e.max_m) + " is not above min_m");
     expected_min = e.max_m;
-    if (e.block_m != 8 && e.block_m != 16 && e.block_m != 32 && e.block_m != 64 && e.block_m != 128) {
+    if (!is_gpu_block_m(e.block_m)) {
       r.push_back(where + ": block_m = " + std::to_string(e.block_m) + " must be 8, 16, 32, 64 or 128");
       continue;
     }
-    const std::pair<const char*, const std::string*> gemms[] = {{"gemm1_tile", &e.gemm1_tile}, {"gemm2_tile", &e.gemm2_tile}};
-    for (const auto& [name, text] : gemms) {
+    struct Gemm {
+      const char* name;
+      const std::string* text;
+      bool second;
+    };
+    for (const auto& [name, text, second] : {Gemm{"gemm1_tile", &e.gemm1_tile, false}, Gemm{"gemm2_tile", &e.gemm2_tile, true}}) {
       cuda::GemmTile tile;
       try {
         tile = cuda::parse_gemm_tile(*text);
@@ -128,7 +135,7 @@ std::vector<std::string> tuning_reasons(const ExpertsDesc& d, const Options& o) 
         r.push_back(where + ": " + name + " = '" + *text + "' has " + std::to_string(tile.block_m) +
                     "-row blocks, not block_m = " + std::to_string(e.block_m));
       if (d.hidden_size <= 0 || d.intermediate_size <= 0 || d.num_experts <= 0) continue;
-      const WeightDesc w = name[4] == '1' ? d.w13() : d.w2();
+      const WeightDesc w = second ? d.w2() : d.w13();
       for (const std::string& why : cuda::gemm_tile_reasons(tile, w))
         r.push_back(where + ": " + name + " = '" + *text + "': " + why);
     }

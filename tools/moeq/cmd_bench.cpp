@@ -212,11 +212,7 @@ int run_bench(const BenchArgs& a) {
     }
     kernels.push_back(k);
   }
-  std::string why;
-  if (cuda::device_count() == 0) {
-    cuda::driver_available(&why);
-    throw Error("moeq bench needs a CUDA device: " + (why.empty() ? std::string("none found") : why));
-  }
+  require_cuda_device("bench");
   cuda::ensure_context();
   const auto info = cuda::current_device_info();
   cuda::Stream stream;

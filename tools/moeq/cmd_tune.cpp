@@ -94,11 +94,7 @@ class TileChecker {
 };
 
 int run_tune(const TuneArgs& a) {
-  if (cuda::device_count() == 0) {
-    std::string why;
-    cuda::driver_available(&why);
-    throw Error("moeq tune needs a CUDA device: " + (why.empty() ? std::string("none found") : why));
-  }
+  require_cuda_device("tune");
   const io::Preset& preset = io::find_preset(a.preset);
   ExpertsDesc d = preset.desc;
   const std::string scheme = a.scheme.empty() ? preset.default_scheme : a.scheme;

@@ -32,11 +32,7 @@ CodeLayout parse_codes(const std::string& text) {
 }
 
 int run_verify(const VerifyArgs& a) {
-  if (cuda::device_count() == 0) {
-    std::string why;
-    cuda::driver_available(&why);
-    throw Error("moeq verify needs a CUDA device: " + (why.empty() ? std::string("none found") : why));
-  }
+  require_cuda_device("verify");
   std::vector<std::string> schemes = a.schemes;
   if (schemes.empty()) schemes = {"mxfp4", "nvfp4", "mxfp8", "fp8-channel", "fp8-block", "int4-g128", "int4-g64-zp", "int8-ch"};
   std::printf("%-6s %-56s %-11s %6s %-9s %10s %10s\n", "result", "layer", "layout", "M", "codes", "rel err", "max err %");
