@@ -172,8 +172,7 @@ std::string Experts::explain(int64_t num_tokens) const {
   if (shape.tuned != nullptr)
     s << "tuned (" << shape.tuned->min_m << ", " << shape.tuned->max_m << "]: block_m " << shape.tuned->block_m
       << ", gemm1 " << shape.tuned->gemm1_tile << ", gemm2 " << shape.tuned->gemm2_tile << "\n";
-  s
-    << plan::plan_workspaces(impl_->desc, shape).to_string();
+  s << plan::plan_workspaces(impl_->desc, shape).to_string();
   return s.str();
 }
 

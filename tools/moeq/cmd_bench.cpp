@@ -168,20 +168,16 @@ void bench_preset(const BenchArgs& a, const std::vector<std::string>& kernels, c
 
 // One MoE GEMM (indexed layout) over the weights of the distinct experts the routing touches,
 // rotated over enough weight copies that every pass reads DRAM.
+// `tuning`: the --tuning table (empty without one), whose tile replaces the planner's at the M it covers.
 void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string& scheme, bool second, int64_t M,
-                const std::string& tile_text, const std::string& codes, double copy_gbs, int64_t l2_bytes,
-                cuda::CUstream stream) {
+                const std::string& tile_text, const TuningTable& tuning, const std::string& codes, double copy_gbs,
+                int64_t l2_bytes, cuda::CUstream stream) {
   if (codes != "prepared" && codes != "canonical") throw Error("--codes " + codes + " is not prepared or canonical");
   ExpertsDesc d = preset.desc;
   io::apply_scheme(scheme, d);
   const WeightDesc w = second ? d.w2() : d.w13();
   const int64_t bm = cuda::gemm_block_m(plan::choose_block_m(d, M));
-  const TuningEntry* tuned = nullptr;
-  TuningTable table;
-  if (tile_text.empty() && !a.tuning.empty()) {
-    table = TuningTable::load(a.tuning);
-    tuned = table.find(plan::valid_shape_m(d, M));
-  }
+  const TuningEntry* tuned = tile_text.empty() ? tuning.find(plan::valid_shape_m(d, M)) : nullptr;
   const cuda::GemmTile tile =
       !tile_text.empty() ? cuda::parse_gemm_tile(tile_text)
       : tuned != nullptr ? cuda::parse_gemm_tile(second ? tuned->gemm2_tile : tuned->gemm1_tile)
@@ -199,6 +195,7 @@ void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string&
 }
 
 int run_bench(const BenchArgs& a) {
+  const TuningTable tuning = a.tuning.empty() ? TuningTable{} : TuningTable::load(a.tuning);
   std::vector<std::string> kernels;
   for (const auto& k : a.kernels) {
     if (k == "all") {
@@ -240,8 +237,8 @@ int run_bench(const BenchArgs& a) {
           const std::vector<std::string> planner_tile{""};
           for (const auto& tile : a.tiles.empty() ? planner_tile : a.tiles)
             for (const auto& codes : a.codes)
-              bench_gemm(a, io::find_preset(name), scheme, std::string(gemm) == "gemm2", M, tile, codes, copy_gbs,
-                         info.l2_bytes, stream.get());
+              bench_gemm(a, io::find_preset(name), scheme, std::string(gemm) == "gemm2", M, tile, tuning, codes,
+                         copy_gbs, info.l2_bytes, stream.get());
         }
   }
   return 0;
