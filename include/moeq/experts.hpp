@@ -45,6 +45,9 @@ struct ExpertsDesc {
   WeightDesc w13() const;   // [E, N13, K]
   WeightDesc w2() const;    // [E, K, I]
   std::string to_string() const;
+  // What a tuning table is measured for: shapes, top_k, weight and activation formats (not the
+  // activation function), e.g. "E=128 K=2048 I=768 N13=1536 top_k=8 mxfp4:bf16 bf16".
+  std::string tuning_key() const;
 };
 
 // How to compute. Layout auto: masked when batched input is given, else chosen by routed rows.
@@ -57,6 +60,9 @@ struct Options {
   // Block size and GEMM tiles by valid_shape_m (moeq tune); empty = the planner's rules. Checked
   // against the layer by can_implement; not with batch_invariant or block_m.
   TuningTable tuning;
+  // CUDA backend: with no table above, no block_m and no batch_invariant, the table shipped with
+  // moeq for this layer (TuningTable::key) and device (tuning/<arch>/), where there is one.
+  bool shipped_tuning = true;
   std::string to_string() const;
 };
 

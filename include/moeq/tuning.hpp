@@ -20,6 +20,8 @@ struct TuningEntry {
 struct TuningTable {
   std::string arch;   // the device it was measured on, e.g. "sm_90" (informative)
   std::string layer;  // what it was tuned for, e.g. "qwen3-30b-a3b mxfp4" (informative)
+  // The layer's shape and formats (moeq::tuning_key) for the shipped tables' lookup; "" = none.
+  std::string key;
   // Ascending and contiguous: the first starts at 0, each next one where the one before ends.
   // Past the last range the planner's rules apply.
   std::vector<TuningEntry> entries;
@@ -27,7 +29,7 @@ struct TuningTable {
   bool empty() const { return entries.empty(); }
   // The entry whose range holds valid_shape_m, or null.
   const TuningEntry* find(int64_t valid_shape_m) const;
-  // {"arch": ..., "layer": ..., "entries": [{"min_m", "max_m", "block_m", "gemm1_tile", "gemm2_tile"}, ...]}
+  // {"arch": ..., "layer": ..., "key": ..., "entries": [{"min_m", "max_m", "block_m", "gemm1_tile", "gemm2_tile"}, ...]}
   std::string to_json() const;
   // Throws moeq::Error naming the field and the value that is wrong. The tiles' legality for a
   // layer is checked where the table meets the layer (can_implement).

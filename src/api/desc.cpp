@@ -62,12 +62,26 @@ std::string ExpertsDesc::to_string() const {
   return s.str();
 }
 
+std::string ExpertsDesc::tuning_key() const {
+  std::ostringstream s;
+  s << "E=" << num_experts;
+  if (num_global_experts > 0 && num_global_experts != num_experts) s << "/" << num_global_experts;
+  s << " K=" << hidden_size << " I=" << intermediate_size << " N13=" << gemm1_n() << " top_k=" << top_k << " "
+    << moeq::to_string(weight_format);
+  if (weight_format == WeightFormat::int4 || weight_format == WeightFormat::int8)
+    s << "-g" << group_size << (has_zero_point ? "-zp" : "") << "-s" << moeq::to_string(canonical_scale_dtype(*this));
+  s << ":" << (act_format == ActFormat::none ? moeq::to_string(act_dtype) : moeq::to_string(act_format)) << " "
+    << moeq::to_string(act_dtype);
+  return s.str();
+}
+
 std::string Options::to_string() const {
   std::ostringstream s;
   s << "layout=" << moeq::to_string(layout) << " backend=" << moeq::to_string(backend);
   if (batch_invariant) s << " batch_invariant";
   if (f16_accum) s << " f16_accum";
   if (block_m > 0) s << " block_m=" << block_m;
+  if (!shipped_tuning) s << " no_shipped_tuning";
   if (!tuning.empty()) s << " tuning=" << tuning.entries.size() << " ranges" << (tuning.layer.empty() ? "" : " (" + tuning.layer + ")");
   return s.str();
 }

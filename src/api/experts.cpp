@@ -10,6 +10,7 @@
 #include "cuda/routing.hpp"
 #include "moeq/error.hpp"
 #include "plan/legality.hpp"
+#include "plan/tuning.hpp"
 #include "plan/workspace.hpp"
 #include "reference/experts.hpp"
 
@@ -54,10 +55,28 @@ ref::StepBuffers step_buffers(const plan::WorkspacePlan& plan, void* ws1, void* 
 
 }  // namespace
 
+// The table the plan follows: the caller's, else on the GPU the shipped one for this layer and
+// device where the options leave the choice to moeq (Options::shipped_tuning), else none.
+TuningTable effective_tuning(const ExpertsDesc& desc, const Options& options, Backend backend) {
+  if (!options.tuning.empty() || backend != Backend::cuda || !options.shipped_tuning || options.batch_invariant ||
+      options.block_m != 0)
+    return options.tuning;
+  const cuda::DeviceInfo info = cuda::current_device_info();
+  const TuningTable* shipped =
+      plan::shipped_tuning(desc, "sm_" + std::to_string(info.cc_major) + std::to_string(info.cc_minor));
+  if (shipped == nullptr) return {};
+  Options with_table = options;
+  with_table.tuning = *shipped;
+  // NOTE: a shipped table is legal for the layer its key names (tests/unit/test_tuning.cpp checks
+  // each against its preset); the check guards a key shared by a layer it was not made for.
+  return plan::tuning_reasons(desc, with_table).empty() ? *shipped : TuningTable{};
+}
+
 struct Experts::Impl {
   ExpertsDesc desc;
   Options options;
   Backend backend;
+  TuningTable tuning;  // effective_tuning
 
   plan::PlanShape shape_for(int64_t num_tokens, int64_t tokens_per_expert, bool batched) const {
     plan::PlanShape p;
@@ -68,7 +87,7 @@ struct Experts::Impl {
     // workspace_bytes(M, T) and apply agree whatever M the caller passes.
     const int64_t block_m_tokens = batched ? tokens_per_expert * desc.global_experts() / desc.top_k : num_tokens;
     p.batch_invariant = options.batch_invariant;
-    p.tuned = options.tuning.find(plan::valid_shape_m(desc, block_m_tokens));
+    p.tuned = tuning.find(plan::valid_shape_m(desc, block_m_tokens));
     if (p.tuned != nullptr) {
       p.block_m = p.tuned->block_m;  // as the caller's block_m: its tiles run it on every device
       return p;
@@ -85,7 +104,8 @@ struct Experts::Impl {
 
 Experts::Experts(const ExpertsDesc& desc, const Options& options) {
   plan::require_implementable(desc, options);
-  impl_ = std::make_unique<Impl>(Impl{desc, options, resolve_backend(desc, options)});
+  const Backend backend = resolve_backend(desc, options);
+  impl_ = std::make_unique<Impl>(Impl{desc, options, backend, effective_tuning(desc, options, backend)});
 }
 
 Experts::~Experts() = default;
@@ -111,7 +131,7 @@ WorkspaceSizes Experts::workspace_bytes(int64_t num_tokens, int64_t batched_toke
 std::string describe_input_errors(int32_t bits) { return cuda::describe_routing_errors(bits); }
 
 void Experts::warm_up() const {
-  if (impl_->backend == Backend::cuda) api::warm_up_cuda(impl_->desc, impl_->options.tuning);
+  if (impl_->backend == Backend::cuda) api::warm_up_cuda(impl_->desc, impl_->tuning);
 }
 
 void Experts::apply(const WeightView& w13, const WeightView& w2, const ExpertsInputs& inputs,
@@ -170,7 +190,8 @@ std::string Experts::explain(int64_t num_tokens) const {
   if (shape.layout == Layout::indexed) s << " (block_m " << shape.block_m << ")";
   s << " for M = " << num_tokens << "\n";
   if (shape.tuned != nullptr)
-    s << "tuned (" << shape.tuned->min_m << ", " << shape.tuned->max_m << "]: block_m " << shape.tuned->block_m
+    s << (impl_->options.tuning.empty() ? "shipped table " + impl_->tuning.arch + " " + impl_->tuning.layer + ", " : "")
+      << "tuned (" << shape.tuned->min_m << ", " << shape.tuned->max_m << "]: block_m " << shape.tuned->block_m
       << ", gemm1 " << shape.tuned->gemm1_tile << ", gemm2 " << shape.tuned->gemm2_tile << "\n";
   s << plan::plan_workspaces(impl_->desc, shape).to_string();
   return s.str();

@@ -11,6 +11,8 @@ struct EmbeddedFile {
 };
 
 const std::vector<EmbeddedFile>& embedded_presets();
+// tuning/<arch>/*.json, paths like "sm_90/qwen3-30b-a3b_mxfp4.json".
+const std::vector<EmbeddedFile>& embedded_tuning_tables();
 // device/**/*.cuh, paths like "moeq_dev/ptx/cvt.cuh".
 const std::vector<EmbeddedFile>& embedded_device_headers();
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/embedded.hpp"
 #include "cuda/moe_gemm.hpp"
 #include "moeq/error.hpp"
 #include "plan/legality.hpp"
@@ -53,7 +54,8 @@ std::string TuningTable::to_json() const {
   for (const TuningEntry& e : entries)
     rows.push_back({{"min_m", e.min_m}, {"max_m", e.max_m}, {"block_m", e.block_m}, {"gemm1_tile", e.gemm1_tile},
                     {"gemm2_tile", e.gemm2_tile}});
-  const json doc = {{"arch", arch}, {"layer", layer}, {"entries", rows}};
+  json doc = {{"arch", arch}, {"layer", layer}, {"entries", rows}};
+  if (!key.empty()) doc["key"] = key;
   return doc.dump(2) + "\n";
 }
 
@@ -68,6 +70,7 @@ TuningTable TuningTable::from_json(const std::string& text) {
   TuningTable t;
   if (doc.contains("arch")) t.arch = string_field(doc, "arch", "the table");
   if (doc.contains("layer")) t.layer = string_field(doc, "layer", "the table");
+  if (doc.contains("key")) t.key = string_field(doc, "key", "the table");
   const json& rows = field(doc, "entries", "the table");
   if (!rows.is_array()) throw Error("tuning table: entries is not an array");
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -157,8 +160,29 @@ TuningTable tuning_table_from_points(const std::vector<TunedPoint>& points) {
     }
     start = p.valid_shape_m;
   }
-  if (!t.entries.empty()) t.entries.back().max_m = kTuningLastMaxM;
   return t;
+}
+
+const std::vector<std::pair<std::string, TuningTable>>& shipped_tuning_tables() {
+  static const auto* tables = [] {
+    auto* v = new std::vector<std::pair<std::string, TuningTable>>();
+    for (const EmbeddedFile& f : embedded_tuning_tables()) {
+      try {
+        v->emplace_back(std::string(f.path), TuningTable::from_json(std::string(f.data)));
+      } catch (const Error& e) {
+        throw Error("shipped tuning table tuning/" + std::string(f.path) + ": " + e.what());
+      }
+    }
+    return v;
+  }();
+  return *tables;
+}
+
+const TuningTable* shipped_tuning(const ExpertsDesc& desc, const std::string& arch) {
+  const std::string key = desc.tuning_key();
+  for (const auto& [path, table] : shipped_tuning_tables())
+    if (table.arch == arch && table.key == key && path.rfind(arch + "/", 0) == 0) return &table;
+  return nullptr;
 }
 
 }  // namespace plan

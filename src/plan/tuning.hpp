@@ -14,7 +14,7 @@ namespace moeq::plan {
 // Options::block_m. Empty for an empty table.
 std::vector<std::string> tuning_reasons(const ExpertsDesc& desc, const Options& options);
 
-// The end of a tuned table's last range: every M a layer sees.
+// A range end above every M a layer sees (a one-entry table that serves every M).
 constexpr int64_t kTuningLastMaxM = int64_t{1} << 30;
 
 // The config `moeq tune` chose at one sampled valid_shape_m.
@@ -24,10 +24,16 @@ struct TunedPoint {
   std::string gemm1_tile, gemm2_tile;
 };
 
-// A table from points sampled at increasing valid_shape_m v_1 < v_2 < ...: point i serves
-// (v_{i-1}, v_i] (v_0 = 0), the last one up to kTuningLastMaxM, and neighbours with the same
-// config share one range (as Humming builds its heuristic tables, reference-notes §6.6). Points
+// A table from points sampled at increasing valid_shape_m v_1 < v_2 < ... < v_n: point i serves
+// (v_{i-1}, v_i] (v_0 = 0), past v_n the planner's rules apply (nothing was timed there), and
+// neighbours with the same config share one range (as Humming builds its heuristic tables, reference-notes §6.6). Points
 // at a valid_shape_m already taken (two M with the same routed rows) keep the first.
 TuningTable tuning_table_from_points(const std::vector<TunedPoint>& points);
+
+// The shipped table (tuning/<arch>/*.json, embedded in the library) whose key is the layer's, or
+// null. `arch` as "sm_90".
+const TuningTable* shipped_tuning(const ExpertsDesc& desc, const std::string& arch);
+// Every shipped table: its path under tuning/ and the table.
+const std::vector<std::pair<std::string, TuningTable>>& shipped_tuning_tables();
 
 }  // namespace moeq::plan

@@ -47,6 +47,46 @@ TEST(Tuning, JsonRoundTrip) {
   EXPECT_EQ(back.entries[0].gemm1_tile, "8x128/1x4x1/4/o4/r");
   EXPECT_EQ(back.entries[0].gemm2_tile, "8x128/1x4x1/2/r");
   EXPECT_EQ(back.to_json(), t.to_json());
+  EXPECT_TRUE(back.key.empty());
+  TuningTable keyed = t;
+  keyed.key = qwen3_mxfp4().tuning_key();
+  EXPECT_EQ(TuningTable::from_json(keyed.to_json()).key, keyed.key);
+}
+
+// The key names what the tiles' speed depends on (shapes, top_k, formats), not the activation.
+TEST(Tuning, KeyNamesShapesAndFormats) {
+  ExpertsDesc d = qwen3_mxfp4();
+  EXPECT_EQ(d.tuning_key(), "E=128 K=2048 I=768 N13=1536 top_k=8 mxfp4:bf16 bf16");
+  ExpertsDesc other_activation = d;
+  other_activation.activation.kind = Activation::gelu;
+  EXPECT_EQ(other_activation.tuning_key(), d.tuning_key());
+  ExpertsDesc int4 = io::find_preset("qwen3-30b-a3b").desc;
+  io::apply_scheme("int4-g128", int4);
+  EXPECT_EQ(int4.tuning_key(), "E=128 K=2048 I=768 N13=1536 top_k=8 int4-g128-sbf16:bf16 bf16");
+  ExpertsDesc ep = d;
+  ep.num_global_experts = 256;
+  EXPECT_NE(ep.tuning_key(), d.tuning_key());
+}
+
+// Every shipped table parses, names its architecture in its folder, belongs to one preset's layer
+// under one scheme (its `layer` says which), has that layer's key, and is legal for it; the lookup
+// finds it for that layer and that architecture only.
+TEST(Tuning, ShippedTablesAreLegalForTheirLayers) {
+  for (const auto& [path, table] : plan::shipped_tuning_tables()) {
+    SCOPED_TRACE(path);
+    ASSERT_FALSE(table.empty());
+    EXPECT_EQ(path.rfind(table.arch + "/", 0), 0u);
+    const auto space = table.layer.find(' ');
+    ASSERT_NE(space, std::string::npos) << table.layer;
+    ExpertsDesc d = io::find_preset(table.layer.substr(0, space)).desc;
+    io::apply_scheme(table.layer.substr(space + 1), d);
+    EXPECT_EQ(table.key, d.tuning_key());
+    Options o;
+    o.tuning = table;
+    EXPECT_EQ(plan::tuning_reasons(d, o), std::vector<std::string>{});
+    EXPECT_EQ(plan::shipped_tuning(d, table.arch), &table);
+    EXPECT_EQ(plan::shipped_tuning(d, "sm_1"), nullptr);
+  }
 }
 
 TEST(Tuning, FindTakesHalfOpenRanges) {
@@ -117,7 +157,8 @@ TEST(Tuning, ReasonsNameTheEntryAndTheValue) {
   EXPECT_NE(error_of([&] { Experts(d, o); }).find("16-row blocks"), std::string::npos);
 }
 
-// Sampled points become half-open ranges from 0, equal neighbours merged, the last one open-ended.
+// Sampled points become half-open ranges from 0, equal neighbours merged, the last one ending at
+// the last point (past it nothing was timed: the planner's rules).
 TEST(Tuning, PointsBecomeContiguousRanges) {
   using plan::TunedPoint;
   const std::vector<TunedPoint> points = {{8, 8, "8x64/1x2x2/2/r", "8x64/1x2x2/2/r"},
@@ -133,8 +174,9 @@ TEST(Tuning, PointsBecomeContiguousRanges) {
   EXPECT_EQ(t.entries[1].max_m, 64);  // points 32 and 64 merged
   EXPECT_EQ(t.entries[1].gemm1_tile, "8x128/1x4x1/4/o4/r");
   EXPECT_EQ(t.entries[2].min_m, 64);
-  EXPECT_EQ(t.entries[2].max_m, plan::kTuningLastMaxM);
+  EXPECT_EQ(t.entries[2].max_m, 512);
   EXPECT_EQ(t.entries[2].block_m, 16);
+  EXPECT_EQ(t.find(513), nullptr);
   Options o;
   o.tuning = t;
   ExpertsDesc d = io::find_preset("qwen3-30b-a3b").desc;

@@ -23,6 +23,7 @@
 #include "reference/quantize.hpp"
 #include "tools/moeq/commands.hpp"
 #include "tools/moeq/gemm_timing.hpp"
+#include "tools/moeq/layer_timing.hpp"
 
 namespace moeq::cli {
 namespace {
@@ -39,12 +40,13 @@ struct BenchArgs {
   std::vector<std::string> tiles;  // gemm: "BMxBN/WMxWNxWK/S" overrides; empty = the planner's tile
   std::vector<std::string> codes{"prepared"};  // gemm: weight code layouts to time
   std::string tuning;  // gemm: a tuning table (JSON) whose tiles replace the planner's where it has the M
+  bool no_shipped_tuning = false;  // layer: the planner's rules instead of the shipped table
   int trials = 7;
 };
 
 const std::vector<std::string> kKernelNames = {"align", "permute", "reduce", "activation",
                                                "quantize-fp8-token", "quantize-mxfp8", "quantize-mxfp4",
-                                               "gemm1", "gemm2"};
+                                               "gemm1", "gemm2", "layer"};
 
 struct Row {
   std::string kernel, preset;
@@ -194,6 +196,29 @@ void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string&
   std::fflush(stdout);
 }
 
+// The whole experts step (Experts::apply) under a CUDA graph; `tuning` replaces the planner's
+// picks where it covers M.
+void bench_layer(const BenchArgs& a, const io::Preset& preset, const std::string& scheme, int64_t M,
+                 const TuningTable& tuning, double copy_gbs, int64_t l2_bytes, cuda::CUstream stream) {
+  ExpertsDesc d = preset.desc;
+  io::apply_scheme(scheme, d);
+  Options o;
+  o.tuning = tuning;
+  o.shipped_tuning = !a.no_shipped_tuning;
+  o.backend = Backend::cuda;
+  if (const auto reasons = can_implement(d, o); !reasons.empty()) {
+    std::printf("%-6s %-14s %-10s %6lld  unsupported: %s\n", "layer", preset.name.c_str(), scheme.c_str(),
+                static_cast<long long>(M), reasons.front().c_str());
+    return;
+  }
+  const LayerTiming t = time_experts_layer(d, o, M, l2_bytes, a.iterations, a.trials, stream);
+  const double gbs = t.bytes / (t.us * 1e-6) / 1e9;
+  std::printf("%-6s %-14s %-10s %6lld %10.2f %10.1f %9.1f %7.1f%% %9.1f  %s, %d weight copies\n", "layer",
+              preset.name.c_str(), scheme.c_str(), static_cast<long long>(M), t.us, t.bytes / 1e6, gbs,
+              100.0 * gbs / copy_gbs, t.flops / (t.us * 1e-6) / 1e12, t.plan.c_str(), t.weight_copies);
+  std::fflush(stdout);
+}
+
 int run_bench(const BenchArgs& a) {
   const TuningTable tuning = a.tuning.empty() ? TuningTable{} : TuningTable::load(a.tuning);
   std::vector<std::string> kernels;
@@ -217,9 +242,11 @@ int run_bench(const BenchArgs& a) {
   std::printf("device     %s (sm_%d%d, %d SMs, L2 %lld MB)\n", info.name.c_str(), info.cc_major, info.cc_minor,
               info.num_sms, static_cast<long long>(info.l2_bytes >> 20));
   std::printf("copy       %.1f GB/s (device-to-device, 1 GiB, read + write)\n", copy_gbs);
-  std::printf("timing     median of %d trials x %d back-to-back launches, inputs rotated past 3x L2\n\n", a.trials,
-              a.iterations);
-  const bool any_elementwise = std::any_of(kernels.begin(), kernels.end(), [](const std::string& k) { return k.rfind("gemm", 0) != 0; });
+  std::printf("timing     median of %d trials x %d back-to-back launches (layer: one CUDA graph of them), inputs "
+              "rotated past 3x L2\n\n", a.trials, a.iterations);
+  const bool any_elementwise = std::any_of(kernels.begin(), kernels.end(), [](const std::string& k) {
+    return k.rfind("gemm", 0) != 0 && k != "layer";
+  });
   if (any_elementwise) {
     std::printf("%-19s %-14s %6s %10s %12s %9s %8s\n", "kernel", "preset", "M", "time us", "MB moved", "GB/s", "% copy");
     for (const auto& name : a.presets) {
@@ -241,6 +268,14 @@ int run_bench(const BenchArgs& a) {
                          copy_gbs, info.l2_bytes, stream.get());
         }
   }
+  if (std::find(kernels.begin(), kernels.end(), "layer") != kernels.end()) {
+    std::printf("\n%-6s %-14s %-10s %6s %10s %10s %9s %8s %9s  plan\n", "layer", "preset", "scheme", "M", "time us",
+                "MB moved", "GB/s", "% copy", "TFLOP/s");
+    for (const auto& name : a.presets)
+      for (const auto& scheme : a.schemes)
+        for (int64_t M : a.tokens)
+          if (M > 0) bench_layer(a, io::find_preset(name), scheme, M, tuning, copy_gbs, info.l2_bytes, stream.get());
+  }
   return 0;
 }
 
@@ -250,7 +285,7 @@ Action add_bench_command(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand("bench", "Time GPU kernels against the copy bandwidth (bench/README.md)");
   cmd->add_option("--kernel", a->kernels, "align permute reduce activation quantize-fp8-token quantize-mxfp8 "
-                                          "quantize-mxfp4, or all")->capture_default_str();
+                                          "quantize-mxfp4 gemm1 gemm2 layer, or all")->capture_default_str();
   cmd->add_option("--preset", a->presets, "Model presets")->capture_default_str();
   cmd->add_option("--tokens,-M", a->tokens, "Token counts")->capture_default_str();
   cmd->add_option("--scheme", a->schemes, "Weight schemes of gemm1 / gemm2")->capture_default_str();
@@ -258,8 +293,10 @@ Action add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--tile", a->tiles, "gemm1 / gemm2: tiles to time instead of the planner's, BMxBN/WMxWNxWK/S "
                                       "(e.g. 16x64/1x4x2/8)");
-  cmd->add_option("--tuning", a->tuning, "gemm1 / gemm2: a tuning table (JSON, `moeq tune`) whose tiles replace the "
+  cmd->add_option("--tuning", a->tuning, "gemm1 / gemm2 / layer: a tuning table (JSON, `moeq tune`) whose tiles replace the "
                                          "planner's at the M it covers");
+  cmd->add_flag("--no-shipped-tuning", a->no_shipped_tuning,
+               "layer: plan by the planner's rules, not by the tuning table shipped for the layer and GPU");
   cmd->add_option("--iterations", a->iterations, "Launches per timed trial")->capture_default_str();
   cmd->add_option("--trials", a->trials, "Timed trials (the median is reported)")->capture_default_str();
   return [a] { return run_bench(*a); };

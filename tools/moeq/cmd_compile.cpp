@@ -13,6 +13,7 @@
 #include "jit/nvrtc.hpp"
 #include "moeq/error.hpp"
 #include "plan/legality.hpp"
+#include "plan/tuning.hpp"
 #include "tools/moeq/commands.hpp"
 
 namespace moeq::cli {
@@ -72,6 +73,10 @@ int run_compile(const CompileArgs& a) {
   double total_ms = 0.0;
   std::vector<jit::KernelSpec> specs = cuda::layer_kernel_specs(desc, extra_tiles(a.tiles));
   for (jit::KernelSpec& spec : cuda::tuned_kernel_specs(desc, options.tuning)) specs.push_back(std::move(spec));
+  // The table a GPU of this architecture plans with when the caller gives none (Options::shipped_tuning).
+  const TuningTable* shipped = options.tuning.empty() ? plan::shipped_tuning(desc, "sm_" + std::to_string(arch.sm)) : nullptr;
+  if (shipped != nullptr)
+    for (jit::KernelSpec& spec : cuda::tuned_kernel_specs(desc, *shipped)) specs.push_back(std::move(spec));
   for (const auto& spec : specs) {
     const jit::CubinLookup r = cache.lookup(spec, arch);
     const bool was_compiled = r.origin == jit::CubinOrigin::kCompiled;

@@ -174,6 +174,7 @@ int run_tune(const TuneArgs& a) {
   TuningTable table = plan::tuning_table_from_points(points);
   table.arch = "sm_" + std::to_string(info.cc_major) + std::to_string(info.cc_minor);
   table.layer = preset.name + " " + scheme;
+  table.key = d.tuning_key();
   Options check;
   check.tuning = table;
   if (const auto reasons = plan::tuning_reasons(d, check); !reasons.empty())
