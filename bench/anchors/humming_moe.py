@@ -50,7 +50,20 @@ fp32 BLOCK scales instead); N and K are padded to multiples of 256 and 128 as vL
 gpt-oss's 2880 is affected); programmatic dependent launch is as Humming's heuristic leaves it (its
 sm_90 MoE tiles leave it off; `--pdl on|off` forces it, shown as `pdl` in the tile column); each GEMM gets the moe align of its own tile's block_m, where vLLM
 builds one align with GEMM1's block_m and uses it for both.
+
+Layer mode (`--layer`, bench/anchors/humming_layer.py): instead of each GEMM, the whole experts
+step as an engine (vLLM) runs it with Humming, per preset, scheme and M, in one CUDA graph with the
+same weight rotation and median: moe align of the routing (torch ops; Humming ships no align
+kernel), GEMM1, the gated activation (Humming's process_input kernel; SiLU-and-mul, or gpt-oss's
+SwiGLU-OAI on interleaved gate/up columns, clamp 7.0, alpha 1.702; `--layer-act torch` for torch
+ops), GEMM2, the router's top-k weights and the sum over top_k into [M, K] bf16 (torch bmm;
+Humming 0.1.20 has no fused top-k weight or reduction), checked first against a float32 torch
+reference of the whole step. One line per case with gemm "layer": time per step, MB moved
+(weights of the experts touched for both GEMMs + hidden in + out), GB/s, TFLOP/s of both GEMMs,
+the tiles. Its docstring says which steps are torch ops and what vLLM runs there instead.
+
 Usage: humming_moe.py [--preset P ...] [--scheme S ...] [--tokens M ...] [--trials T] [--iters I]
+                      [--layer [--layer-act humming|torch]]
 """
 import argparse
 import json
@@ -84,6 +97,11 @@ def load_preset(name):
         "top_k": d["top_k"],
         "bias": bool(d.get("bias", False)),
         "gemms": {"gemm1": ((2 * i) if gated else i, k), "gemm2": (k, i)},
+        # used by the layer mode only (humming_layer.py)
+        "activation": d.get("activation", "silu"),
+        "interleaved": bool(d.get("interleaved_gate_up", False)),
+        "alpha": d.get("swiglu_alpha", 1.702),
+        "limit": d.get("swiglu_limit", 7.0),
     }
 
 
@@ -444,7 +462,24 @@ def precompile(gemms, dev):
             print(f"# precompile: {type(err).__name__}: {str(err)[:300]}", flush=True)
 
 
+def build_gemm(scheme, preset, n, k, dev, args, head, what):
+    """Humming's weights of one GEMM, or None after an `unsupported` line starting with `head`."""
+    try:
+        return Gemm(scheme, preset["E"], n, k, preset["bias"], dev, args)
+    except Exception as err:
+        first_line = str(err).splitlines()[0][:300] if str(err) else ""
+        print(f"{head} unsupported: building Humming weights{what} failed: {type(err).__name__}: {first_line}",
+              flush=True)
+        if args.verbose:
+            traceback.print_exc()
+        return None
+
+
 def bench_pair(preset_name, scheme, args):
+    if args.layer:
+        import humming_layer  # next to this file; needs torch, so imported only here
+        humming_layer.bench_layer_pair(sys.modules[__name__], preset_name, scheme, args)
+        return
     started = time.time()
     dev = cuda_device()
     l2_bytes = getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 0) or (60 << 20)
@@ -457,14 +492,8 @@ def bench_pair(preset_name, scheme, args):
         if reason:
             print(f"{name:6} {preset_name:14} {scheme:10} {'-':>6} unsupported: {reason}", flush=True)
             continue
-        try:
-            gemm = Gemm(scheme, preset["E"], n, k, preset["bias"], dev, args)
-        except Exception as err:
-            first_line = str(err).splitlines()[0][:300] if str(err) else ""
-            print(f"{name:6} {preset_name:14} {scheme:10} {'-':>6} unsupported: building Humming weights failed: "
-                  f"{type(err).__name__}: {first_line}", flush=True)
-            if args.verbose:
-                traceback.print_exc()
+        gemm = build_gemm(scheme, preset, n, k, dev, args, f"{name:6} {preset_name:14} {scheme:10} {'-':>6}", "")
+        if gemm is None:
             torch.cuda.empty_cache()
             continue
         cfgs = {}
@@ -522,6 +551,11 @@ def parse_args(argv=None):
     ap.add_argument("--pad-k", type=int, default=128, help="pad K to a multiple (vLLM: 128)")
     ap.add_argument("--pdl", choices=["auto", "on", "off"], default="auto",
                     help="programmatic dependent launch: Humming's heuristic choice, or forced")
+    ap.add_argument("--layer", action="store_true",
+                    help="time the whole experts step (align, GEMM1, activation, GEMM2, top-k weights and sum) "
+                         "in one CUDA graph instead of each GEMM (humming_layer.py)")
+    ap.add_argument("--layer-act", choices=["humming", "torch"], default="humming",
+                    help="layer mode's activation: Humming's process_input kernel or torch ops")
     ap.add_argument("--no-isolate", action="store_true",
                     help="run every preset/scheme in this process (default: one child process each, so a "
                          "kernel fault in one does not lose the others)")
@@ -550,9 +584,15 @@ def main():
               f"L2 {l2 >> 20} MB), torch {torch.__version__}, humming {H.version}")
         print(f"timing: CUDA graph of >= {args.iters} launches, median of {args.trials} replays; weights rotated "
               f"past 3x L2; pad N/K to {args.pad_n}/{args.pad_k}; fp8 scales {args.fp8_scales}; pdl {args.pdl}")
-        print("bytes: codes + scales (moeq canonical) of the experts touched + A read + C written\n")
+        if args.layer:
+            print(f"layer mode: moe align (torch) + GEMM1 + activation ({args.layer_act}) + GEMM2 + top-k weights "
+                  "and sum (torch bmm) per step, one CUDA graph")
+            print("bytes: codes + scales (moeq canonical) of the experts touched by both GEMMs + hidden read + "
+                  "output written (intermediates not counted); FLOPs of both GEMMs\n")
+        else:
+            print("bytes: codes + scales (moeq canonical) of the experts touched + A read + C written\n")
         print(f"{'gemm':6} {'preset':14} {'scheme':10} {'M':>6} {'time us':>10} {'MB moved':>10} {'GB/s':>9} "
-              f"{'TFLOP/s':>9} {'copies':>6}  humming tile", flush=True)
+              f"{'TFLOP/s':>9} {'copies':>6}  humming tile{'s' if args.layer else ''}", flush=True)
     if args.child or args.no_isolate or len(pairs) == 1:
         for preset_name, scheme in pairs:
             bench_pair(preset_name, scheme, args)

@@ -22,6 +22,14 @@ warm_tiles() {
   echo "warm rc=$? $(($(date +%s) - t0)) s"
 }
 
+# warm_layers "PRESET ..." "SCHEME ...": `moeq compile` of each layer (the planner's kernels and
+# its shipped tuning table's tiles), one process per layer, appending to warm.txt.
+warm_layers() {
+  for p in $1; do for s in $2; do echo "--preset $p --scheme $s"; done; done |
+    xargs -P 16 -L 1 sh -c "\"$build/moeq\" compile \$0 \"\$@\" | tail -1" >>"$out/warm.txt" 2>&1
+  echo "warm rc=$? $(($(date +%s) - t0)) s"
+}
+
 # sweep_tiles "PRESET|M ...|TILE ..." lines: the distinct tiles they name, on one line.
 sweep_tiles() { echo "$1" | cut -d'|' -f3 | tr '\n' ' ' | tr ' ' '\n' | sort -u | tr '\n' ' '; }
 
