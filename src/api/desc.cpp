@@ -34,6 +34,22 @@ WeightDesc make_weight_desc(const ExpertsDesc& d, int64_t n, int64_t k, int num_
   return w;
 }
 
+// Shapes and formats, as ExpertsDesc::to_string and tuning_key share them; the key adds N13 and the
+// INT scale dtype (what the GEMM tiles see).
+void write_shapes_and_formats(std::ostream& s, const ExpertsDesc& d, bool key) {
+  s << "E=" << d.num_experts;
+  if (d.num_global_experts > 0 && d.num_global_experts != d.num_experts) s << "/" << d.num_global_experts;
+  s << " K=" << d.hidden_size << " I=" << d.intermediate_size;
+  if (key) s << " N13=" << d.gemm1_n();
+  s << " top_k=" << d.top_k << " " << moeq::to_string(d.weight_format);
+  if (d.weight_format == WeightFormat::int4 || d.weight_format == WeightFormat::int8) {
+    s << "-g" << d.group_size << (d.has_zero_point ? "-zp" : "");
+    if (key) s << "-s" << moeq::to_string(canonical_scale_dtype(d));
+  }
+  s << ":" << (d.act_format == ActFormat::none ? moeq::to_string(d.act_dtype) : moeq::to_string(d.act_format)) << " "
+    << moeq::to_string(d.act_dtype);
+}
+
 }  // namespace
 
 int64_t ExpertsDesc::gemm1_n() const {
@@ -48,15 +64,8 @@ WeightDesc ExpertsDesc::w2() const { return make_weight_desc(*this, hidden_size,
 
 std::string ExpertsDesc::to_string() const {
   std::ostringstream s;
-  s << "E=" << num_experts;
-  if (num_global_experts > 0 && num_global_experts != num_experts) s << "/" << num_global_experts;
-  s << " K=" << hidden_size << " I=" << intermediate_size << " top_k=" << top_k << " "
-    << moeq::to_string(weight_format);
-  if (weight_format == WeightFormat::int4 || weight_format == WeightFormat::int8)
-    s << "-g" << group_size << (has_zero_point ? "-zp" : "");
-  s << ":" << (act_format == ActFormat::none ? moeq::to_string(act_dtype) : moeq::to_string(act_format)) << " "
-    << moeq::to_string(act_dtype) << " "
-    << moeq::to_string(activation.kind);
+  write_shapes_and_formats(s, *this, false);
+  s << " " << moeq::to_string(activation.kind);
   if (interleaved_gate_up) s << " interleaved";
   if (bias_dtype != DType::none) s << " bias=" << moeq::to_string(bias_dtype);
   return s.str();
@@ -64,14 +73,7 @@ std::string ExpertsDesc::to_string() const {
 
 std::string ExpertsDesc::tuning_key() const {
   std::ostringstream s;
-  s << "E=" << num_experts;
-  if (num_global_experts > 0 && num_global_experts != num_experts) s << "/" << num_global_experts;
-  s << " K=" << hidden_size << " I=" << intermediate_size << " N13=" << gemm1_n() << " top_k=" << top_k << " "
-    << moeq::to_string(weight_format);
-  if (weight_format == WeightFormat::int4 || weight_format == WeightFormat::int8)
-    s << "-g" << group_size << (has_zero_point ? "-zp" : "") << "-s" << moeq::to_string(canonical_scale_dtype(*this));
-  s << ":" << (act_format == ActFormat::none ? moeq::to_string(act_dtype) : moeq::to_string(act_format)) << " "
-    << moeq::to_string(act_dtype);
+  write_shapes_and_formats(s, *this, true);
   return s.str();
 }
 

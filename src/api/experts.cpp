@@ -53,24 +53,17 @@ ref::StepBuffers step_buffers(const plan::WorkspacePlan& plan, void* ws1, void* 
   return s;
 }
 
-}  // namespace
-
 // The table the plan follows: the caller's, else on the GPU the shipped one for this layer and
-// device where the options leave the choice to moeq (Options::shipped_tuning), else none.
+// device where the options leave the choice to moeq (plan::shipped_tuning_for), else none.
 TuningTable effective_tuning(const ExpertsDesc& desc, const Options& options, Backend backend) {
-  if (!options.tuning.empty() || backend != Backend::cuda || !options.shipped_tuning || options.batch_invariant ||
-      options.block_m != 0)
-    return options.tuning;
+  if (backend != Backend::cuda) return options.tuning;
   const cuda::DeviceInfo info = cuda::current_device_info();
   const TuningTable* shipped =
-      plan::shipped_tuning(desc, "sm_" + std::to_string(info.cc_major) + std::to_string(info.cc_minor));
-  if (shipped == nullptr) return {};
-  Options with_table = options;
-  with_table.tuning = *shipped;
-  // NOTE: a shipped table is legal for the layer its key names (tests/unit/test_tuning.cpp checks
-  // each against its preset); the check guards a key shared by a layer it was not made for.
-  return plan::tuning_reasons(desc, with_table).empty() ? *shipped : TuningTable{};
+      plan::shipped_tuning_for(desc, options, "sm_" + std::to_string(info.cc_major) + std::to_string(info.cc_minor));
+  return shipped != nullptr ? *shipped : options.tuning;
 }
+
+}  // namespace
 
 struct Experts::Impl {
   ExpertsDesc desc;

@@ -180,9 +180,19 @@ const std::vector<std::pair<std::string, TuningTable>>& shipped_tuning_tables() 
 
 const TuningTable* shipped_tuning(const ExpertsDesc& desc, const std::string& arch) {
   const std::string key = desc.tuning_key();
-  for (const auto& [path, table] : shipped_tuning_tables())
-    if (table.arch == arch && table.key == key && path.rfind(arch + "/", 0) == 0) return &table;
+  for (const auto& entry : shipped_tuning_tables())
+    if (entry.second.arch == arch && entry.second.key == key) return &entry.second;
   return nullptr;
+}
+
+const TuningTable* shipped_tuning_for(const ExpertsDesc& desc, const Options& options, const std::string& arch) {
+  if (!options.tuning.empty() || !options.shipped_tuning || options.batch_invariant || options.block_m != 0)
+    return nullptr;
+  const TuningTable* shipped = shipped_tuning(desc, arch);
+  if (shipped == nullptr) return nullptr;
+  Options with_table = options;
+  with_table.tuning = *shipped;
+  return tuning_reasons(desc, with_table).empty() ? shipped : nullptr;
 }
 
 }  // namespace plan

@@ -33,6 +33,10 @@ TuningTable tuning_table_from_points(const std::vector<TunedPoint>& points);
 // The shipped table (tuning/<arch>/*.json, embedded in the library) whose key is the layer's, or
 // null. `arch` as "sm_90".
 const TuningTable* shipped_tuning(const ExpertsDesc& desc, const std::string& arch);
+// The shipped table a GPU of `arch` plans this layer with under `options`: null where the options
+// choose for themselves (a table, block_m, batch_invariant, shipped_tuning = false), where there is
+// none, or where it is not legal for the layer (a key shared by a layer it was not made for).
+const TuningTable* shipped_tuning_for(const ExpertsDesc& desc, const Options& options, const std::string& arch);
 // Every shipped table: its path under tuning/ and the table.
 const std::vector<std::pair<std::string, TuningTable>>& shipped_tuning_tables();
 

@@ -247,5 +247,26 @@ TEST(Tuning, TheTableSetsTheBlockSizeItCovers) {
   EXPECT_EQ(test::run_cpu(p, tuned), test::run_cpu(p, plain));
 }
 
+// The shipped table serves only options that leave the choice to moeq.
+TEST(Tuning, ShippedTableOnlyWhereTheOptionsLeaveTheChoice) {
+  const ExpertsDesc d = qwen3_mxfp4();
+  const TuningTable* shipped = plan::shipped_tuning(d, "sm_90");
+  ASSERT_NE(shipped, nullptr);
+  EXPECT_EQ(plan::shipped_tuning_for(d, Options{}, "sm_90"), shipped);
+  EXPECT_EQ(plan::shipped_tuning_for(d, Options{}, "sm_80"), nullptr);
+  Options o;
+  o.shipped_tuning = false;
+  EXPECT_EQ(plan::shipped_tuning_for(d, o, "sm_90"), nullptr);
+  o = Options{};
+  o.block_m = 16;
+  EXPECT_EQ(plan::shipped_tuning_for(d, o, "sm_90"), nullptr);
+  o = Options{};
+  o.batch_invariant = true;
+  EXPECT_EQ(plan::shipped_tuning_for(d, o, "sm_90"), nullptr);
+  o = Options{};
+  o.tuning = qwen3_table();
+  EXPECT_EQ(plan::shipped_tuning_for(d, o, "sm_90"), nullptr);
+}
+
 }  // namespace
 }  // namespace moeq

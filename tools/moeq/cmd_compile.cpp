@@ -74,7 +74,7 @@ int run_compile(const CompileArgs& a) {
   std::vector<jit::KernelSpec> specs = cuda::layer_kernel_specs(desc, extra_tiles(a.tiles));
   for (jit::KernelSpec& spec : cuda::tuned_kernel_specs(desc, options.tuning)) specs.push_back(std::move(spec));
   // The table a GPU of this architecture plans with when the caller gives none (Options::shipped_tuning).
-  const TuningTable* shipped = options.tuning.empty() ? plan::shipped_tuning(desc, "sm_" + std::to_string(arch.sm)) : nullptr;
+  const TuningTable* shipped = plan::shipped_tuning_for(desc, options, "sm_" + std::to_string(arch.sm));
   if (shipped != nullptr)
     for (jit::KernelSpec& spec : cuda::tuned_kernel_specs(desc, *shipped)) specs.push_back(std::move(spec));
   for (const auto& spec : specs) {

@@ -109,18 +109,8 @@ LayerTiming time_experts_layer(const ExpertsDesc& d, const Options& options, int
   graph.capture(stream, [&] {
     for (int i = 0; i < launches; ++i) apply(i);
   });
-  graph.launch(stream);  // first replay: uploads the graph, touches the buffers
-  cuda::Event start, stop;
-  std::vector<double> samples;
-  for (int r = 0; r < std::max(trials, 1); ++r) {
-    start.record(stream);
-    graph.launch(stream);
-    stop.record(stream);
-    stop.synchronize();
-    samples.push_back(1000.0 * cuda::Event::elapsed_ms(start, stop) / launches);
-  }
-  std::sort(samples.begin(), samples.end());
-  t.us = samples[samples.size() / 2];
+  // One replay per sample (time_us's warm-up replays upload the graph and touch the buffers).
+  t.us = time_us([&](int) { graph.launch(stream); }, 1, std::max(trials, 1), stream) / launches;
   return t;
 }
 
