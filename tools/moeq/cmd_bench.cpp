@@ -82,7 +82,7 @@ void bench_preset(const BenchArgs& a, const std::vector<std::string>& kernels, c
   cuda::RouteIds route{ids.ptr(), DType::i32, M, top_k, E, 0, E, 0};
 
   if (wants("align")) {
-    const int64_t bm = cuda::gemm_block_m(plan::choose_block_m(d, M));
+    const int64_t bm = planner_block_m(d, M);
     const int64_t cap = cuda::align_capacity(slots, E, bm);
     DeviceBuffer sorted(cap * 4), expert_ids(cap / bm * 4), padded(4);
     const double us = time_us([&](int) {
@@ -177,14 +177,11 @@ void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string&
   if (codes != "prepared" && codes != "canonical") throw Error("--codes " + codes + " is not prepared or canonical");
   ExpertsDesc d = preset.desc;
   io::apply_scheme(scheme, d);
-  const WeightDesc w = second ? d.w2() : d.w13();
-  const int64_t bm = cuda::gemm_block_m(plan::choose_block_m(d, M));
   const TuningEntry* tuned = tile_text.empty() ? tuning.find(plan::valid_shape_m(d, M)) : nullptr;
   const cuda::GemmTile tile =
       !tile_text.empty() ? cuda::parse_gemm_tile(tile_text)
       : tuned != nullptr ? cuda::parse_gemm_tile(second ? tuned->gemm2_tile : tuned->gemm1_tile)
-                         : cuda::gemm_tile_for_channels(w.format, d.act_dtype, static_cast<int>(bm), M * d.top_k, d.top_k,
-                                                        w.n, w.k, d.num_experts);
+                         : planner_gemm_tile(d, second, M);
   const GemmTiming t = time_moe_gemm(d, second, M, tile, codes == "prepared", l2_bytes, a.iterations, a.trials, stream);
   const double gbs = t.bytes / (t.us * 1e-6) / 1e9;
   const double sized_gbs = sized_copy_gbs(t.bytes, l2_bytes, a.iterations, a.trials, stream);

@@ -134,16 +134,12 @@ int run_tune(const TuneArgs& a) {
   std::vector<plan::TunedPoint> points;
   for (int64_t M : a.tokens) {
     const int64_t rows = plan::valid_shape_m(d, M);
-    const int64_t planner_block = cuda::gemm_block_m(plan::choose_block_m(d, M));
+    const int64_t planner_block = planner_block_m(d, M);
     auto time_gemm = [&](bool second, const cuda::GemmTile& tile) {
       return time_moe_gemm(d, second, M, tile, true, info.l2_bytes, a.iterations, a.trials, stream.get()).us;
     };
     double planner_us = 0;
-    for (bool second : {false, true}) {
-      const WeightDesc w = second ? d.w2() : d.w13();
-      planner_us += time_gemm(second, cuda::gemm_tile_for_channels(w.format, d.act_dtype, static_cast<int>(planner_block),
-                                                                   M * d.top_k, d.top_k, w.n, w.k, d.num_experts));
-    }
+    for (bool second : {false, true}) planner_us += time_gemm(second, planner_gemm_tile(d, second, M));
     // The planner's block size and its neighbours: one block size serves both GEMMs.
     int64_t best_block = 0;
     Timed best[2];

@@ -10,6 +10,7 @@
 
 #include "cuda/routing.hpp"
 #include "moeq/error.hpp"
+#include "plan/workspace.hpp"
 #include "reference/formats.hpp"
 
 namespace moeq::cli {
@@ -167,6 +168,14 @@ const std::vector<cuda::GemmWeights>& random_weight_copies(const WeightDesc& w, 
   }
   cuda::check(cuda::driver().cuCtxSynchronize(), "cuCtxSynchronize");
   return pool.prepared;
+}
+
+int64_t planner_block_m(const ExpertsDesc& d, int64_t M) { return cuda::gemm_block_m(plan::choose_block_m(d, M)); }
+
+cuda::GemmTile planner_gemm_tile(const ExpertsDesc& d, bool second, int64_t M) {
+  const WeightDesc w = second ? d.w2() : d.w13();
+  return cuda::gemm_tile_for_channels(w.format, d.act_dtype, static_cast<int>(planner_block_m(d, M)), M * d.top_k,
+                                      d.top_k, w.n, w.k, d.num_experts);
 }
 
 GemmTiming time_moe_gemm(const ExpertsDesc& d, bool second, int64_t M, const cuda::GemmTile& tile, bool prepared,

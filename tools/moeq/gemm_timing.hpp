@@ -27,6 +27,11 @@ std::vector<int32_t> random_routing(int64_t M, int64_t top_k, int64_t E, std::mt
 const std::vector<cuda::GemmWeights>& random_weight_copies(const WeightDesc& w, int copies, std::mt19937& rng,
                                                            bool prepared);
 
+// The planner's block size and tile for one GEMM of the layer at M tokens (no tuning table), as
+// Experts::apply picks them in the indexed layout.
+int64_t planner_block_m(const ExpertsDesc& d, int64_t M);
+cuda::GemmTile planner_gemm_tile(const ExpertsDesc& d, bool second, int64_t M);
+
 struct GemmTiming {
   double us = 0;      // median time of one launch
   double bytes = 0;   // weight bytes of the distinct experts touched + activations read and written
