@@ -129,14 +129,32 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   g2.weights_desc = d.w2();
   g2.weights = device_weights(w2);
   g2.prepared_codes = w2.code_layout == CodeLayout::prepared;
-  g2.a = buffer("activation_output");
-  g2.a_row_stride = I;
   g2.c = buffer("down_output");
   g2.c_row_stride = K;
 
-  const auto run_chain = [&](int64_t rows) {
+  // A GEMM's input x [rows, cols] (row stride `stride`): as is, or, for quantized activations
+  // (CONTRACT §5), quantized into `codes` and its scales, then dequantized into the 16-bit values
+  // the GEMM's MMAs take, FP8 per token with its row scales in the GEMM's epilogue.
+  const auto set_gemm_input = [&](cuda::MoeGemmArgs& g, CUdeviceptr x, int64_t stride, int64_t rows, int64_t cols,
+                                  const std::string& codes_name, const char* dequantized_name) {
+    g.a = x;
+    g.a_row_stride = stride;
+    if (d.act_format == ActFormat::none) return;
+    const CUdeviceptr codes = buffer(codes_name.c_str()), scales = buffer((codes_name + ".scales").c_str());
+    const CUdeviceptr values = buffer(dequantized_name);
+    cuda::quantize_activation(d.act_format, c, x, stride, rows, cols, codes, scales, stream);
+    cuda::dequantize_activation(d.act_format, c, codes, scales, rows, cols, values, cols, stream);
+    g.a = values;
+    g.a_row_stride = cols;
+    g.a_row_scales = d.act_format == ActFormat::fp8_token ? scales : 0;
+  };
+  // GEMM1's input: x [rows_in, K] of row stride `stride` (the caller's hidden states or the permuted rows).
+  const auto run_chain = [&](CUdeviceptr x, int64_t stride, int64_t rows_in, int64_t rows) {
+    set_gemm_input(g1, x, stride, rows_in, K, "quanted_gate_up_input", "dequantized_gate_up_input");
     cuda::moe_gemm(g1, stream);
-    cuda::activation(d.activation, d.interleaved_gate_up, c, g1.c, rows, I, g2.a, stream);
+    const CUdeviceptr activation_output = buffer("activation_output");
+    cuda::activation(d.activation, d.interleaved_gate_up, c, g1.c, rows, I, activation_output, stream);
+    set_gemm_input(g2, activation_output, I, rows, I, "quanted_down_input", "dequantized_down_input");
     cuda::moe_gemm(g2, stream);
   };
 
@@ -151,12 +169,10 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
       g->num_blocks = count;
       g->max_blocks = cuda::segment_capacity(rows, E, shape.block_m);
     }
-    g1.a = dptr(in.hidden);
-    g1.a_row_stride = hidden_stride;
     // NOTE: GEMM2 writes the caller's [E, T, K] output directly: it is the result.
     g2.c = dptr(out.out);
     g2.c_row_stride = out_stride;
-    run_chain(rows);
+    run_chain(dptr(in.hidden), hidden_stride, rows, rows);
     return;
   }
 
@@ -188,11 +204,9 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
       g->num_slots = slots;
       g->sorted_capacity = cuda::align_capacity(slots, E, shape.block_m);
     }
-    g1.a = dptr(in.hidden);
-    g1.a_row_stride = hidden_stride;
     g1.src_row_divisor = d.top_k;
     g2.src_row_divisor = 1;
-    run_chain(slots);
+    run_chain(dptr(in.hidden), hidden_stride, M, slots);
     cuda::topk_reduce(reduce, stream);
     return;
   }
@@ -209,9 +223,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     g->num_blocks = count;
     g->max_blocks = cuda::segment_capacity(slots, E, shape.block_m);
   }
-  g1.a = permuted;
-  g1.a_row_stride = K;
-  run_chain(slots);
+  run_chain(permuted, K, slots, slots);
   reduce.row_map = perm.inv_permuted_idx;
   cuda::topk_reduce(reduce, stream);
 }

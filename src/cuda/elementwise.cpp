@@ -105,16 +105,31 @@ jit::KernelSpec activation_kernel_spec(Activation kind, bool interleaved, DType 
   return jit::KernelSpec{"moeq_activation", std::move(src)};
 }
 
-jit::KernelSpec quantize_kernel_spec(ActFormat format, DType dtype) {
+namespace {
+
+// The (de)quantizer config of `format`: `header` declares the format enum, `constant` names it.
+jit::KernelSpec activation_format_spec(const char* header, const char* constant, const char* entry, ActFormat format,
+                                       DType dtype) {
   check_dtype(dtype);
-  std::string src = "#include \"moeq_dev/moe/quantize.cuh\"\n";
+  std::string src = "#include \"" + std::string(header) + "\"\n";
   src += "struct ElementwiseCfg {\n";
-  src += "  static constexpr moeq_dev::QuantFormat kFormat = moeq_dev::QuantFormat::" +
+  src += "  static constexpr moeq_dev::QuantFormat " + std::string(constant) + " = moeq_dev::QuantFormat::" +
          std::string(format_enum(format)) + ";\n";
   src += "  static constexpr bool kDtypeIsBf16 = " + std::string(bool_str(dtype == DType::bf16)) + ";\n";
   src += "  static constexpr int kThreads = " + str(kThreads) + ";\n";
   src += "};\n#include \"moeq_dev/kernels/elementwise.cuh\"\n";
-  return jit::KernelSpec{"moeq_quantize_activation", std::move(src)};
+  return jit::KernelSpec{entry, std::move(src)};
+}
+
+}  // namespace
+
+jit::KernelSpec quantize_kernel_spec(ActFormat format, DType dtype) {
+  return activation_format_spec("moeq_dev/moe/quantize.cuh", "kFormat", "moeq_quantize_activation", format, dtype);
+}
+
+jit::KernelSpec dequantize_kernel_spec(ActFormat format, DType dtype) {
+  return activation_format_spec("moeq_dev/moe/dequantize.cuh", "kDequantFormat", "moeq_dequantize_activation", format,
+                                dtype);
 }
 
 std::vector<jit::KernelSpec> elementwise_kernel_specs() {
@@ -124,8 +139,10 @@ std::vector<jit::KernelSpec> elementwise_kernel_specs() {
       specs.push_back(activation_kernel_spec(kind, false, dtype));
       if (is_gated(kind)) specs.push_back(activation_kernel_spec(kind, true, dtype));
     }
-    for (const ActFormat format : {ActFormat::fp8_token, ActFormat::mxfp8, ActFormat::mxfp4})
+    for (const ActFormat format : {ActFormat::fp8_token, ActFormat::mxfp8, ActFormat::mxfp4}) {
       specs.push_back(quantize_kernel_spec(format, dtype));
+      specs.push_back(dequantize_kernel_spec(format, dtype));
+    }
   }
   return specs;
 }
@@ -211,6 +228,36 @@ void quantize_activation(ActFormat format, DType dtype, CUdeviceptr in, int64_t 
   const int cols_arg = static_cast<int>(cols);
   const int vectorized_arg = vectorized ? 1 : 0;
   launch(f, shape, stream, in, stride_arg, rows_arg, cols_arg, codes, scales, vectorized_arg, warps_per_row);
+}
+
+void dequantize_activation(ActFormat format, DType dtype, CUdeviceptr codes, CUdeviceptr scales, int64_t rows,
+                           int64_t cols, CUdeviceptr out, int64_t out_row_stride, CUstream stream) {
+  check_dtype(dtype);
+  format_enum(format);
+  if (rows < 0 || rows > INT_MAX) throw Error("rows = " + str(rows) + " is outside [0, 2^31)");
+  if (cols <= 0 || cols > INT_MAX) throw Error("cols = " + str(cols) + " is outside [1, 2^31)");
+  if (format != ActFormat::fp8_token && cols % kMxBlock != 0)
+    throw Error("cols = " + str(cols) + " is not a multiple of 32, required by " + std::string(to_string(format)) +
+                " activation scales");
+  if (out_row_stride < cols)
+    throw Error("out_row_stride = " + str(out_row_stride) + " is smaller than cols = " + str(cols));
+  if (rows == 0) return;
+  if (codes == 0 || scales == 0 || out == 0)
+    throw Error("dequantize_activation: codes, scales and out must be device pointers, not null");
+  const bool vectorized = cols % kVecElems == 0 && out_row_stride % kVecElems == 0 && aligned(out, 16);
+  if (rows * cols / (vectorized ? kVecElems : 1) >= (int64_t{1} << 31))  // 32-bit item indices, as the quantizer
+    throw Error("dequantize_activation: rows * cols = " + str(rows * cols) + " is too large");
+  static std::array<std::atomic<CUfunction>, 4 * 2> functions{};
+  const CUfunction f = cached_function(functions, quantize_index(format, dtype),
+                                       [&] { return dequantize_kernel_spec(format, dtype); });
+  LaunchShape shape;
+  shape.grid_x = grid_blocks((rows * cols / (vectorized ? kVecElems : 1) + kThreads - 1) / kThreads);
+  shape.block_x = kThreads;
+  const int rows_arg = static_cast<int>(rows);
+  const int cols_arg = static_cast<int>(cols);
+  const long long stride_arg = out_row_stride;
+  const int vectorized_arg = vectorized ? 1 : 0;
+  launch(f, shape, stream, codes, scales, rows_arg, cols_arg, out, stride_arg, vectorized_arg);
 }
 
 }  // namespace moeq::cuda

@@ -1,6 +1,6 @@
 #pragma once
 // Host side of the elementwise kernels (device/moeq_dev/kernels/elementwise.cuh): the activation
-// (CONTRACT §6) and the dynamic activation quantizers (CONTRACT §5). Each entry point validates
+// (CONTRACT §6), the dynamic activation quantizers (CONTRACT §5) and their dequantizers. Each entry point validates
 // its arguments on the host (moeq::Error naming the argument), takes device pointers and a
 // stream, enqueues one kernel and returns: no host sync, no allocation, no compile after a
 // config's first use, so it is CUDA-graph safe. rows = 0 enqueues nothing.
@@ -33,11 +33,19 @@ void quantize_activation(ActFormat format, DType dtype, CUdeviceptr in, int64_t 
                          int64_t rows, int64_t cols, CUdeviceptr codes, CUdeviceptr scales,
                          CUstream stream);
 
+// codes / scales as quantize_activation writes them -> out [rows, cols] (dtype bf16 / f16) with
+// row stride out_row_stride elements: the values the GEMM's 16-bit MMAs take for the quantized
+// activations (device/moeq_dev/moe/dequantize.cuh): MX codes times their scale (exact), FP8 per
+// token the codes alone (their row scale goes to MoeGemmArgs::a_row_scales).
+void dequantize_activation(ActFormat format, DType dtype, CUdeviceptr codes, CUdeviceptr scales, int64_t rows,
+                           int64_t cols, CUdeviceptr out, int64_t out_row_stride, CUstream stream);
+
 // The generated kernel sources, one per config.
 jit::KernelSpec activation_kernel_spec(Activation kind, bool interleaved, DType dtype);
 jit::KernelSpec quantize_kernel_spec(ActFormat format, DType dtype);
-// Every config the two entry points can launch: 9 activations x 2 dtypes (x interleaved for the
-// 5 gated kinds) = 28, and 3 quantizers x 2 dtypes = 6.
+jit::KernelSpec dequantize_kernel_spec(ActFormat format, DType dtype);
+// Every config the entry points can launch: 9 activations x 2 dtypes (x interleaved for the 5
+// gated kinds) = 28, 3 quantizers x 2 dtypes = 6 and 3 dequantizers x 2 dtypes = 6.
 std::vector<jit::KernelSpec> elementwise_kernel_specs();
 
 }  // namespace moeq::cuda

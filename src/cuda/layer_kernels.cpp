@@ -29,7 +29,10 @@ std::vector<jit::KernelSpec> other_kernel_specs(const ExpertsDesc& d) {
   std::vector<jit::KernelSpec> specs = routing_kernel_specs();
   specs.push_back(prepare_kernel_spec());
   specs.push_back(activation_kernel_spec(d.activation.kind, d.interleaved_gate_up, d.act_dtype));
-  if (d.act_format != ActFormat::none) specs.push_back(quantize_kernel_spec(d.act_format, d.act_dtype));
+  if (d.act_format != ActFormat::none) {
+    specs.push_back(quantize_kernel_spec(d.act_format, d.act_dtype));
+    specs.push_back(dequantize_kernel_spec(d.act_format, d.act_dtype));
+  }
   return specs;
 }
 

@@ -43,6 +43,7 @@ struct DeviceGemmParams {
   int src_row_divisor;
   const int* block_table;
   const int* num_blocks;
+  const float* a_row_scales;
 };
 
 template <typename T>
@@ -621,6 +622,7 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   require_aligned(a.a, 16, "A");
   require_aligned(a.weights.codes, 16, "codes");
   require_aligned(a.c, 4, "C");
+  require_aligned(a.a_row_scales, 4, "a_row_scales");
   if (a.a_row_stride % 8 != 0 || a.c_row_stride % 2 != 0)
     throw Error("moe_gemm: a_row_stride = " + std::to_string(a.a_row_stride) + " must be a multiple of 8 and c_row_stride = " +
                 std::to_string(a.c_row_stride) + " even");
@@ -648,6 +650,7 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   p.src_row_divisor = static_cast<int>(a.src_row_divisor);
   p.block_table = as_ptr<const int>(a.block_table);
   p.num_blocks = as_ptr<const int>(a.num_blocks);
+  p.a_row_scales = as_ptr<const float>(a.a_row_scales);
 
   const CUfunction f = gemm_function(w, a.act_dtype, tile, a.prepared_codes, false);
   const int64_t smem = gemm_smem_bytes(tile, w);

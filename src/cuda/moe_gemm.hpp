@@ -165,6 +165,9 @@ struct MoeGemmArgs {
   bool prepared_codes = false;    // weights.codes in the prepared layout (moeq::CodeLayout)
   CUdeviceptr a = 0;
   int64_t a_row_stride = 0;  // elements
+  // f32 per row of A (FP8 per-token activations, A holding the codes' exact 16-bit values): each
+  // output row's products times its A row's scale, before the bias; 0 = none.
+  CUdeviceptr a_row_scales = 0;
   CUdeviceptr c = 0;
   int64_t c_row_stride = 0;  // elements
   GemmTile tile;

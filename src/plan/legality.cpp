@@ -129,9 +129,6 @@ std::vector<std::string> cuda_reasons(const ExpertsDesc& d, const Options& o) {
   if (d.num_experts > kMaxGpuExperts || d.global_experts() > kMaxGpuExperts)
     r.push_back(cat("num_experts = ", d.num_experts, " / num_global_experts = ", d.global_experts(), " exceed ",
                     kMaxGpuExperts, ", the GPU routing and segment tables' limit"));
-  if (d.act_format != ActFormat::none)
-    r.push_back(cat("act_format = ", to_string(d.act_format),
-                    ": quantized activations are not on the CUDA backend yet (16-bit activations only)"));
   if (o.f16_accum) r.push_back("f16_accum is not on the CUDA backend yet");
   if (o.block_m != 0 && !is_gpu_block_m(o.block_m))
     r.push_back(cat("block_m = ", o.block_m, " must be 8, 16, 32, 64 or 128 on the CUDA backend"));

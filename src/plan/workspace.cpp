@@ -93,6 +93,15 @@ WorkspacePlan plan_workspaces(const ExpertsDesc& d, const PlanShape& p) {
     s.dtype = d.act_format == ActFormat::fp8_token ? DType::f32 : DType::ue8m0;
     s.bytes = ref::act_scale_bytes(d.act_format, b.shape[0], b.shape[1]);
     plan.buffers.push_back(s);
+    // The CUDA backend's 16-bit MMAs read the quantized activations as 16-bit values
+    // (cuda::dequantize_activation): past the scales, in the same workspace, whose other buffers
+    // are dead by then and whose partner holds the GEMM's output.
+    BufferPlacement v = make_buffer(b.name == "quanted_gate_up_input" ? "dequantized_gate_up_input"
+                                                                        : "dequantized_down_input",
+                                    b.shape, c);
+    v.workspace = b.workspace;
+    v.offset_bytes = align_up(s.offset_bytes + s.bytes, kAlignBytes);
+    plan.buffers.push_back(v);
   }
   // NOTE: the permuted hidden states are read by the first stage (quantize or GEMM1), whose
   // output is in workspace 2 in both the 16-bit and the quantized chain, so they go to

@@ -33,8 +33,9 @@ expect "info K not a multiple of the group" 1 "hidden_size \(K\) = 2880 is not a
   "$moeq" info --preset gpt-oss-20b --scheme int4-g128
 expect "run tiny" 0 "out +sum .* fnv1a [0-9a-f]{16}" -- "$moeq" run --preset tiny --tokens 7
 expect "run --check" 0 "check +vs float64 oracle: rel err" -- "$moeq" run --preset tiny --tokens 7 --check
-# Refused on every machine: no device here, and quantized activations are not on the GPU yet.
-expect "cuda backend refuses" 1 "backend = cuda: " -- "$moeq" run --preset tiny --scheme mxfp4:fp8-token --backend cuda
+# Refused on every machine (f16_accum is not on the CUDA backend; here there is no device either).
+expect "cuda backend refuses" 1 "backend = cuda: " -- "$moeq" run --preset tiny --scheme int4-g128:f16 --f16-accum \
+  --backend cuda
 expect "unknown preset" 1 "preset 'nope' is unknown; known presets: .*tiny" -- "$moeq" run --preset nope
 expect "bad scheme" 1 "scheme 'int4:xyz'" -- "$moeq" run --preset tiny --scheme int4:xyz
 expect "bad layout" 1 "layout = 'sideways' is unknown" -- "$moeq" run --preset tiny --layout sideways

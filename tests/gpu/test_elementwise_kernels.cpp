@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -382,6 +383,74 @@ TEST(ElementwiseGpu, QuantizersMatchReferenceBitExactly) {
   }
   std::printf("quantizers: %lld fp8_token codes of inf/inf differ only in the NaN sign\n",
               static_cast<long long>(nan_sign_only));
+}
+
+// The dequantizers give the values the reference multiplies with (ref::dequantize_activation of the
+// reference's own codes and scales), rounded to the dtype: MX q * 2^(code - 127), FP8 per token q
+// alone (its scale belongs to the GEMM's epilogue). Both round one fp32 value, so bit for bit (f16
+// clamped to +-65504); NaN for NaN. The rows past `rows` and the padding columns stay poisoned.
+TEST(ElementwiseGpu, DequantizersGiveTheReferenceValues) {
+  SKIP_WITHOUT_DEVICE();
+  cu::Stream stream;
+  for (const DType dt : {DType::bf16, DType::f16}) {
+    for (const ActFormat fmt : {ActFormat::fp8_token, ActFormat::mxfp8, ActFormat::mxfp4}) {
+      for (const int64_t rows : {1, 7, 129}) {
+        for (const int64_t cols : {32, 2048, 2880}) {
+          for (const int64_t pad : {0, 8, 3}) {  // 16-byte path, padded rows, scalar path
+            const int64_t stride = cols + pad;
+            const std::vector<uint16_t> in = quantize_input(dt, rows, cols, cols, static_cast<uint32_t>(rows * cols + pad));
+            std::vector<float> x(in.size());
+            for (size_t i = 0; i < in.size(); ++i) x[i] = from_half(dt, in[i]);
+            const size_t code_bytes = static_cast<size_t>(moeq::ref::act_code_bytes(fmt, rows, cols));
+            const size_t scale_bytes = static_cast<size_t>(moeq::ref::act_scale_bytes(fmt, rows, cols));
+            std::vector<uint8_t> codes(code_bytes), scales(scale_bytes);
+            moeq::ref::quantize_activation(fmt, x.data(), rows, cols, codes.data(), scales.data());
+            std::vector<uint8_t> unit_scales = scales;
+            const float one = 1.0f;
+            if (fmt == ActFormat::fp8_token)
+              for (int64_t r = 0; r < rows; ++r) std::memcpy(&unit_scales[r * 4], &one, 4);
+            std::vector<float> values(static_cast<size_t>(rows * cols));
+            moeq::ref::dequantize_activation(fmt, codes.data(), unit_scales.data(), rows, cols, values.data());
+
+            cu::DeviceBuffer d_codes = cu::DeviceBuffer::from_host(codes), d_scales = cu::DeviceBuffer::from_host(scales);
+            const size_t out_bytes = static_cast<size_t>(rows * stride * 2);
+            cu::DeviceBuffer d_out = poisoned(out_bytes);
+            cu::dequantize_activation(fmt, dt, d_codes.ptr(), d_scales.ptr(), rows, cols, d_out.ptr(), stride, stream.get());
+            stream.synchronize();
+            const std::vector<uint8_t> out = download(d_out);
+            const std::string what = std::string(moeq::to_string(fmt)) + " " + std::string(moeq::to_string(dt)) +
+                                     " rows " + std::to_string(rows) + " cols " + std::to_string(cols) +
+                                     " stride " + std::to_string(stride);
+            expect_guard_intact(out, out_bytes, what);
+            bool reported = false;
+            for (int64_t r = 0; r < rows && !reported; ++r)
+              for (int64_t c = 0; c < stride && !reported; ++c) {
+                uint16_t got;
+                std::memcpy(&got, &out[static_cast<size_t>((r * stride + c) * 2)], 2);
+                if (c >= cols) {  // padding: never written
+                  if (got != 0xFFFFu) {
+                    ADD_FAILURE() << what << ": padding (" << r << ", " << c << ") was written";
+                    reported = true;
+                  }
+                  continue;
+                }
+                float want = values[static_cast<size_t>(r * cols + c)];
+                // f16 clamps what its range cannot hold (moe/dequantize.cuh): MX codes rounded up
+                // near 65504.
+                if (dt == DType::f16 && std::fabs(want) > 65504.0f) want = std::copysign(65504.0f, want);
+                const uint16_t want_bits = to_half(dt, want);
+                const bool both_nan = std::isnan(want) && std::isnan(from_half(dt, got));
+                if (got != want_bits && !both_nan) {
+                  ADD_FAILURE() << what << ": first mismatch at (" << r << ", " << c << "): gpu 0x" << std::hex << got
+                                << ", reference 0x" << want_bits << std::dec << " (" << want << ")";
+                  reported = true;
+                }
+              }
+          }
+        }
+      }
+    }
+  }
 }
 
 // ---------------------------------------------------------------- bandwidth (printed, not asserted)

@@ -46,6 +46,40 @@ TEST(ExpertsGpu, EveryFormatEveryLayoutMatchesOracle) {
         }
 }
 
+// The 9 quantized-activation pairs (CONTRACT §5: 7 weight formats x FP8 per token, MXFP4 weights x
+// MXFP8 and MXFP4 activations) x 3 layouts: the activations quantized on the GPU exactly as the
+// reference quantizes them, then multiplied (cuda::dequantize_activation, FP8 per-token row scales
+// in the GEMM's epilogue); bf16 and f16, odd M, and gpt-oss's K = 2880 with bias and expert_map with -1.
+TEST(ExpertsGpu, QuantizedActivationPairsMatchOracle) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  int case_index = 0;
+  for (const char* scheme : {"mxfp4:fp8-token", "mxfp4:mxfp8", "mxfp4:mxfp4", "nvfp4:fp8-token", "mxfp8:fp8-token",
+                             "fp8-channel:fp8-token", "fp8-block:fp8-token", "int4-g128:fp8-token", "int8-ch:fp8-token"})
+    for (DType dtype : {DType::bf16, DType::f16})
+      for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
+        for (int64_t m : {1, 7, 129}) {
+          // f16 where the 16-bit tests run it too (EveryFormatEveryLayoutMatchesOracle): MXFP4, INT4.
+          const std::string name = scheme;
+          if (dtype == DType::f16 && name.rfind("mxfp4:", 0) != 0 && name.rfind("int4", 0) != 0) continue;
+          ExpertsDesc d = layer(scheme, case_index % 3 == 0 ? Activation::swiglu_oai : Activation::silu);
+          d.act_dtype = dtype;
+          io::VerifyCase c{d, layout, m, 1, static_cast<uint64_t>(m + 3 * case_index)};
+          c.codes = case_index++ % 2 == 0 ? CodeLayout::prepared : CodeLayout::canonical;
+          const io::VerifyResult r = io::verify_on_gpu(c);
+          EXPECT_TRUE(r.passed) << c.label() << ": rel " << r.error.rel_err << ", max " << r.error.max_err_fraction
+                                << (r.error.finite ? "" : ", non-finite");
+        }
+  ExpertsDesc oss = io::find_preset("gpt-oss-20b").desc;  // K = I = 2880, bias, SwiGLU-OAI interleaved
+  oss.num_experts = 8;
+  for (const char* scheme : {"mxfp4:mxfp8", "mxfp4:fp8-token"})
+    for (Layout layout : {Layout::indexed, Layout::masked}) {
+      io::apply_scheme(scheme, oss);
+      io::VerifyCase c{oss, layout, 33, 2, 11};
+      const io::VerifyResult r = io::verify_on_gpu(c);
+      EXPECT_TRUE(r.passed) << c.label() << ": rel " << r.error.rel_err << ", max " << r.error.max_err_fraction;
+    }
+}
+
 TEST(ExpertsGpu, OddShapesExpertMapAndBias) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
   ExpertsDesc oss = io::find_preset("gpt-oss-20b").desc;  // K = I = 2880 (not a multiple of 64), bias
@@ -97,6 +131,23 @@ TEST(ExpertsGpu, TuningTableTilesMatchOracle) {
     for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
       for (int64_t m : {1, 7, 129}) {
         io::VerifyCase c{layer(scheme, Activation::silu), layout, m, 1, static_cast<uint64_t>(m + 40)};
+        const io::VerifyResult r = io::verify_on_gpu(c, o);
+        EXPECT_TRUE(r.passed) << c.label() << ": rel " << r.error.rel_err << ", max " << r.error.max_err_fraction;
+      }
+}
+
+// FP8 per-token row scales on the tiles whose epilogue follows a reduction of partial sums: K groups
+// in one CTA (/1x4x2) and split K over a cluster (/k2), which the planner does not pick.
+TEST(ExpertsGpu, RowScalesAfterKGroupsAndSplitK) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  TuningTable t;  // tiny: valid_shape_m = 3 M
+  t.entries = {{0, int64_t{1} << 30, 16, "16x64/1x4x2/8", "16x64/1x4x1/4/k2"}};
+  Options o;
+  o.tuning = t;
+  for (const char* scheme : {"mxfp4:fp8-token", "int4-g128:fp8-token", "fp8-block:fp8-token"})
+    for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
+      for (int64_t m : {7, 129}) {
+        io::VerifyCase c{layer(scheme, Activation::silu), layout, m, 1, static_cast<uint64_t>(m + 60)};
         const io::VerifyResult r = io::verify_on_gpu(c, o);
         EXPECT_TRUE(r.passed) << c.label() << ": rel " << r.error.rel_err << ", max " << r.error.max_err_fraction;
       }

@@ -62,5 +62,26 @@ TEST(WarmUpGpu, TunedTilesAreLoadedByWarmUp) {
     }
 }
 
+// Quantized activations add the quantizer and the dequantizer of each GEMM input (and MXFP4 GEMMs,
+// which the layers above do not load): warm_up loads them.
+TEST(WarmUpGpu, QuantizedActivationKernelsAreLoadedByWarmUp) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  jit::KernelCache& cache = jit::kernel_cache();
+  for (const char* scheme : {"mxfp4:fp8-token", "mxfp4:mxfp4"}) {
+    ExpertsDesc d = io::find_preset("tiny").desc;
+    io::apply_scheme(scheme, d);
+    Experts(d, Options{}).warm_up();
+    const size_t warmed = cache.num_loaded();
+    for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
+      for (int64_t m : {1, 129}) {
+        io::VerifyCase c{d, layout, m, 1, static_cast<uint64_t>(m + 5)};
+        c.codes = CodeLayout::prepared;
+        const io::VerifyResult r = io::verify_on_gpu(c);
+        EXPECT_TRUE(r.passed) << c.label() << ": rel " << r.error.rel_err;
+        EXPECT_EQ(cache.num_loaded(), warmed) << c.label() << ": apply loaded a kernel that warm_up did not";
+      }
+  }
+}
+
 }  // namespace
 }  // namespace moeq

@@ -1,4 +1,4 @@
-// Every elementwise kernel config (activation x dtype x interleaved, quantizer x dtype) compiles
+// Every elementwise kernel config (activation x dtype x interleaved, (de)quantizer x dtype) compiles
 // through NVRTC for each supported arch, from the embedded device headers, with no GPU.
 #include <gtest/gtest.h>
 
@@ -17,12 +17,16 @@ using moeq::jit::KernelSpec;
 
 TEST(ElementwiseKernels, SpecListCoversEveryConfigOnce) {
   const std::vector<KernelSpec> specs = moeq::cuda::elementwise_kernel_specs();
-  EXPECT_EQ(specs.size(), 28u + 6u);  // (9 + 5 interleaved) x 2 dtypes; 3 quantizers x 2 dtypes
+  // (9 + 5 interleaved) x 2 dtypes; 3 quantizers x 2 dtypes; 3 dequantizers x 2 dtypes
+  EXPECT_EQ(specs.size(), 28u + 6u + 6u);
   std::set<std::string> sources;
   for (const KernelSpec& spec : specs) {
     EXPECT_TRUE(sources.insert(spec.source).second) << "duplicate config:\n" << spec.source;
     EXPECT_NE(spec.source.find("struct ElementwiseCfg"), std::string::npos);
-    EXPECT_NE(spec.source.find(spec.entry == "moeq_activation" ? "kActivation" : "kFormat"), std::string::npos)
+    const char* constant = spec.entry == "moeq_activation"             ? "kActivation"
+                           : spec.entry == "moeq_dequantize_activation" ? "kDequantFormat"
+                                                                        : "kFormat";
+    EXPECT_NE(spec.source.find(constant), std::string::npos)
         << spec.entry << ":\n" << spec.source;
   }
 }
@@ -32,6 +36,7 @@ TEST(ElementwiseKernels, IllegalConfigsAreRejected) {
                moeq::Error);
   EXPECT_THROW(moeq::cuda::activation_kernel_spec(moeq::Activation::silu, false, moeq::DType::f32), moeq::Error);
   EXPECT_THROW(moeq::cuda::quantize_kernel_spec(moeq::ActFormat::none, moeq::DType::bf16), moeq::Error);
+  EXPECT_THROW(moeq::cuda::dequantize_kernel_spec(moeq::ActFormat::none, moeq::DType::bf16), moeq::Error);
 }
 
 TEST(ElementwiseKernels, EverySpecCompilesForEachArch) {

@@ -240,19 +240,23 @@ TEST(WorkspaceMetadata, MaskedHasOnlyTheGemmBlockTable) {
 }
 
 // Stage interval [first writer, last reader] of every buffer, in the step's stage order:
-// 0 route, 1 permute, 2 quantize GEMM1 input, 3 GEMM1, 4 activation, 5 quantize GEMM2 input,
-// 6 GEMM2, 7 reduce. Two buffers live in a common stage must not share bytes.
+// 0 route, 1 permute, 2 quantize GEMM1 input, 3 dequantize it (CUDA), 4 GEMM1, 5 activation,
+// 6 quantize GEMM2 input, 7 dequantize it (CUDA), 8 GEMM2, 9 reduce. Two buffers live in a common
+// stage must not share bytes. (The CPU backend reads the codes in its GEMMs: stages 3 and 7 are
+// empty there and the codes live on to 4 and 8, which only widens their ranges below.)
 std::pair<int, int> live_range(const std::string& name, bool quantized) {
   std::string base = name;
   if (const auto dot = name.find('.'); dot != std::string::npos) base = name.substr(0, dot);
-  if (is_meta(base)) return {0, 7};
-  if (base == "permuted_hidden") return {1, quantized ? 2 : 3};
-  if (base == "quanted_gate_up_input") return {2, 3};
-  if (base == "gate_up_output") return {3, 4};
-  if (base == "activation_output") return {4, quantized ? 5 : 6};
-  if (base == "quanted_down_input") return {5, 6};
-  if (base == "down_output") return {6, 7};
-  if (base == "output") return {7, 7};
+  if (is_meta(base)) return {0, 9};
+  if (base == "permuted_hidden") return {1, quantized ? 2 : 4};
+  if (base == "quanted_gate_up_input") return {2, 4};
+  if (base == "dequantized_gate_up_input") return {3, 4};
+  if (base == "gate_up_output") return {4, 5};
+  if (base == "activation_output") return {5, quantized ? 6 : 8};
+  if (base == "quanted_down_input") return {6, 8};
+  if (base == "dequantized_down_input") return {7, 8};
+  if (base == "down_output") return {8, 9};
+  if (base == "output") return {9, 9};
   ADD_FAILURE() << "unknown buffer " << name;
   return {0, 7};
 }
@@ -283,8 +287,8 @@ void check_plan_invariants(const ExpertsDesc& d, const PlanShape& p, const Works
   std::set<std::string> expected = {"gate_up_output", "activation_output", "down_output"};
   if (!batched) expected.insert("output");
   if (quantized)
-    for (const char* n : {"quanted_gate_up_input", "quanted_gate_up_input.scales", "quanted_down_input",
-                          "quanted_down_input.scales"})
+    for (const char* n : {"quanted_gate_up_input", "quanted_gate_up_input.scales", "dequantized_gate_up_input",
+                          "quanted_down_input", "quanted_down_input.scales", "dequantized_down_input"})
       expected.insert(n);
   expected.insert("error_flags");
   if (!batched) expected.insert("local_ids");

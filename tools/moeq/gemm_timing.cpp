@@ -76,6 +76,21 @@ DeviceBuffer random_16bit(DType dtype, int64_t elems, float scale, std::mt19937&
   return DeviceBuffer::from_host(v);
 }
 
+// Normal(0, 1) 16-bit values, one buffer per dtype and size, generated once per process.
+// PERF: `moeq tune` times ~150 tiles per M, each call drew its own activations on the host: 67 M
+// normals (~0.7 s) per GEMM2 call at DeepSeek-V3's M = 4096.
+const DeviceBuffer& random_activations(DType dtype, int64_t elems) {
+  // NOTE: never destroyed: device buffers must not be freed after the driver unloads at exit.
+  static auto* pool = new std::map<std::pair<int, int64_t>, DeviceBuffer>();
+  const auto key = std::make_pair(static_cast<int>(dtype), elems);
+  auto it = pool->find(key);
+  if (it == pool->end()) {
+    std::mt19937 rng(static_cast<unsigned>(elems));
+    it = pool->emplace(key, random_16bit(dtype, elems, 1.0f, rng)).first;
+  }
+  return it->second;
+}
+
 // Distinct random experts per token, uniform weights: what a softmax router delivers on average.
 std::vector<int32_t> random_routing(int64_t M, int64_t top_k, int64_t E, std::mt19937& rng) {
   std::vector<int32_t> ids(static_cast<size_t>(M * top_k));
@@ -203,7 +218,7 @@ GemmTiming time_moe_gemm(const ExpertsDesc& d, bool second, int64_t M, const cud
 
   t.weight_copies = static_cast<int>(std::clamp(std::ceil(3.0 * static_cast<double>(l2_bytes) / t.bytes), 1.0, 16.0));
   const std::vector<cuda::GemmWeights>& weights = random_weight_copies(w, t.weight_copies, rng, prepared);
-  DeviceBuffer act = random_16bit(d.act_dtype, a_rows * w.k, 1.0f, rng);
+  const DeviceBuffer& act = random_activations(d.act_dtype, a_rows * w.k);
   DeviceBuffer out(slots * w.n * 2);
   cuda::MoeGemmArgs g;
   g.weights_desc = w;

@@ -21,6 +21,8 @@ double sized_copy_gbs(double bytes, int64_t l2_bytes, int iterations, int trials
 cuda::DeviceBuffer random_bf16(int64_t elems, float scale, std::mt19937& rng);
 // Normal values of the given scale in bf16 or f16.
 cuda::DeviceBuffer random_16bit(DType dtype, int64_t elems, float scale, std::mt19937& rng);
+// Normal(0, 1) values of `dtype`, one device buffer per dtype and size for the process.
+const cuda::DeviceBuffer& random_activations(DType dtype, int64_t elems);
 // Distinct random experts per token, uniform weights: what a softmax router delivers on average.
 std::vector<int32_t> random_routing(int64_t M, int64_t top_k, int64_t E, std::mt19937& rng);
 // `copies` device copies of random valid weights of one GEMM (kept for the process).

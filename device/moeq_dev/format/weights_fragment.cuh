@@ -124,13 +124,17 @@ struct MxFoldable {
 };
 
 // Formats whose scale can multiply the fp32 accumulators once per K tile instead of every weight:
-// one scale per row over a whole 64-k tile, i.e. INT4 with groups of >= 64 (or per channel; the
-// caller checks the group at run time) and the FP8 128x128 block. Then the dequantized values are
-// exact (INT4 code - zp) or exact up to the 2^120 bias (e4m3), and the fp32 block scale is no
-// longer rounded to bf16.
+// one scale per row over a whole 64-k tile, i.e. INT4 and INT8 with groups of >= 64 (or per
+// channel; the caller checks the group at run time) and the FP8 128x128 block. Then the
+// dequantized values are exact (INT code - zp: at most 8 significant bits) or exact up to the
+// 2^120 bias (e4m3), and the fp32 block scale is no longer rounded to bf16.
+// NOTE: INT8 joined in issue 5: (code - 128) x scale rounded to bf16 (2^-9 relative per weight)
+// moved GEMM1's output enough to flip FP8 per-token codes of the intermediate, and int8-ch with
+// fp8-token activations missed CONTRACT §8 (rel 0.024 at M = 7 on the H200).
 template <class Cfg>
 struct AccumulatorScaled {
-  static constexpr bool value = Cfg::kFormat == WeightFormatId::kInt4 || Cfg::kFormat == WeightFormatId::kFp8Block;
+  static constexpr bool value = Cfg::kFormat == WeightFormatId::kInt4 || Cfg::kFormat == WeightFormatId::kInt8 ||
+                                Cfg::kFormat == WeightFormatId::kFp8Block;
 };
 
 // kOnAccumulators: the scale goes to `acc_scale` for the fp32 accumulators; the weights get 1.
@@ -156,7 +160,7 @@ __device__ __forceinline__ FragmentScale decode_lane_scale(const LaneScale& raw,
                                                   : 128.0f;
   }
   if constexpr (kOnAccumulators) {
-    static_assert(AccumulatorScaled<Cfg>::value, "scale on the accumulators: INT4 or FP8 block");
+    static_assert(AccumulatorScaled<Cfg>::value, "scale on the accumulators: INT4, INT8 or FP8 block");
     f.acc_scale = f.scale;
     f.scale = 1.0f;
     f.scale2 = Cfg::kActBf16 ? kBf16x2One : kF16x2One;

@@ -14,10 +14,17 @@
 //     static constexpr bool kDtypeIsBf16 = true;
 //     static constexpr int kThreads = 256;
 //   };
+//   struct ElementwiseCfg {                                  // dequantization
+//     static constexpr moeq_dev::QuantFormat kDequantFormat = moeq_dev::QuantFormat::kMxfp8;
+//     static constexpr bool kDtypeIsBf16 = true;
+//     static constexpr int kThreads = 256;
+//   };
 //
-// Both entries exist in every module; the one whose constants the config does not define
-// (kActivation / kFormat) is an empty stub, so a config names only what its own kernel reads.
+// All entries exist in every module; those whose constants the config does not define
+// (kActivation / kFormat / kDequantFormat) are empty stubs, so a config names only what its own
+// kernel reads.
 #include "moeq_dev/moe/activation.cuh"
+#include "moeq_dev/moe/dequantize.cuh"
 #include "moeq_dev/moe/quantize.cuh"
 
 namespace moeq_dev {
@@ -29,6 +36,11 @@ template <class Cfg> struct HasActivation<Cfg, void_t<decltype(Cfg::kActivation)
 };
 template <class Cfg, class = void> struct HasQuantFormat { static constexpr bool value = false; };
 template <class Cfg> struct HasQuantFormat<Cfg, void_t<decltype(Cfg::kFormat)>> {
+  static constexpr bool value = true;
+};
+
+template <class Cfg, class = void> struct HasDequantFormat { static constexpr bool value = false; };
+template <class Cfg> struct HasDequantFormat<Cfg, void_t<decltype(Cfg::kDequantFormat)>> {
   static constexpr bool value = true;
 };
 
@@ -100,6 +112,23 @@ struct QuantizeEntry<Cfg, true> {
   }
 };
 
+template <class Cfg, bool kLive = HasDequantFormat<Cfg>::value>
+struct DequantizeEntry {
+  __device__ static void run(const unsigned char*, const void*, int, int, unsigned short*, long long, int) {}
+};
+
+template <class Cfg>
+struct DequantizeEntry<Cfg, true> {
+  __device__ static void run(const unsigned char* codes, const void* scales, int rows, int cols, unsigned short* out,
+                             long long out_row_stride, int vectorized) {
+    if (vectorized) {
+      dequantize_rows<Cfg::kDequantFormat, Cfg::kDtypeIsBf16, 8>(codes, scales, rows, cols, out, out_row_stride);
+    } else {
+      dequantize_rows<Cfg::kDequantFormat, Cfg::kDtypeIsBf16, 1>(codes, scales, rows, cols, out, out_row_stride);
+    }
+  }
+};
+
 }  // namespace moeq_dev
 
 // in [rows, N13] (N13 = 2I gated, else I), out [rows, I]; 16-bit elements as raw bits.
@@ -116,4 +145,12 @@ moeq_quantize_activation(const unsigned short* in, long long in_row_stride, int 
                          unsigned char* codes, void* scales, int vectorized, int warps_per_row) {
   moeq_dev::QuantizeEntry<ElementwiseCfg>::run(in, in_row_stride, rows, cols, codes, scales, vectorized,
                                                warps_per_row);
+}
+
+// codes and scales as reference/quantize.hpp, [rows, cols] -> out [rows, cols] with row stride
+// out_row_stride (elements); moe/dequantize.cuh says which values.
+extern "C" __global__ void __launch_bounds__(ElementwiseCfg::kThreads)
+moeq_dequantize_activation(const unsigned char* codes, const void* scales, int rows, int cols, unsigned short* out,
+                           long long out_row_stride, int vectorized) {
+  moeq_dev::DequantizeEntry<ElementwiseCfg>::run(codes, scales, rows, cols, out, out_row_stride, vectorized);
 }

@@ -586,7 +586,7 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   // 3) accumulator scales, bias and one rounding into the output tile; 4) rows out.
   unsigned char* out_tile = smem + S::kReduceBytes;
   if (warp_k == 0)
-    write_output_tile<Cfg>(p, e, n0, acc, out_tile, S::kOutRowBytes, warp_m * S::kWarpM, t, lane_channel);
+    write_output_tile<Cfg>(p, e, n0, acc, out_tile, S::kOutRowBytes, warp_m * S::kWarpM, t, lane_channel, row_src);
   __syncthreads();
   store_output_rows<BM, BN, T>(p, out_tile, S::kOutRowBytes, row_dst, n0, tid);
 }

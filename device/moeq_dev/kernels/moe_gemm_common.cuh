@@ -29,6 +29,7 @@ struct MoeGemmParams {
   int src_row_divisor;           // gather: top_k for GEMM1, 1 for GEMM2
   const int* block_table;        // segments: {expert, first row, rows} per block
   const int* num_blocks;         // segments
+  const float* a_row_scales;     // FP8 per-token activations: the scale of each A row; null = none
 };
 
 __device__ __forceinline__ float load_bias_value(const void* bias, long long index, int dtype) {
@@ -205,11 +206,26 @@ __device__ __forceinline__ bool load_block_rows(const MoeGemmParams& p, int m_bl
 // bias and one rounding, into the output tile [tokens][channels] in shared memory (rows of
 // out_row_bytes). acc[nt][mt][2 r + i] is token token_base + 8 mt + 2 t + i and channel
 // channel_of(nt, r) of the block (the m16n8 accumulator layout, which wgmma's matches).
+// row_src: the A row of each block row (-1: padding); with p.a_row_scales, A row r's products are
+// scaled by a_row_scales[r] before the bias (FP8 per-token activations: the codes go into the MMAs
+// as their exact 16-bit values, the row's fp32 scale comes here).
 template <class Cfg, int kTilesN, int kTilesM, class ChannelOf>
 __device__ __forceinline__ void write_output_tile(const MoeGemmParams& p, int e, int n0,
                                                   const float (&acc)[kTilesN][kTilesM][4], unsigned char* out_tile,
-                                                  int out_row_bytes, int token_base, int t, ChannelOf channel_of) {
+                                                  int out_row_bytes, int token_base, int t, ChannelOf channel_of,
+                                                  const int* row_src) {
   const int N = p.n;
+  float row_scale[kTilesM][2];
+#pragma unroll
+  for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      row_scale[mt][i] = 1.0f;
+      if (p.a_row_scales != nullptr) {
+        const int src = row_src[token_base + mt * 8 + 2 * t + i];
+        if (src >= 0) row_scale[mt][i] = p.a_row_scales[src];
+      }
+    }
 #pragma unroll
   for (int nt = 0; nt < kTilesN; ++nt)
 #pragma unroll
@@ -231,7 +247,7 @@ __device__ __forceinline__ void write_output_tile(const MoeGemmParams& p, int e,
         for (int i = 0; i < 2; ++i) {
           const int token = token_base + mt * 8 + 2 * t + i;
           *reinterpret_cast<unsigned short*>(out_tile + token * out_row_bytes + n_local * 2) =
-              to_act_bits<Cfg::kActBf16>(acc[nt][mt][2 * r + i] * scale + bias);
+              to_act_bits<Cfg::kActBf16>(acc[nt][mt][2 * r + i] * row_scale[mt][i] * scale + bias);
         }
     }
 }

@@ -366,7 +366,7 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   // Epilogue: K groups added in group order, then the output tile and its rows (moe_gemm.cuh).
   if constexpr (G > 1) add_k_groups<G, T>(acc, reinterpret_cast<float*>(smem), warp_k, warp_n * 32 + lane);
   unsigned char* out_tile = smem + S::kReduceBytes;
-  if (warp_k == 0) write_output_tile<Cfg>(p, e, n0, acc, out_tile, S::kOutRowBytes, 0, t, lane_channel);
+  if (warp_k == 0) write_output_tile<Cfg>(p, e, n0, acc, out_tile, S::kOutRowBytes, 0, t, lane_channel, row_src);
   __syncthreads();
   store_output_rows<BM, BN, T>(p, out_tile, S::kOutRowBytes, row_dst, n0, tid);
 }

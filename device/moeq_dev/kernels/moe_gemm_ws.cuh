@@ -442,7 +442,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   // Epilogue, consumers only: the out tile reuses the ring, which the other consumer may still
   // be reading until it passes this barrier; the producer is done (every tile was consumed).
   named_barrier_sync(2, 128 * S::kConsumers);
-  write_output_tile<Cfg>(p, e, n0, acc, smem, S::kOutRowBytes, 0, t, channel_of);
+  write_output_tile<Cfg>(p, e, n0, acc, smem, S::kOutRowBytes, 0, t, channel_of, row_src);
   named_barrier_sync(2, 128 * S::kConsumers);
   store_output_rows<BM, BN, 128 * S::kConsumers>(p, smem, S::kOutRowBytes, row_dst, n0, ctid);
 }
