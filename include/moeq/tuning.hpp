@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "moeq/types.hpp"
+
 namespace moeq {
 
 struct TuningEntry {
@@ -22,14 +24,20 @@ struct TuningTable {
   std::string layer;  // what it was tuned for, e.g. "qwen3-30b-a3b mxfp4" (informative)
   // The layer's shape and formats (moeq::tuning_key) for the shipped tables' lookup; "" = none.
   std::string key;
+  // The layout whose GEMMs it timed (`moeq tune --layout`): the plan follows it only for that
+  // layout. auto_select (JSON: no "layout") = every layout.
+  Layout layout = Layout::auto_select;
   // Ascending and contiguous: the first starts at 0, each next one where the one before ends.
   // Past the last range the planner's rules apply.
   std::vector<TuningEntry> entries;
 
   bool empty() const { return entries.empty(); }
+  // Whether the plan follows this table for a step in `step_layout` (indexed, contiguous, masked).
+  bool serves(Layout step_layout) const { return layout == Layout::auto_select || layout == step_layout; }
   // The entry whose range holds valid_shape_m, or null.
   const TuningEntry* find(int64_t valid_shape_m) const;
-  // {"arch": ..., "layer": ..., "key": ..., "entries": [{"min_m", "max_m", "block_m", "gemm1_tile", "gemm2_tile"}, ...]}
+  // {"arch": ..., "layer": ..., "key": ..., "layout": ..., "entries": [{"min_m", "max_m", "block_m", "gemm1_tile",
+  // "gemm2_tile"}, ...]}; "key" and "layout" are optional.
   std::string to_json() const;
   // Throws moeq::Error naming the field and the value that is wrong. The tiles' legality for a
   // layer is checked where the table meets the layer (can_implement).

@@ -80,7 +80,7 @@ struct Experts::Impl {
     // workspace_bytes(M, T) and apply agree whatever M the caller passes.
     const int64_t block_m_tokens = batched ? tokens_per_expert * desc.global_experts() / desc.top_k : num_tokens;
     p.batch_invariant = options.batch_invariant;
-    p.tuned = tuning.find(plan::valid_shape_m(desc, block_m_tokens));
+    p.tuned = tuning.serves(p.layout) ? tuning.find(plan::valid_shape_m(desc, block_m_tokens)) : nullptr;
     if (p.tuned != nullptr) {
       p.block_m = p.tuned->block_m;  // as the caller's block_m: its tiles run it on every device
       return p;

@@ -56,6 +56,7 @@ std::string TuningTable::to_json() const {
                     {"gemm2_tile", e.gemm2_tile}});
   json doc = {{"arch", arch}, {"layer", layer}, {"entries", rows}};
   if (!key.empty()) doc["key"] = key;
+  if (layout != Layout::auto_select) doc["layout"] = std::string(to_string(layout));
   return doc.dump(2) + "\n";
 }
 
@@ -71,6 +72,13 @@ TuningTable TuningTable::from_json(const std::string& text) {
   if (doc.contains("arch")) t.arch = string_field(doc, "arch", "the table");
   if (doc.contains("layer")) t.layer = string_field(doc, "layer", "the table");
   if (doc.contains("key")) t.key = string_field(doc, "key", "the table");
+  if (doc.contains("layout")) {
+    const std::string name = string_field(doc, "layout", "the table");
+    const auto layout = parse_layout(name);
+    if (!layout || *layout == Layout::auto_select)
+      throw Error("tuning table: layout = \"" + name + "\" is not indexed, contiguous or masked");
+    t.layout = *layout;
+  }
   const json& rows = field(doc, "entries", "the table");
   if (!rows.is_array()) throw Error("tuning table: entries is not an array");
   for (size_t i = 0; i < rows.size(); ++i) {

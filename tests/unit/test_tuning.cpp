@@ -51,6 +51,13 @@ TEST(Tuning, JsonRoundTrip) {
   TuningTable keyed = t;
   keyed.key = qwen3_mxfp4().tuning_key();
   EXPECT_EQ(TuningTable::from_json(keyed.to_json()).key, keyed.key);
+  // No "layout" in the JSON: every layout; a table tuned in one layout keeps its name.
+  EXPECT_EQ(back.layout, Layout::auto_select);
+  EXPECT_EQ(t.to_json().find("layout"), std::string::npos);
+  TuningTable masked = t;
+  masked.layout = Layout::masked;
+  EXPECT_NE(masked.to_json().find("\"layout\": \"masked\""), std::string::npos);
+  EXPECT_EQ(TuningTable::from_json(masked.to_json()).layout, Layout::masked);
 }
 
 // The key names what the tiles' speed depends on (shapes, top_k, formats), not the activation.
@@ -111,6 +118,12 @@ TEST(Tuning, BadJsonNamesTheField) {
             std::string::npos);
   EXPECT_NE(error_of([] { TuningTable::load("/nonexistent/table.json"); }).find("cannot read /nonexistent/table.json"),
             std::string::npos);
+  for (const char* layout : {"auto", "sideways"}) {
+    const std::string text = std::string(R"({"layout": ")") + layout + R"(", "entries": []})";
+    EXPECT_NE(error_of([&] { TuningTable::from_json(text); })
+                  .find(std::string("layout = \"") + layout + "\" is not indexed, contiguous or masked"),
+              std::string::npos);
+  }
 }
 
 TEST(Tuning, ALegalTableHasNoReasons) {
@@ -245,6 +258,27 @@ TEST(Tuning, TheTableSetsTheBlockSizeItCovers) {
   g.num_threads = 1;
   const io::HostProblem p = io::generate_problem(d, g);
   EXPECT_EQ(test::run_cpu(p, tuned), test::run_cpu(p, plain));
+}
+
+// A table tuned in one layout (`moeq tune --layout`) serves only steps in that layout.
+TEST(Tuning, ALayoutsTableServesOnlyThatLayout) {
+  const ExpertsDesc d = test::small_desc(WeightFormat::mxfp4, ActFormat::none, Activation::silu);
+  TuningTable t;
+  t.entries = {{0, 12, 32, "32x128/1x8x1/4", "32x128/1x8x1/4"}};
+  t.layout = Layout::contiguous;
+  EXPECT_TRUE(t.serves(Layout::contiguous));
+  EXPECT_FALSE(t.serves(Layout::indexed));
+  EXPECT_FALSE(t.serves(Layout::masked));
+  for (Layout step : {Layout::indexed, Layout::contiguous}) {
+    Options o;
+    o.backend = Backend::cpu;
+    o.layout = step;
+    o.tuning = t;
+    const std::string plan = Experts(d, o).explain(4);
+    EXPECT_EQ(plan.find("tuned (0, 12]") != std::string::npos, step == Layout::contiguous) << plan;
+  }
+  t.layout = Layout::auto_select;
+  EXPECT_TRUE(t.serves(Layout::indexed) && t.serves(Layout::masked));
 }
 
 // The shipped table serves only options that leave the choice to moeq.
