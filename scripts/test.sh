@@ -6,4 +6,5 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 moeq_install_dependencies
 moeq_configure_and_build
 cd "$MOEQ_BUILD"
-ctest --output-on-failure --timeout 1200 "$@"
+# The jit tests are four processes (CMakeLists.txt); one per core side by side.
+ctest --output-on-failure --timeout 1500 --parallel "$(nproc)" "$@"
