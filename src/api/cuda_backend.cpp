@@ -133,28 +133,43 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   g2.c_row_stride = K;
 
   // A GEMM's input x [rows, cols] (row stride `stride`): as is, or, for quantized activations
-  // (CONTRACT §5), quantized into `codes` and its scales, then dequantized into the 16-bit values
-  // the GEMM's MMAs take, FP8 per token with its row scales in the GEMM's epilogue.
+  // (CONTRACT §5), quantized and dequantized in one kernel into the 16-bit values the GEMM's MMAs
+  // take (the codes themselves are not written), FP8 per token with its row scales in the GEMM's
+  // epilogue.
   const auto set_gemm_input = [&](cuda::MoeGemmArgs& g, CUdeviceptr x, int64_t stride, int64_t rows, int64_t cols,
                                   const std::string& codes_name, const char* dequantized_name) {
     g.a = x;
     g.a_row_stride = stride;
     if (d.act_format == ActFormat::none) return;
-    const CUdeviceptr codes = buffer(codes_name.c_str()), scales = buffer((codes_name + ".scales").c_str());
-    const CUdeviceptr values = buffer(dequantized_name);
-    cuda::quantize_activation(d.act_format, c, x, stride, rows, cols, codes, scales, stream);
-    cuda::dequantize_activation(d.act_format, c, codes, scales, rows, cols, values, cols, stream);
+    const CUdeviceptr scales = buffer((codes_name + ".scales").c_str()), values = buffer(dequantized_name);
+    cuda::quantize_activation_values(d.act_format, c, x, stride, rows, cols, values, scales, stream);
     g.a = values;
     g.a_row_stride = cols;
-    g.a_row_scales = d.act_format == ActFormat::fp8_token ? scales : 0;
+    g.a_row_scales = cuda::gemm_row_scales(d) ? scales : 0;
+    g.a_scale_rows = 0;
   };
-  // GEMM1's input: x [rows_in, K] of row stride `stride` (the caller's hidden states or the permuted rows).
+  // GEMM1's input: x [rows_in, K] of row stride `stride` (the caller's hidden states or the permuted
+  // rows); x = 0: g1 already holds it (the contiguous layout's quantized rows).
   const auto run_chain = [&](CUdeviceptr x, int64_t stride, int64_t rows_in, int64_t rows) {
-    set_gemm_input(g1, x, stride, rows_in, K, "quanted_gate_up_input", "dequantized_gate_up_input");
+    if (x != 0) set_gemm_input(g1, x, stride, rows_in, K, "quanted_gate_up_input", "dequantized_gate_up_input");
     cuda::moe_gemm(g1, stream);
-    const CUdeviceptr activation_output = buffer("activation_output");
-    cuda::activation(d.activation, d.interleaved_gate_up, c, g1.c, rows, I, activation_output, stream);
-    set_gemm_input(g2, activation_output, I, rows, I, "quanted_down_input", "dequantized_down_input");
+    if (d.act_format == ActFormat::none) {
+      const CUdeviceptr activation_output = buffer("activation_output");
+      cuda::activation(d.activation, d.interleaved_gate_up, c, g1.c, rows, I, activation_output, stream);
+      set_gemm_input(g2, activation_output, I, rows, I, "quanted_down_input", "dequantized_down_input");
+    } else {
+      // PERF: the activation, its quantization and the values in one kernel: the activation
+      // output is never written (one pass fewer over [rows, I]) and two launches fewer.
+      // NOTE: not quanted_down_input.scales: that one lies inside gate_up_output, which this kernel
+      // reads (src/plan/workspace.cpp places these two past it).
+      const CUdeviceptr scales = buffer("dequantized_down_input.scales"), values = buffer("dequantized_down_input");
+      cuda::activation_quantize_values(d.activation, d.interleaved_gate_up, d.act_format, c, g1.c, rows, I, values,
+                                       scales, stream);
+      g2.a = values;
+      g2.a_row_stride = I;
+      g2.a_row_scales = cuda::gemm_row_scales(d) ? scales : 0;
+      g2.a_scale_rows = 0;
+    }
     cuda::moe_gemm(g2, stream);
   };
 
@@ -162,7 +177,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     const int64_t T = in.max_tokens_per_expert, rows = E * T;
     const CUdeviceptr table = buffer("block_table"), count = buffer("num_blocks");
     cuda::build_segments(g1.weights_desc, c, tile, 0, dptr(in.expert_num_tokens), in.expert_num_tokens_dtype, T, E,
-                         table, count, error_flags, stream);
+                         table, count, error_flags, stream, cuda::gemm_row_scales(d));
     for (cuda::MoeGemmArgs* g : {&g1, &g2}) {
       g->gather = false;
       g->block_table = table;
@@ -214,16 +229,40 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   // Contiguous: permute, then the GEMMs over each expert's segment of the permuted rows.
   const cuda::PermuteOutputs perm{local_ids, buffer("expert_offsets"), buffer("inv_permuted_idx"), buffer("permuted_src")};
   const CUdeviceptr permuted = buffer("permuted_hidden");
-  cuda::permute(ids, {dptr(in.hidden), hidden_stride * elem, K * elem, permuted, K * elem}, perm, stream);
+  CUdeviceptr gemm1_input = permuted;
+  if (d.act_format == ActFormat::none) {
+    cuda::permute(ids, {dptr(in.hidden), hidden_stride * elem, K * elem, permuted, K * elem}, perm, stream);
+  } else {
+    // PERF: quantized per token, a token's copies are equal rows: quantize and dequantize the M
+    // tokens (into permuted_hidden, as [M, K]), then permute the 16-bit values into GEMM1's input;
+    // the scales stay per token (the GEMM maps each permuted row to its token through
+    // permuted_src). Permuting first quantized M * top_k rows: ~350 MB more traffic at Qwen3
+    // M = 4096 (bench/results/2026-12-02-h200-quant-activations.md).
+    cuda::permute_indices(ids, perm, stream);
+    const CUdeviceptr scales = buffer("quanted_gate_up_input.scales");
+    cuda::quantize_activation_values(d.act_format, c, dptr(in.hidden), hidden_stride, M, K, permuted, scales, stream);
+    const CUdeviceptr values = buffer("dequantized_gate_up_input");
+    cuda::permute_rows({permuted, K * elem, K * elem, values, K * elem}, perm.permuted_src, perm.offsets, E, slots,
+                       d.top_k, stream);
+    g1.a = values;
+    g1.a_row_stride = K;
+    if (cuda::gemm_row_scales(d)) {
+      g1.a_row_scales = scales;
+      g1.a_scale_rows = perm.permuted_src;
+      g1.a_scale_row_divisor = d.top_k;
+    }
+    gemm1_input = 0;
+  }
   const CUdeviceptr table = buffer("block_table"), count = buffer("num_blocks");
-  cuda::build_segments(g1.weights_desc, c, tile, perm.offsets, 0, DType::i32, 0, E, table, count, 0, stream);
+  cuda::build_segments(g1.weights_desc, c, tile, perm.offsets, 0, DType::i32, 0, E, table, count, 0, stream,
+                       cuda::gemm_row_scales(d));
   for (cuda::MoeGemmArgs* g : {&g1, &g2}) {
     g->gather = false;
     g->block_table = table;
     g->num_blocks = count;
     g->max_blocks = cuda::segment_capacity(slots, E, shape.block_m);
   }
-  run_chain(permuted, K, slots, slots);
+  run_chain(gemm1_input, K, slots, slots);
   reduce.row_map = perm.inv_permuted_idx;
   cuda::topk_reduce(reduce, stream);
 }
@@ -232,8 +271,8 @@ void warm_up_cuda(const ExpertsDesc& desc, const TuningTable& tuning) {
   cuda::load_layer_kernels(desc);
   // Each tuned tile for its own GEMM only: a GEMM1 tile need not be legal for GEMM2's weights.
   for (const TuningEntry& e : tuning.entries) {
-    cuda::load_moe_gemm(desc.w13(), desc.act_dtype, cuda::parse_gemm_tile(e.gemm1_tile));
-    cuda::load_moe_gemm(desc.w2(), desc.act_dtype, cuda::parse_gemm_tile(e.gemm2_tile));
+    cuda::load_moe_gemm(desc.w13(), desc.act_dtype, cuda::parse_gemm_tile(e.gemm1_tile), cuda::gemm_row_scales(desc));
+    cuda::load_moe_gemm(desc.w2(), desc.act_dtype, cuda::parse_gemm_tile(e.gemm2_tile), cuda::gemm_row_scales(desc));
   }
 }
 

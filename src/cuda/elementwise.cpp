@@ -109,13 +109,14 @@ namespace {
 
 // The (de)quantizer config of `format`: `header` declares the format enum, `constant` names it.
 jit::KernelSpec activation_format_spec(const char* header, const char* constant, const char* entry, ActFormat format,
-                                       DType dtype) {
+                                       DType dtype, const std::string& more_members = "") {
   check_dtype(dtype);
   std::string src = "#include \"" + std::string(header) + "\"\n";
   src += "struct ElementwiseCfg {\n";
   src += "  static constexpr moeq_dev::QuantFormat " + std::string(constant) + " = moeq_dev::QuantFormat::" +
          std::string(format_enum(format)) + ";\n";
   src += "  static constexpr bool kDtypeIsBf16 = " + std::string(bool_str(dtype == DType::bf16)) + ";\n";
+  src += more_members;
   src += "  static constexpr int kThreads = " + str(kThreads) + ";\n";
   src += "};\n#include \"moeq_dev/kernels/elementwise.cuh\"\n";
   return jit::KernelSpec{entry, std::move(src)};
@@ -123,8 +124,20 @@ jit::KernelSpec activation_format_spec(const char* header, const char* constant,
 
 }  // namespace
 
-jit::KernelSpec quantize_kernel_spec(ActFormat format, DType dtype) {
-  return activation_format_spec("moeq_dev/moe/quantize.cuh", "kFormat", "moeq_quantize_activation", format, dtype);
+jit::KernelSpec quantize_kernel_spec(ActFormat format, DType dtype, bool values_out) {
+  return activation_format_spec("moeq_dev/moe/quantize.cuh", "kFormat", "moeq_quantize_activation", format, dtype,
+                                "  static constexpr bool kValuesOut = " + std::string(bool_str(values_out)) + ";\n");
+}
+
+jit::KernelSpec activation_quantize_kernel_spec(Activation kind, bool interleaved, ActFormat format, DType dtype) {
+  jit::KernelSpec spec = activation_kernel_spec(kind, interleaved, dtype);
+  const std::string members = std::string("  static constexpr moeq_dev::QuantFormat kFormat = moeq_dev::QuantFormat::") +
+                              format_enum(format) + ";\n  static constexpr bool kValuesOut = true;\n";
+  const size_t at = spec.source.find("  static constexpr int kThreads");
+  spec.source.insert(at, members);
+  spec.source.insert(0, "#include \"moeq_dev/moe/quantize.cuh\"\n");
+  spec.entry = "moeq_activation_quantize";
+  return spec;
 }
 
 jit::KernelSpec dequantize_kernel_spec(ActFormat format, DType dtype) {
@@ -140,9 +153,16 @@ std::vector<jit::KernelSpec> elementwise_kernel_specs() {
       if (is_gated(kind)) specs.push_back(activation_kernel_spec(kind, true, dtype));
     }
     for (const ActFormat format : {ActFormat::fp8_token, ActFormat::mxfp8, ActFormat::mxfp4}) {
-      specs.push_back(quantize_kernel_spec(format, dtype));
+      specs.push_back(quantize_kernel_spec(format, dtype, false));
+      specs.push_back(quantize_kernel_spec(format, dtype, true));
       specs.push_back(dequantize_kernel_spec(format, dtype));
     }
+    // NOTE: the fused entry is the activation's values through the quantizer's code paths, both
+    // covered in full above; its configs here: each format once per dtype, gated, interleaved and
+    // plain among them (all 84 took minutes of every JIT test run: ~8 s each per arch on 2 cores).
+    specs.push_back(activation_quantize_kernel_spec(Activation::silu, false, ActFormat::fp8_token, dtype));
+    specs.push_back(activation_quantize_kernel_spec(Activation::swiglu_oai, true, ActFormat::mxfp8, dtype));
+    specs.push_back(activation_quantize_kernel_spec(Activation::relu2_no_mul, false, ActFormat::mxfp4, dtype));
   }
   return specs;
 }
@@ -177,9 +197,35 @@ void activation(const ActivationParams& params, bool interleaved, DType dtype, C
   launch(f, shape, stream, in, out, rows_arg, intermediate_arg, args, vectorized_arg);
 }
 
-void quantize_activation(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride,
-                         int64_t rows, int64_t cols, CUdeviceptr codes, CUdeviceptr scales,
-                         CUstream stream) {
+namespace {
+
+// The quantizers' work split (moe/quantize.cuh): FP8 per token, warp groups per row; MX, a flat loop.
+struct QuantizerLaunch {
+  int warps_per_row = 1;
+  int64_t work_blocks = 0;
+};
+QuantizerLaunch quantizer_launch(ActFormat format, int64_t rows, int64_t cols, bool vectorized) {
+  QuantizerLaunch q;
+  if (format == ActFormat::fp8_token) {
+    // The fewest warps per row that keep the row in registers (8 slots of 8 elements per lane);
+    // longer rows use all 8 warps and re-read (from L2).
+    const int64_t vec_elems = vectorized ? kVecElems : 1;
+    while (q.warps_per_row < kThreads / 32 && cols > int64_t{q.warps_per_row} * 32 * kFp8TokenSlots * vec_elems)
+      q.warps_per_row *= 2;
+    const int64_t rows_per_block = kThreads / 32 / q.warps_per_row;
+    q.work_blocks = (rows + rows_per_block - 1) / rows_per_block;
+  } else {
+    // moeq_dev::kMxItems = 4 vectors per thread on the 16-byte path.
+    const int64_t items = vectorized ? rows * cols / kVecElems / kMxItems : rows * cols / kMxBlock;
+    q.work_blocks = (items + kThreads - 1) / kThreads;
+  }
+  return q;
+}
+
+// quantize_activation (values_out false: `out` is the codes) and quantize_activation_values (true:
+// `out` is the codes' 16-bit values, dense [rows, cols]).
+void launch_quantizer(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows, int64_t cols,
+                      CUdeviceptr out, CUdeviceptr scales, bool values_out, CUstream stream) {
   check_dtype(dtype);
   format_enum(format);
   if (rows < 0 || rows > INT_MAX) throw Error("rows = " + str(rows) + " is outside [0, 2^31)");
@@ -191,43 +237,83 @@ void quantize_activation(ActFormat format, DType dtype, CUdeviceptr in, int64_t 
   if (in_row_stride < cols)
     throw Error("in_row_stride = " + str(in_row_stride) + " is smaller than cols = " + str(cols));
   if (rows == 0) return;
-  if (in == 0 || codes == 0 || scales == 0)
-    throw Error("quantize_activation: in, codes and scales must be device pointers, not null");
-  if (!aligned(scales, mx ? 1 : 4)) throw Error("quantize_activation: fp32 scales must be 4-byte aligned");
+  const char* name = values_out ? "quantize_activation_values" : "quantize_activation";
+  if (in == 0 || out == 0 || scales == 0)
+    throw Error(std::string(name) + ": in, " + (values_out ? "values" : "codes") +
+                " and scales must be device pointers, not null");
+  if (!aligned(scales, mx ? 1 : 4)) throw Error(std::string(name) + ": fp32 scales must be 4-byte aligned");
+  if (values_out && !aligned(out, 2)) throw Error(std::string(name) + ": values must be 2-byte aligned");
 
-  const unsigned code_store_bytes = format == ActFormat::mxfp4 ? 4 : 8;
+  const unsigned store_bytes = values_out ? 16 : format == ActFormat::mxfp4 ? 4 : 8;
   const bool vectorized = cols % kVecElems == 0 && in_row_stride % kVecElems == 0 && aligned(in, 16) &&
-                          aligned(codes, code_store_bytes);
+                          aligned(out, store_bytes);
   if (rows * cols / (vectorized ? kVecElems : 1) >= (int64_t{1} << 31))  // 32-bit item indices
-    throw Error("quantize_activation: rows * cols = " + str(rows * cols) + " is too large");
+    throw Error(std::string(name) + ": rows * cols = " + str(rows * cols) + " is too large");
 
-  int warps_per_row = 1;
-  int64_t work_blocks = 0;
-  if (!mx) {
-    // The fewest warps per row that keep the row in registers (8 slots of 8 elements per lane);
-    // longer rows use all 8 warps and re-read (from L2).
-    const int64_t vec_elems = vectorized ? kVecElems : 1;
-    while (warps_per_row < kThreads / 32 && cols > int64_t{warps_per_row} * 32 * kFp8TokenSlots * vec_elems)
-      warps_per_row *= 2;
-    const int64_t rows_per_block = kThreads / 32 / warps_per_row;
-    work_blocks = (rows + rows_per_block - 1) / rows_per_block;
-  } else {
-    // moeq_dev::kMxItems = 4 vectors per thread on the 16-byte path.
-    const int64_t items = vectorized ? rows * cols / kVecElems / kMxItems : rows * cols / kMxBlock;
-    work_blocks = (items + kThreads - 1) / kThreads;
-  }
-
-  static std::array<std::atomic<CUfunction>, 4 * 2> functions{};
-  const CUfunction f = cached_function(functions, quantize_index(format, dtype),
-                                       [&] { return quantize_kernel_spec(format, dtype); });
+  const QuantizerLaunch q = quantizer_launch(format, rows, cols, vectorized);
+  static std::array<std::atomic<CUfunction>, 4 * 2 * 2> functions{};
+  const CUfunction f = cached_function(functions, quantize_index(format, dtype) * 2 + (values_out ? 1 : 0),
+                                       [&] { return quantize_kernel_spec(format, dtype, values_out); });
   LaunchShape shape;
-  shape.grid_x = grid_blocks(work_blocks);
+  shape.grid_x = grid_blocks(q.work_blocks);
   shape.block_x = kThreads;
   const long long stride_arg = in_row_stride;
   const int rows_arg = static_cast<int>(rows);
   const int cols_arg = static_cast<int>(cols);
   const int vectorized_arg = vectorized ? 1 : 0;
-  launch(f, shape, stream, in, stride_arg, rows_arg, cols_arg, codes, scales, vectorized_arg, warps_per_row);
+  launch(f, shape, stream, in, stride_arg, rows_arg, cols_arg, out, scales, vectorized_arg, q.warps_per_row);
+}
+
+}  // namespace
+
+void activation_quantize_values(const ActivationParams& params, bool interleaved, ActFormat format, DType dtype,
+                                CUdeviceptr gate_up, int64_t rows, int64_t intermediate, CUdeviceptr values,
+                                CUdeviceptr scales, CUstream stream) {
+  check_dtype(dtype);
+  activation_enum(params.kind);
+  format_enum(format);
+  if (interleaved && !is_gated(params.kind))
+    throw Error("interleaved_gate_up needs a gated activation, not " + std::string(to_string(params.kind)));
+  if (rows < 0 || rows > INT_MAX) throw Error("rows = " + str(rows) + " is outside [0, 2^31)");
+  if (intermediate <= 0 || intermediate > INT_MAX)
+    throw Error("intermediate = " + str(intermediate) + " is outside [1, 2^31)");
+  const bool mx = format != ActFormat::fp8_token;
+  if (mx && intermediate % kMxBlock != 0)
+    throw Error("intermediate = " + str(intermediate) + " is not a multiple of 32, required by " +
+                std::string(to_string(format)) + " activation scales");
+  if (rows == 0) return;
+  if (gate_up == 0 || values == 0 || scales == 0)
+    throw Error("activation_quantize_values: gate_up, values and scales must be device pointers, not null");
+  if (!aligned(scales, mx ? 1 : 4)) throw Error("activation_quantize_values: fp32 scales must be 4-byte aligned");
+  if (!aligned(values, 2)) throw Error("activation_quantize_values: values must be 2-byte aligned");
+  // 16-byte path: I % 8 == 0 keeps every row (I or 2I elements) 16-byte aligned, as the activation's.
+  const bool vectorized = intermediate % kVecElems == 0 && aligned(gate_up, 16) && aligned(values, 16);
+  if (rows * intermediate / (vectorized ? kVecElems : 1) >= (int64_t{1} << 31))
+    throw Error("activation_quantize_values: rows * intermediate = " + str(rows * intermediate) + " is too large");
+  const QuantizerLaunch q = quantizer_launch(format, rows, intermediate, vectorized);
+  static std::array<std::atomic<CUfunction>, 9 * 2 * 2 * 3> functions{};
+  const size_t index = activation_index(params.kind, interleaved, dtype) * 3 + static_cast<size_t>(format) - 1;
+  const CUfunction f = cached_function(functions, index, [&] {
+    return activation_quantize_kernel_spec(params.kind, interleaved, format, dtype);
+  });
+  LaunchShape shape;
+  shape.grid_x = grid_blocks(q.work_blocks);
+  shape.block_x = kThreads;
+  const int rows_arg = static_cast<int>(rows);
+  const long long intermediate_arg = intermediate;
+  const KernelActivationArgs args{params.swiglu_alpha, params.swiglu_limit, params.silu_clamp};
+  const int vectorized_arg = vectorized ? 1 : 0;
+  launch(f, shape, stream, gate_up, rows_arg, intermediate_arg, args, values, scales, vectorized_arg, q.warps_per_row);
+}
+
+void quantize_activation(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows,
+                         int64_t cols, CUdeviceptr codes, CUdeviceptr scales, CUstream stream) {
+  launch_quantizer(format, dtype, in, in_row_stride, rows, cols, codes, scales, false, stream);
+}
+
+void quantize_activation_values(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows,
+                                int64_t cols, CUdeviceptr values, CUdeviceptr scales, CUstream stream) {
+  launch_quantizer(format, dtype, in, in_row_stride, rows, cols, values, scales, true, stream);
 }
 
 void dequantize_activation(ActFormat format, DType dtype, CUdeviceptr codes, CUdeviceptr scales, int64_t rows,
@@ -244,7 +330,8 @@ void dequantize_activation(ActFormat format, DType dtype, CUdeviceptr codes, CUd
   if (rows == 0) return;
   if (codes == 0 || scales == 0 || out == 0)
     throw Error("dequantize_activation: codes, scales and out must be device pointers, not null");
-  const bool vectorized = cols % kVecElems == 0 && out_row_stride % kVecElems == 0 && aligned(out, 16);
+  const bool vectorized = cols % kVecElems == 0 && out_row_stride % kVecElems == 0 && aligned(out, 16) &&
+                          aligned(codes, format == ActFormat::mxfp4 ? 4 : 8);
   if (rows * cols / (vectorized ? kVecElems : 1) >= (int64_t{1} << 31))  // 32-bit item indices, as the quantizer
     throw Error("dequantize_activation: rows * cols = " + str(rows * cols) + " is too large");
   static std::array<std::atomic<CUfunction>, 4 * 2> functions{};

@@ -33,6 +33,20 @@ void quantize_activation(ActFormat format, DType dtype, CUdeviceptr in, int64_t 
                          int64_t rows, int64_t cols, CUdeviceptr codes, CUdeviceptr scales,
                          CUstream stream);
 
+// quantize_activation and dequantize_activation in one kernel: the codes' 16-bit values, bit for
+// bit what dequantize_activation writes, into values [rows, cols] (dtype, dense), and the scales
+// as quantize_activation writes them (FP8 per token: MoeGemmArgs::a_row_scales). No codes are
+// written. The 16-bit GEMM path's input (PERF: one pass fewer over the codes, one launch fewer).
+void quantize_activation_values(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows,
+                                int64_t cols, CUdeviceptr values, CUdeviceptr scales, CUstream stream);
+
+// activation then quantize_activation_values in one kernel, for GEMM2's input: gate_up [rows, N13]
+// as `activation` takes it -> values [rows, I] (dense) and scales, bit for bit what the two kernels
+// write (the activation's rounded outputs are what the quantizer reads); no activation buffer.
+void activation_quantize_values(const ActivationParams& params, bool interleaved, ActFormat format, DType dtype,
+                                CUdeviceptr gate_up, int64_t rows, int64_t intermediate, CUdeviceptr values,
+                                CUdeviceptr scales, CUstream stream);
+
 // codes / scales as quantize_activation writes them -> out [rows, cols] (dtype bf16 / f16) with
 // row stride out_row_stride elements: the values the GEMM's 16-bit MMAs take for the quantized
 // activations (device/moeq_dev/moe/dequantize.cuh): MX codes times their scale (exact), FP8 per
@@ -42,10 +56,14 @@ void dequantize_activation(ActFormat format, DType dtype, CUdeviceptr codes, CUd
 
 // The generated kernel sources, one per config.
 jit::KernelSpec activation_kernel_spec(Activation kind, bool interleaved, DType dtype);
-jit::KernelSpec quantize_kernel_spec(ActFormat format, DType dtype);
+// values_out: quantize_activation_values's kernel.
+jit::KernelSpec quantize_kernel_spec(ActFormat format, DType dtype, bool values_out = false);
 jit::KernelSpec dequantize_kernel_spec(ActFormat format, DType dtype);
+jit::KernelSpec activation_quantize_kernel_spec(Activation kind, bool interleaved, ActFormat format, DType dtype);
 // Every config the entry points can launch: 9 activations x 2 dtypes (x interleaved for the 5
-// gated kinds) = 28, 3 quantizers x 2 dtypes = 6 and 3 dequantizers x 2 dtypes = 6.
+// gated kinds) = 28, 3 quantizers x 2 dtypes x codes or values out = 12, 3 dequantizers x 2
+// dtypes = 6, and one fused activation-quantizer per format and dtype = 6 (of 84: the rest differ
+// only in the activation or the format, which the others cover).
 std::vector<jit::KernelSpec> elementwise_kernel_specs();
 
 }  // namespace moeq::cuda

@@ -30,8 +30,10 @@ std::vector<jit::KernelSpec> other_kernel_specs(const ExpertsDesc& d) {
   specs.push_back(prepare_kernel_spec());
   specs.push_back(activation_kernel_spec(d.activation.kind, d.interleaved_gate_up, d.act_dtype));
   if (d.act_format != ActFormat::none) {
-    specs.push_back(quantize_kernel_spec(d.act_format, d.act_dtype));
-    specs.push_back(dequantize_kernel_spec(d.act_format, d.act_dtype));
+    // The 16-bit GEMMs' inputs (cuda_backend.cpp): GEMM1's by quantize_activation_values, GEMM2's
+    // by activation_quantize_values (the plain activation kernel above serves 16-bit layers).
+    specs.push_back(quantize_kernel_spec(d.act_format, d.act_dtype, true));
+    specs.push_back(activation_quantize_kernel_spec(d.activation.kind, d.interleaved_gate_up, d.act_format, d.act_dtype));
   }
   return specs;
 }
@@ -49,8 +51,8 @@ std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std:
   for (const GemmTile& tile : layer_tiles(d, extra_tiles))
     for (const WeightDesc& w : {d.w13(), d.w2()})
       for (bool prepared : {true, false}) {
-        add(moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared));
-        add(moe_gemm_segments_kernel_spec(w, d.act_dtype, tile, prepared));
+        add(moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared, gemm_row_scales(d)));
+        add(moe_gemm_segments_kernel_spec(w, d.act_dtype, tile, prepared, gemm_row_scales(d)));
       }
   return specs;
 }
@@ -69,8 +71,8 @@ std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& d, const Tuni
       if (tile.wgmma) tiles.push_back(mma_sync_tile_of(tile));
       for (const GemmTile& t : tiles)
         for (bool prepared : {true, false}) {
-          add(moe_gemm_kernel_spec(w, d.act_dtype, t, prepared));
-          add(moe_gemm_segments_kernel_spec(w, d.act_dtype, t, prepared));
+          add(moe_gemm_kernel_spec(w, d.act_dtype, t, prepared, gemm_row_scales(d)));
+          add(moe_gemm_segments_kernel_spec(w, d.act_dtype, t, prepared, gemm_row_scales(d)));
         }
     }
   return specs;
@@ -82,7 +84,7 @@ void load_layer_kernels(const ExpertsDesc& d) {
   // function, which a first launch would otherwise do (under a graph capture).
   // (load_moe_gemm loads the tile this device runs, so the mma.sync stand-ins need no entry.)
   for (const GemmTile& tile : planner_tiles(d.weight_format))
-    for (const WeightDesc& w : {d.w13(), d.w2()}) load_moe_gemm(w, d.act_dtype, tile);
+    for (const WeightDesc& w : {d.w13(), d.w2()}) load_moe_gemm(w, d.act_dtype, tile, gemm_row_scales(d));
 }
 
 }  // namespace moeq::cuda

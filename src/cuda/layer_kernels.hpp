@@ -10,6 +10,10 @@
 
 namespace moeq::cuda {
 
+// Whether the layer's GEMMs scale their output rows by the A rows' scales (FP8 per-token
+// activations: both GEMM inputs are quantized per token), i.e. run the kRowScales kernels.
+inline bool gemm_row_scales(const ExpertsDesc& desc) { return desc.act_format == ActFormat::fp8_token; }
+
 // Every kernel the layer's experts step can launch, for any M, layout and ids dtype: routing
 // (align, permute, reduce; every ids and weights dtype), both GEMMs at every tile the planner
 // can pick for the format (gemm_tile_for over block sizes and row counts), with canonical and

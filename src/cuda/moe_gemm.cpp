@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -44,6 +45,8 @@ struct DeviceGemmParams {
   const int* block_table;
   const int* num_blocks;
   const float* a_row_scales;
+  const int* a_scale_rows;
+  int a_scale_row_divisor;
 };
 
 template <typename T>
@@ -73,7 +76,8 @@ constexpr int kFuncAttributeMaxDynamicSharedBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX
 // found by gemm_config_key: the source text is generated, the tile's shared memory checked
 // against the device and the GEMM's dynamic shared-memory limit raised (the attribute is per
 // function) only at a config's first use in the process.
-CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared, bool segments);
+CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared, bool segments,
+                         bool row_scales = false);
 
 // NOTE: the device is selected once per process, so its attributes are queried once.
 const DeviceInfo& this_device() {
@@ -418,7 +422,8 @@ std::vector<std::string> moe_gemm_reasons(const WeightDesc& w, DType act_dtype) 
   return r;
 }
 
-jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes) {
+jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes,
+                                     bool row_scales) {
   // NOTE: only INT formats have a choice of scale dtype and zero points; the others always get
   // the same text, so they share one compiled kernel.
   const bool is_int = w.format == WeightFormat::int4 || w.format == WeightFormat::int8;
@@ -441,6 +446,7 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "  static constexpr bool kPreparedCodes = " << (prepared_codes ? "true" : "false") << ";\n"
     << "  static constexpr int kScaleDtype = " << (is_int ? scale_dtype_id(w.scale_dtype) : 0) << ";\n"
     << "  static constexpr bool kZeroPoints = " << (is_int && w.has_zero_point ? "true" : "false") << ";\n"
+    << "  static constexpr bool kRowScales = " << (row_scales ? "true" : "false") << ";\n"
     << "};\n"
     << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n"
     << "static_assert(moeq_dev::MoeGemmKernel<MoeGemmCfg>::Shape::kSmemBytes == " << gemm_smem_bytes(tile, w)
@@ -451,8 +457,8 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
 }
 
 jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile,
-                                              bool prepared_codes) {
-  jit::KernelSpec spec = moe_gemm_kernel_spec(w, act_dtype, tile, prepared_codes);
+                                              bool prepared_codes, bool row_scales) {
+  jit::KernelSpec spec = moe_gemm_kernel_spec(w, act_dtype, tile, prepared_codes, row_scales);
   spec.entry = "moeq_moe_gemm_segments";
   return spec;
 }
@@ -474,8 +480,8 @@ std::vector<GemmTile> planner_tiles(WeightFormat format) {
 
 std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
   std::vector<jit::KernelSpec> specs;
-  auto add = [&](const WeightDesc& w, DType act, const GemmTile& tile, bool prepared) {
-    jit::KernelSpec spec = moe_gemm_kernel_spec(w, act, tile, prepared);
+  auto add = [&](const WeightDesc& w, DType act, const GemmTile& tile, bool prepared, bool row_scales = false) {
+    jit::KernelSpec spec = moe_gemm_kernel_spec(w, act, tile, prepared, row_scales);
     const bool seen = std::any_of(specs.begin(), specs.end(), [&](const jit::KernelSpec& o) { return o.source == spec.source; });
     if (!seen) specs.push_back(std::move(spec));
   };
@@ -502,15 +508,26 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
         }
     }
   }
+  // The row-scale epilogue (FP8 per-token activations) once per GEMM body: the same code in each.
+  std::vector<std::string> bodies;
+  for (const GemmTile& tile : planner_tiles(WeightFormat::mxfp4)) {
+    const std::string body = std::to_string(tile.direct) + std::to_string(tile.wgmma) + std::to_string(tile.producer);
+    if (std::find(bodies.begin(), bodies.end(), body) != bodies.end()) continue;
+    bodies.push_back(body);
+    WeightDesc w;
+    w.format = WeightFormat::mxfp4;
+    add(w, DType::bf16, tile, true, true);
+  }
   return specs;
 }
 
 void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, CUdeviceptr offsets,
                     CUdeviceptr counts, DType counts_dtype, int64_t rows_per_expert, int64_t num_experts,
-                    CUdeviceptr block_table, CUdeviceptr num_blocks, CUdeviceptr error_flags, CUstream stream) {
+                    CUdeviceptr block_table, CUdeviceptr num_blocks, CUdeviceptr error_flags, CUstream stream,
+                    bool row_scales) {
   if (num_experts > 4096) throw Error("build_segments: num_experts = " + std::to_string(num_experts) + " exceeds 4096");
   if ((offsets == 0) == (counts == 0)) throw Error("build_segments: give exactly one of offsets and counts");
-  const CUfunction f = gemm_function(w, act_dtype, tile_for_device(tile), false, true);
+  const CUfunction f = gemm_function(w, act_dtype, tile_for_device(tile), false, true, row_scales);
   const long long* offsets_ptr = as_ptr<const long long>(offsets);
   const void* counts_ptr = as_ptr<const void>(counts);
   const int counts_int64 = counts_dtype == DType::i64 ? 1 : 0;
@@ -524,7 +541,8 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
   launch(f, shape, stream, offsets_ptr, counts_ptr, counts_int64, rows, experts, table, count, errors);
 }
 
-uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes, bool segments) {
+uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes, bool segments,
+                         bool row_scales) {
   // NOTE: mirrors moe_gemm_kernel_spec: only INT formats have a scale dtype and zero points.
   const bool is_int = w.format == WeightFormat::int4 || w.format == WeightFormat::int8;
   uint64_t key = 0;
@@ -550,23 +568,26 @@ uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& t
   put(is_int ? static_cast<uint64_t>(scale_dtype_id(w.scale_dtype)) : 0, 2);
   put(is_int && w.has_zero_point, 1);
   put(segments, 1);
+  put(row_scales, 1);
   return key;
 }
 
 namespace {
 
-CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared, bool segments) {
+CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared, bool segments,
+                         bool row_scales) {
   static std::mutex mutex;
   static std::unordered_map<uint64_t, CUfunction> table;
-  const uint64_t key = gemm_config_key(w, act_dtype, tile, prepared, segments);
+  const uint64_t key = gemm_config_key(w, act_dtype, tile, prepared, segments, row_scales);
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = table.find(key); it != table.end()) return it->second;
   const int64_t smem = gemm_smem_bytes(tile, w), static_smem = gemm_static_smem_bytes(tile);
   if (const int max_smem = this_device().max_smem_per_block_optin; !segments && smem + static_smem > max_smem)
     throw Error("moe_gemm: tile " + tile.to_string() + " needs " + std::to_string(smem + static_smem) +
                 " bytes of shared memory; this device allows " + std::to_string(max_smem));
-  const CUfunction f = jit::kernel_cache().function(segments ? moe_gemm_segments_kernel_spec(w, act_dtype, tile, prepared)
-                                                             : moe_gemm_kernel_spec(w, act_dtype, tile, prepared));
+  const CUfunction f = jit::kernel_cache().function(segments ? moe_gemm_segments_kernel_spec(w, act_dtype, tile, prepared,
+                                                                                           row_scales)
+                                                             : moe_gemm_kernel_spec(w, act_dtype, tile, prepared, row_scales));
   // NOTE: the 48 KB default covers static plus dynamic shared memory.
   if (!segments && smem + static_smem > 48 * 1024)
     check(driver().cuFuncSetAttribute(f, kFuncAttributeMaxDynamicSharedBytes, static_cast<int>(smem)),
@@ -577,10 +598,10 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
 
 }  // namespace
 
-void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& requested) {
+void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& requested, bool row_scales) {
   const GemmTile tile = tile_for_device(requested);
-  for (bool prepared : {false, true}) gemm_function(w, act_dtype, tile, prepared, false);
-  gemm_function(w, act_dtype, tile, false, true);
+  for (bool prepared : {false, true}) gemm_function(w, act_dtype, tile, prepared, false, row_scales);
+  gemm_function(w, act_dtype, tile, false, true, row_scales);
 }
 
 int64_t gemm_block_m(int64_t planned_block_m) {
@@ -623,6 +644,10 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   require_aligned(a.weights.codes, 16, "codes");
   require_aligned(a.c, 4, "C");
   require_aligned(a.a_row_scales, 4, "a_row_scales");
+  require_aligned(a.a_scale_rows, 4, "a_scale_rows");
+  if (a.a_scale_rows != 0 && (a.a_row_scales == 0 || a.a_scale_row_divisor < 1 || a.a_scale_row_divisor > INT32_MAX))
+    throw Error("moe_gemm: a_scale_rows needs a_row_scales and a_scale_row_divisor = " +
+                std::to_string(a.a_scale_row_divisor) + " in [1, 2^31)");
   if (a.a_row_stride % 8 != 0 || a.c_row_stride % 2 != 0)
     throw Error("moe_gemm: a_row_stride = " + std::to_string(a.a_row_stride) + " must be a multiple of 8 and c_row_stride = " +
                 std::to_string(a.c_row_stride) + " even");
@@ -651,8 +676,10 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   p.block_table = as_ptr<const int>(a.block_table);
   p.num_blocks = as_ptr<const int>(a.num_blocks);
   p.a_row_scales = as_ptr<const float>(a.a_row_scales);
+  p.a_scale_rows = as_ptr<const int>(a.a_scale_rows);
+  p.a_scale_row_divisor = static_cast<int>(a.a_scale_row_divisor);
 
-  const CUfunction f = gemm_function(w, a.act_dtype, tile, a.prepared_codes, false);
+  const CUfunction f = gemm_function(w, a.act_dtype, tile, a.prepared_codes, false, a.a_row_scales != 0);
   const int64_t smem = gemm_smem_bytes(tile, w);
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(m_blocks);

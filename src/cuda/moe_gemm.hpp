@@ -168,6 +168,11 @@ struct MoeGemmArgs {
   // f32 per row of A (FP8 per-token activations, A holding the codes' exact 16-bit values): each
   // output row's products times its A row's scale, before the bias; 0 = none.
   CUdeviceptr a_row_scales = 0;
+  // With a_row_scales: A row r's scale is a_row_scales[a_scale_rows[r] / a_scale_row_divisor]
+  // (int32; the contiguous layout's permuted_src and top_k: A holds the permuted rows, the scales
+  // stay per token); 0 = a_row_scales[r].
+  CUdeviceptr a_scale_rows = 0;
+  int64_t a_scale_row_divisor = 1;
   CUdeviceptr c = 0;
   int64_t c_row_stride = 0;  // elements
   GemmTile tile;
@@ -191,27 +196,34 @@ void moe_gemm(const MoeGemmArgs& args, CUstream stream);
 using ref::segment_capacity;
 // offsets: int64 [E+1] (contiguous), or 0 with counts [E] (i32/i64) and rows_per_expert = T;
 // a count outside [0, T] is clamped and ORs kRoutingErrorBatchedOverflow into *error_flags
-// (int32; 0 = no error word).
+// (int32; 0 = no error word). row_scales: the layer's GEMMs take row scales (the builder runs from
+// the GEMM's own module, so a layer loads one module per tile).
 void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, CUdeviceptr offsets,
                     CUdeviceptr counts, DType counts_dtype, int64_t rows_per_expert, int64_t num_experts,
-                    CUdeviceptr block_table, CUdeviceptr num_blocks, CUdeviceptr error_flags, CUstream stream);
+                    CUdeviceptr block_table, CUdeviceptr num_blocks, CUdeviceptr error_flags, CUstream stream,
+                    bool row_scales = false);
 
-jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes = false);
+// row_scales: the GEMM multiplies each output row by its A row's f32 scale (MoeGemmArgs::a_row_scales,
+// FP8 per-token activations); a compile-time flag so 16-bit layers keep the epilogue without it.
+jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes = false,
+                                     bool row_scales = false);
 // The segment-table builder lives in the same module as the GEMM of that config.
 jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile,
-                                              bool prepared_codes = false);
+                                              bool prepared_codes = false, bool row_scales = false);
 // The compile-time config of a GEMM (or of its segment-table builder) as one integer: equal keys
 // <=> equal generated sources (moe_gemm_kernel_spec). The launch path finds loaded functions by
 // it, so a launch builds no source text (PERF: 1.4 us per GEMM launch on the host). The tile
 // must be legal (gemm_tile_reasons empty): its fields are packed in fixed widths.
-uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes, bool segments);
+uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes, bool segments,
+                         bool row_scales = false);
 // Loads (compiling what the disk cache lacks) the kernels a GEMM of this tile launches on this
 // device, for both code layouts, and its segment-table builder, exactly as their first launches
 // would (shared-memory limit included), so that later launches load nothing.
-void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& tile);
+void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool row_scales = false);
 // Every config the planner can emit (planner_tiles, canonical and prepared codes, bf16 and f16,
 // INT scales in the activation dtype), plus the other INT scale dtypes and zero points on one
-// tile; the source text does not depend on bias, global scales or the layout.
+// tile, and the row-scale epilogue on each GEMM body once; the source text does not depend on
+// bias, global scales or the layout.
 std::vector<jit::KernelSpec> moe_gemm_kernel_specs();
 
 }  // namespace moeq::cuda

@@ -96,16 +96,30 @@ WorkspacePlan plan_workspaces(const ExpertsDesc& d, const PlanShape& p) {
     // The CUDA backend's 16-bit MMAs read the quantized activations as 16-bit values
     // (cuda::dequantize_activation): past the scales, in the same workspace, whose other buffers
     // are dead by then and whose partner holds the GEMM's output.
-    BufferPlacement v = make_buffer(b.name == "quanted_gate_up_input" ? "dequantized_gate_up_input"
-                                                                        : "dequantized_down_input",
-                                    b.shape, c);
+    const bool down = b.name == "quanted_down_input";
+    BufferPlacement v = make_buffer(down ? "dequantized_down_input" : "dequantized_gate_up_input", b.shape, c);
     v.workspace = b.workspace;
     v.offset_bytes = align_up(s.offset_bytes + s.bytes, kAlignBytes);
+    if (down) {
+      // NOTE: GEMM2's values and their own scales are written by one kernel that still reads
+      // gate_up_output (cuda::activation_quantize_values), which shares this workspace: both
+      // past it.
+      for (const auto& g : required)
+        if (g.name == "gate_up_output" && g.workspace == v.workspace)
+          v.offset_bytes = std::max(v.offset_bytes, align_up(g.offset_bytes + g.bytes, kAlignBytes));
+      BufferPlacement vs = s;
+      vs.name = "dequantized_down_input.scales";
+      vs.offset_bytes = align_up(v.offset_bytes + v.bytes, kAlignBytes);
+      plan.buffers.push_back(v);
+      plan.buffers.push_back(vs);
+      continue;
+    }
     plan.buffers.push_back(v);
   }
-  // NOTE: the permuted hidden states are read by the first stage (quantize or GEMM1), whose
-  // output is in workspace 2 in both the 16-bit and the quantized chain, so they go to
-  // workspace 1, where activation_output later overwrites them after their last reader.
+  // NOTE: the permuted hidden states are read by the first stage (GEMM1, or with quantized
+  // activations the permute of the dequantized token rows the CUDA backend keeps here as [M, K]),
+  // whose output is in workspace 2 in both chains, so they go to workspace 1, where
+  // activation_output later overwrites them after their last reader.
   if (p.layout == Layout::contiguous) {
     auto b = make_buffer("permuted_hidden", {rows, K}, c);
     b.workspace = 1;

@@ -80,6 +80,8 @@ expect "run --tuning" 0 "check +vs float64 oracle: rel err" -- "$moeq" run --pre
 expect "run --tuning illegal" 1 "entries\[0\] \(0, 64\]: gemm1_tile = '32x128/1x8x1/4' has 32-row blocks, not block_m = 16" -- \
   "$moeq" run --preset tiny --tokens 7 --tuning "$tmp/mismatched.json"
 expect "run --tuning missing" 1 "cannot read $tmp/none.json" -- "$moeq" run --preset tiny --tuning "$tmp/none.json"
+expect "tune --layout bad" 1 '--layout = "sideways" is not indexed, contiguous or masked' -- \
+  "$moeq" tune --preset tiny --layout sideways
 # Without a device `moeq tune` says so (with one it would tune: not here).
 if "$moeq" info 2>/dev/null | grep -q "cuda (no CUDA device"; then
   expect "tune needs a device" 1 "moeq tune needs a CUDA device" -- "$moeq" tune --preset tiny

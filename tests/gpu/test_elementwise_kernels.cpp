@@ -4,6 +4,7 @@
 // with 0xFF (plus a guard tail that must stay 0xFF) before each run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -445,6 +446,119 @@ TEST(ElementwiseGpu, DequantizersGiveTheReferenceValues) {
                                 << ", reference 0x" << want_bits << std::dec << " (" << want << ")";
                   reported = true;
                 }
+              }
+          }
+        }
+      }
+    }
+  }
+}
+
+// quantize_activation_values (the 16-bit GEMM path's input in one kernel) writes exactly what
+// quantize_activation followed by dequantize_activation write: the values bit for bit (NaN bits
+// too: both decode the same codes) and the scales byte for byte, over the special rows of
+// quantize_input, the 16-byte and scalar paths and strided inputs. Nothing past the payload is written.
+TEST(ElementwiseGpu, QuantizeToValuesEqualsQuantizeThenDequantize) {
+  SKIP_WITHOUT_DEVICE();
+  cu::Stream stream;
+  for (const DType dt : {DType::bf16, DType::f16}) {
+    for (const ActFormat fmt : {ActFormat::fp8_token, ActFormat::mxfp8, ActFormat::mxfp4}) {
+      for (const int64_t rows : {1, 7, 129}) {
+        for (const int64_t cols : {32, 2048, 2880, 16416}) {
+          for (const int64_t pad : {0, 8, 3}) {  // 16-byte path, padded rows, scalar path
+            if (cols == 16416 && rows == 129) continue;  // the long FP8 row (re-read passes) needs few rows
+            const int64_t stride = cols + pad;
+            const std::vector<uint16_t> in =
+                quantize_input(dt, rows, stride, cols, static_cast<uint32_t>(3 * rows + cols + pad));
+            cu::DeviceBuffer d_in = cu::DeviceBuffer::from_host(in);
+            const size_t code_bytes = static_cast<size_t>(moeq::ref::act_code_bytes(fmt, rows, cols));
+            const size_t scale_bytes = static_cast<size_t>(moeq::ref::act_scale_bytes(fmt, rows, cols));
+            const size_t value_bytes = static_cast<size_t>(rows * cols * 2);
+            cu::DeviceBuffer d_codes = poisoned(code_bytes), d_scales = poisoned(scale_bytes);
+            cu::DeviceBuffer d_two_pass = poisoned(value_bytes), d_one_pass = poisoned(value_bytes);
+            cu::DeviceBuffer d_one_pass_scales = poisoned(scale_bytes);
+            cu::quantize_activation(fmt, dt, d_in.ptr(), stride, rows, cols, d_codes.ptr(), d_scales.ptr(), stream.get());
+            cu::dequantize_activation(fmt, dt, d_codes.ptr(), d_scales.ptr(), rows, cols, d_two_pass.ptr(), cols,
+                                      stream.get());
+            cu::quantize_activation_values(fmt, dt, d_in.ptr(), stride, rows, cols, d_one_pass.ptr(),
+                                           d_one_pass_scales.ptr(), stream.get());
+            stream.synchronize();
+            const std::string what = std::string(moeq::to_string(fmt)) + " " + std::string(moeq::to_string(dt)) +
+                                     " rows " + std::to_string(rows) + " cols " + std::to_string(cols) +
+                                     " stride " + std::to_string(stride);
+            const std::vector<uint8_t> want = download(d_two_pass), got = download(d_one_pass);
+            const std::vector<uint8_t> want_scales = download(d_scales), got_scales = download(d_one_pass_scales);
+            expect_guard_intact(got, value_bytes, what + " values");
+            expect_guard_intact(got_scales, scale_bytes, what + " scales");
+            EXPECT_TRUE(std::equal(want_scales.begin(), want_scales.begin() + static_cast<long>(scale_bytes),
+                                   got_scales.begin()))
+                << what << ": scales differ";
+            for (size_t i = 0; i < value_bytes; i += 2)
+              if (want[i] != got[i] || want[i + 1] != got[i + 1]) {
+                const size_t e = i / 2;
+                ADD_FAILURE() << what << ": first mismatch at (" << e / cols << ", " << e % cols << "): one pass 0x"
+                              << std::hex << (got[i] | got[i + 1] << 8) << ", two passes 0x" << (want[i] | want[i + 1] << 8)
+                              << std::dec;
+                break;
+              }
+          }
+        }
+      }
+    }
+  }
+}
+
+// activation_quantize_values (GEMM2's input in one kernel) writes exactly what `activation` followed
+// by quantize_activation_values write: every activation (interleaved too) x format x dtype, the
+// 16-byte and scalar paths (I not a multiple of 8 for FP8 per token; a values pointer off 16-byte
+// alignment for MX), rows past 8 warps' registers (I = 16416 re-reads).
+TEST(ElementwiseGpu, ActivationQuantizeEqualsActivationThenQuantize) {
+  SKIP_WITHOUT_DEVICE();
+  cu::Stream stream;
+  std::mt19937 rng(41);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  for (const DType dt : {DType::bf16, DType::f16}) {
+    for (const Activation kind : moeq::all_values<Activation>()) {
+      for (const bool interleaved : {false, true}) {
+        if (interleaved && !moeq::is_gated(kind)) continue;
+        for (const ActFormat fmt : {ActFormat::fp8_token, ActFormat::mxfp8, ActFormat::mxfp4}) {
+          for (const int64_t inter : {int64_t{64}, int64_t{2880}, int64_t{36}, int64_t{16416}}) {
+            const bool mx = fmt != ActFormat::fp8_token;
+            if (mx && inter % 32 != 0) continue;
+            const int64_t rows = inter == 16416 ? 3 : (inter == 36 ? 7 : 129);
+            const int64_t n13 = moeq::is_gated(kind) ? 2 * inter : inter;
+            std::vector<uint16_t> gate_up(static_cast<size_t>(rows * n13));
+            for (auto& v : gate_up) v = to_half(dt, normal(rng));
+            moeq::ActivationParams params;
+            params.kind = kind;
+            if (kind == Activation::silu) params.silu_clamp = 3.0f;
+            cu::DeviceBuffer d_in = cu::DeviceBuffer::from_host(gate_up);
+            const size_t value_bytes = static_cast<size_t>(rows * inter * 2);
+            const size_t scale_bytes = static_cast<size_t>(moeq::ref::act_scale_bytes(fmt, rows, inter));
+            cu::DeviceBuffer d_act = poisoned(value_bytes), d_want = poisoned(value_bytes), d_want_scales = poisoned(scale_bytes);
+            // MX: the fused values 2 bytes past a 16-byte boundary take the scalar path.
+            const size_t skew = mx && inter == 64 ? 2 : 0;
+            cu::DeviceBuffer d_got = poisoned(value_bytes + skew), d_got_scales = poisoned(scale_bytes);
+            cu::activation(params, interleaved, dt, d_in.ptr(), rows, inter, d_act.ptr(), stream.get());
+            cu::quantize_activation_values(fmt, dt, d_act.ptr(), inter, rows, inter, d_want.ptr(), d_want_scales.ptr(),
+                                           stream.get());
+            cu::activation_quantize_values(params, interleaved, fmt, dt, d_in.ptr(), rows, inter, d_got.ptr() + skew,
+                                           d_got_scales.ptr(), stream.get());
+            stream.synchronize();
+            const std::string what = std::string(moeq::to_string(kind)) + (interleaved ? " interleaved " : " ") +
+                                     std::string(moeq::to_string(fmt)) + " " + std::string(moeq::to_string(dt)) +
+                                     " rows " + std::to_string(rows) + " I " + std::to_string(inter);
+            const std::vector<uint8_t> want = download(d_want), got = download(d_got);
+            const std::vector<uint8_t> want_scales = download(d_want_scales), got_scales = download(d_got_scales);
+            expect_guard_intact(got, value_bytes + skew, what + " values");
+            expect_guard_intact(got_scales, scale_bytes, what + " scales");
+            EXPECT_TRUE(std::equal(want_scales.begin(), want_scales.begin() + static_cast<long>(scale_bytes),
+                                   got_scales.begin()))
+                << what << ": scales differ";
+            for (size_t i = 0; i < value_bytes; ++i)
+              if (want[i] != got[i + skew]) {
+                ADD_FAILURE() << what << ": first differing byte " << i << " (element " << i / 2 << ")";
+                break;
               }
           }
         }

@@ -17,15 +17,16 @@ using moeq::jit::KernelSpec;
 
 TEST(ElementwiseKernels, SpecListCoversEveryConfigOnce) {
   const std::vector<KernelSpec> specs = moeq::cuda::elementwise_kernel_specs();
-  // (9 + 5 interleaved) x 2 dtypes; 3 quantizers x 2 dtypes; 3 dequantizers x 2 dtypes
-  EXPECT_EQ(specs.size(), 28u + 6u + 6u);
+  // (9 + 5 interleaved) x 2 dtypes; 3 quantizers x 2 dtypes x (codes, values); 3 dequantizers x 2 dtypes;
+  // 3 fused activation-quantizers (one per format) x 2 dtypes
+  EXPECT_EQ(specs.size(), 28u + 12u + 6u + 6u);
   std::set<std::string> sources;
   for (const KernelSpec& spec : specs) {
     EXPECT_TRUE(sources.insert(spec.source).second) << "duplicate config:\n" << spec.source;
     EXPECT_NE(spec.source.find("struct ElementwiseCfg"), std::string::npos);
     const char* constant = spec.entry == "moeq_activation"             ? "kActivation"
                            : spec.entry == "moeq_dequantize_activation" ? "kDequantFormat"
-                                                                        : "kFormat";
+                                                                        : "kFormat";  // quantizers, fused
     EXPECT_NE(spec.source.find(constant), std::string::npos)
         << spec.entry << ":\n" << spec.source;
   }

@@ -243,18 +243,20 @@ TEST(WorkspaceMetadata, MaskedHasOnlyTheGemmBlockTable) {
 // 0 route, 1 permute, 2 quantize GEMM1 input, 3 dequantize it (CUDA), 4 GEMM1, 5 activation,
 // 6 quantize GEMM2 input, 7 dequantize it (CUDA), 8 GEMM2, 9 reduce. Two buffers live in a common
 // stage must not share bytes. (The CPU backend reads the codes in its GEMMs: stages 3 and 7 are
-// empty there and the codes live on to 4 and 8, which only widens their ranges below.)
+// empty there and the codes live on to 4 and 8, which only widens their ranges below. The CUDA
+// backend writes GEMM2's values and their scales in stage 5, from gate_up_output, and with the
+// contiguous layout GEMM1's token values into permuted_hidden in stage 2, permuted in stage 3.)
 std::pair<int, int> live_range(const std::string& name, bool quantized) {
   std::string base = name;
   if (const auto dot = name.find('.'); dot != std::string::npos) base = name.substr(0, dot);
   if (is_meta(base)) return {0, 9};
-  if (base == "permuted_hidden") return {1, quantized ? 2 : 4};
+  if (base == "permuted_hidden") return {1, quantized ? 3 : 4};
   if (base == "quanted_gate_up_input") return {2, 4};
   if (base == "dequantized_gate_up_input") return {3, 4};
   if (base == "gate_up_output") return {4, 5};
   if (base == "activation_output") return {5, quantized ? 6 : 8};
   if (base == "quanted_down_input") return {6, 8};
-  if (base == "dequantized_down_input") return {7, 8};
+  if (base == "dequantized_down_input") return {5, 8};
   if (base == "down_output") return {8, 9};
   if (base == "output") return {9, 9};
   ADD_FAILURE() << "unknown buffer " << name;
@@ -288,7 +290,8 @@ void check_plan_invariants(const ExpertsDesc& d, const PlanShape& p, const Works
   if (!batched) expected.insert("output");
   if (quantized)
     for (const char* n : {"quanted_gate_up_input", "quanted_gate_up_input.scales", "dequantized_gate_up_input",
-                          "quanted_down_input", "quanted_down_input.scales", "dequantized_down_input"})
+                          "quanted_down_input", "quanted_down_input.scales", "dequantized_down_input",
+                          "dequantized_down_input.scales"})
       expected.insert(n);
   expected.insert("error_flags");
   if (!batched) expected.insert("local_ids");

@@ -32,12 +32,16 @@ struct TuneArgs {
   int iterations = 20;
   int trials = 5;
   int64_t check_tokens = 9;
+  std::string layout;  // "" = time the indexed layout's GEMMs, write a table for every layout
+  int confirm_rounds = 3;
+  double min_gain_pct = 1.0;
 };
 
 struct Timed {
   std::string tile;
   double us = std::numeric_limits<double>::infinity();
 };
+
 
 // Whether `tile` runs the layer's experts step (both GEMMs on it) within the reference's bounds, in
 // the indexed and masked layouts (the GEMM with and without segment tables), on a copy of the layer
@@ -94,6 +98,13 @@ class TileChecker {
 };
 
 int run_tune(const TuneArgs& a) {
+  Layout layout = Layout::indexed;
+  if (!a.layout.empty()) {
+    const auto parsed = parse_layout(a.layout);
+    if (!parsed || *parsed == Layout::auto_select)
+      throw Error("--layout = \"" + a.layout + "\" is not indexed, contiguous or masked");
+    layout = *parsed;
+  }
   require_cuda_device("tune");
   const io::Preset& preset = io::find_preset(a.preset);
   ExpertsDesc d = preset.desc;
@@ -128,8 +139,9 @@ int run_tune(const TuneArgs& a) {
   if (candidates.empty()) throw Error("no candidate tile is legal for both GEMMs of " + d.to_string());
   std::fprintf(stderr, "tune: %s %s on %s (sm_%d%d), %zu candidate tiles\n", preset.name.c_str(), scheme.c_str(),
                info.name.c_str(), info.cc_major, info.cc_minor, candidates.size());
-  std::fprintf(stderr, "%6s %8s %6s  %-22s %9s  %-22s %9s  %9s %7s\n", "M", "rows", "block", "gemm1", "us", "gemm2", "us",
-               "planner", "gain");
+  // planner / tuned: the two GEMM pairs' medians over the confirm rounds (kept: the config written).
+  std::fprintf(stderr, "%6s %8s %6s  %-22s %9s  %-22s %9s  %9s %9s %7s  %s\n", "M", "rows", "block", "gemm1", "us", "gemm2",
+               "us", "planner", "tuned", "gain", "kept");
 
   TileChecker checker(d, a.check_tokens);
   std::vector<plan::TunedPoint> points;
@@ -137,10 +149,12 @@ int run_tune(const TuneArgs& a) {
     const int64_t rows = plan::valid_shape_m(d, M);
     const int64_t planner_block = planner_block_m(d, M);
     auto time_gemm = [&](bool second, const cuda::GemmTile& tile) {
-      return time_moe_gemm(d, second, M, tile, true, info.l2_bytes, a.iterations, a.trials, stream.get()).us;
+      return time_moe_gemm(d, second, M, tile, true, info.l2_bytes, a.iterations, a.trials, stream.get(), layout).us;
     };
-    double planner_us = 0;
-    for (bool second : {false, true}) planner_us += time_gemm(second, planner_gemm_tile(d, second, M));
+    // NOTE: the indexed planner's block and tiles at M, also the baseline of --layout contiguous /
+    // masked (whose planner sizes by the routed rows, the masked one by E x T: close at a uniform
+    // routing, not equal).
+    const cuda::GemmTile planner_tiles[2] = {planner_gemm_tile(d, false, M), planner_gemm_tile(d, true, M)};
     // The planner's block size and its neighbours: one block size serves both GEMMs.
     int64_t best_block = 0;
     Timed best[2];
@@ -161,17 +175,33 @@ int run_tune(const TuneArgs& a) {
       }
     }
     if (best_block == 0) throw Error("no candidate passed the reference at M = " + std::to_string(M));
-    const double tuned_us = best[0].us + best[1].us;
-    std::fprintf(stderr, "%6lld %8lld %6lld  %-22s %9.2f  %-22s %9.2f  %9.2f %6.1f%%\n", static_cast<long long>(M),
+    // NOTE: the pick against the planner's pair, timed alternately: minutes of search at the power cap
+    // slow the GPU, and a planner pair timed once before the search looked 3-10% faster than the
+    // same tiles timed in it (bench/results/2026-12-02-h200-tune-tables.md, session 21).
+    const cuda::GemmTile tuned_tiles[2] = {cuda::parse_gemm_tile(best[0].tile), cuda::parse_gemm_tile(best[1].tile)};
+    std::vector<double> planner_runs, tuned_runs;
+    for (int round = 0; round < std::max(1, a.confirm_rounds); ++round) {
+      planner_runs.push_back(time_gemm(false, planner_tiles[0]) + time_gemm(true, planner_tiles[1]));
+      tuned_runs.push_back(time_gemm(false, tuned_tiles[0]) + time_gemm(true, tuned_tiles[1]));
+    }
+    const double planner_us = median(planner_runs), tuned_us = median(tuned_runs);
+    const double gain_pct = 100.0 * (planner_us - tuned_us) / planner_us;
+    const bool keep_tuned = gain_pct >= a.min_gain_pct;
+    std::fprintf(stderr, "%6lld %8lld %6lld  %-22s %9.2f  %-22s %9.2f  %9.2f %9.2f %6.1f%%  %s\n", static_cast<long long>(M),
                  static_cast<long long>(rows), static_cast<long long>(best_block), best[0].tile.c_str(), best[0].us,
-                 best[1].tile.c_str(), best[1].us, planner_us, 100.0 * (planner_us - tuned_us) / planner_us);
-    points.push_back({rows, best_block, best[0].tile, best[1].tile});
+                 best[1].tile.c_str(), best[1].us, planner_us, tuned_us, gain_pct, keep_tuned ? "tuned" : "planner");
+    if (keep_tuned) {
+      points.push_back({rows, best_block, best[0].tile, best[1].tile});
+    } else {
+      points.push_back({rows, planner_tiles[0].block_m, planner_tiles[0].to_string(), planner_tiles[1].to_string()});
+    }
   }
 
   TuningTable table = plan::tuning_table_from_points(points);
   table.arch = "sm_" + std::to_string(info.cc_major) + std::to_string(info.cc_minor);
   table.layer = preset.name + " " + scheme;
   table.key = d.tuning_key();
+  if (!a.layout.empty()) table.layout = layout;
   Options check;
   check.tuning = table;
   if (const auto reasons = plan::tuning_reasons(d, check); !reasons.empty())
@@ -199,8 +229,17 @@ Action add_tune_command(CLI::App& app) {
   cmd->add_option("--candidates", a->candidates, "Tiles to consider (default: every candidate legal for both GEMMs)");
   cmd->add_option("--out,-o", a->out, "Write the table here (JSON; default: standard output)");
   cmd->add_option("--check-tokens", a->check_tokens, "Tokens of the reference check of each tile")->capture_default_str();
+  cmd->add_option("--layout", a->layout,
+                  "Time the GEMMs as this layout runs them (indexed, contiguous, masked) and write a table for that "
+                  "layout only (default: indexed timing, a table for every layout)");
   cmd->add_option("--iterations", a->iterations, "Launches per timed trial")->capture_default_str();
   cmd->add_option("--trials", a->trials, "Timed trials (the median is taken)")->capture_default_str();
+  cmd->add_option("--confirm-rounds", a->confirm_rounds,
+                  "Rounds timing the pick and the planner's tiles alternately after the search (medians compared)")
+      ->capture_default_str();
+  cmd->add_option("--min-gain", a->min_gain_pct,
+                  "Keep the pick only when it beats the planner's tiles by this many percent in the confirm rounds")
+      ->capture_default_str();
   return [a] { return run_tune(*a); };
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 #include <string>
+#include <utility>
 
 #include "cuda/routing.hpp"
 #include "moeq/error.hpp"
@@ -19,6 +20,11 @@ using cuda::CUdeviceptr;
 using cuda::DeviceBuffer;
 
 // Median over trials of the mean time of `iterations` back-to-back launches, in microseconds.
+double median(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
 double time_us(const std::function<void(int)>& launch, int iterations, int trials, cuda::CUstream stream) {
   for (int i = 0; i < 3; ++i) launch(i);  // warm-up: module load and first-touch stay out
   cuda::Event start, stop;
@@ -30,8 +36,7 @@ double time_us(const std::function<void(int)>& launch, int iterations, int trial
     stop.synchronize();
     samples.push_back(1000.0 * cuda::Event::elapsed_ms(start, stop) / iterations);
   }
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
+  return median(std::move(samples));
 }
 
 // Device-to-device copy of 1 GiB, counting bytes read plus bytes written.
@@ -194,7 +199,9 @@ cuda::GemmTile planner_gemm_tile(const ExpertsDesc& d, bool second, int64_t M) {
 }
 
 GemmTiming time_moe_gemm(const ExpertsDesc& d, bool second, int64_t M, const cuda::GemmTile& tile, bool prepared,
-                         int64_t l2_bytes, int iterations, int trials, cuda::CUstream stream) {
+                         int64_t l2_bytes, int iterations, int trials, cuda::CUstream stream, Layout layout) {
+  if (layout != Layout::indexed && layout != Layout::contiguous && layout != Layout::masked)
+    throw Error("GEMM timing: layout = " + std::string(to_string(layout)) + " is not indexed, contiguous or masked");
   const WeightDesc w = second ? d.w2() : d.w13();
   const int64_t E = d.num_experts, top_k = d.top_k, slots = M * top_k;
   if (const auto reasons = cuda::gemm_tile_reasons(tile, w); !reasons.empty()) throw Error(reasons.front());
@@ -204,22 +211,45 @@ GemmTiming time_moe_gemm(const ExpertsDesc& d, bool second, int64_t M, const cud
   for (int32_t e : ids_host) touched[e] = true;
   const int64_t experts_touched = std::count(touched.begin(), touched.end(), true);
   const double weight_bytes = static_cast<double>(w.code_bytes() + w.scale_bytes()) / E * experts_touched;
-  const int64_t a_rows = second ? slots : M;
+  // Rows of A the GEMM reads (GEMM1 of the indexed layout gathers the M token rows).
+  const int64_t a_rows = second || layout != Layout::indexed ? slots : M;
   const double act_bytes = static_cast<double>(a_rows * w.k * 2 + slots * w.n * 2);
   GemmTiming t;
   t.bytes = weight_bytes + act_bytes;
   t.flops = 2.0 * static_cast<double>(slots) * static_cast<double>(w.n * w.k);
 
+  // Tokens per expert: the segments of the contiguous and masked layouts.
+  std::vector<int32_t> counts(static_cast<size_t>(E), 0);
+  for (int32_t e : ids_host) ++counts[e];
+  const int64_t max_count = *std::max_element(counts.begin(), counts.end());
+  const int64_t segment_rows = layout == Layout::masked ? E * max_count : slots;
   DeviceBuffer ids = DeviceBuffer::from_host(ids_host);
   const int64_t cap = cuda::align_capacity(slots, E, tile.block_m);
   DeviceBuffer local_ids(slots * 4), sorted(cap * 4), expert_ids(cap / tile.block_m * 4), padded(4);
-  cuda::RouteIds route{ids.ptr(), DType::i32, M, top_k, E, 0, E, 0};
-  cuda::map_and_align(route, tile.block_m, {local_ids.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()}, stream);
+  const int64_t max_blocks = cuda::segment_capacity(segment_rows, E, tile.block_m);
+  DeviceBuffer block_table(std::max<int64_t>(max_blocks, 1) * 3 * 4), num_blocks(4), error_word(4);
+  if (layout == Layout::indexed) {
+    cuda::RouteIds route{ids.ptr(), DType::i32, M, top_k, E, 0, E, 0};
+    cuda::map_and_align(route, tile.block_m, {local_ids.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()}, stream);
+  } else if (layout == Layout::contiguous) {
+    std::vector<int64_t> offsets(static_cast<size_t>(E) + 1, 0);
+    for (int64_t e = 0; e < E; ++e) offsets[e + 1] = offsets[e] + counts[e];
+    DeviceBuffer d_offsets = DeviceBuffer::from_host(offsets);
+    cuda::build_segments(w, d.act_dtype, tile, d_offsets.ptr(), 0, DType::i32, 0, E, block_table.ptr(), num_blocks.ptr(),
+                         0, stream);
+    cuda::check(cuda::driver().cuStreamSynchronize(stream), "cuStreamSynchronize");  // d_offsets dies here
+  } else {
+    DeviceBuffer d_counts = DeviceBuffer::from_host(counts);
+    cuda::check(cuda::driver().cuMemsetD8Async(error_word.ptr(), 0, 4, stream), "cuMemsetD8Async");
+    cuda::build_segments(w, d.act_dtype, tile, 0, d_counts.ptr(), DType::i32, max_count, E, block_table.ptr(),
+                         num_blocks.ptr(), error_word.ptr(), stream);
+    cuda::check(cuda::driver().cuStreamSynchronize(stream), "cuStreamSynchronize");  // d_counts dies here
+  }
 
   t.weight_copies = static_cast<int>(std::clamp(std::ceil(3.0 * static_cast<double>(l2_bytes) / t.bytes), 1.0, 16.0));
   const std::vector<cuda::GemmWeights>& weights = random_weight_copies(w, t.weight_copies, rng, prepared);
-  const DeviceBuffer& act = random_activations(d.act_dtype, a_rows * w.k);
-  DeviceBuffer out(slots * w.n * 2);
+  const DeviceBuffer& act = random_activations(d.act_dtype, (layout == Layout::masked ? segment_rows : a_rows) * w.k);
+  DeviceBuffer out(segment_rows * w.n * 2);
   cuda::MoeGemmArgs g;
   g.weights_desc = w;
   g.act_dtype = d.act_dtype;
@@ -229,13 +259,19 @@ GemmTiming time_moe_gemm(const ExpertsDesc& d, bool second, int64_t M, const cud
   g.c = out.ptr();
   g.c_row_stride = w.n;
   g.tile = tile;
-  g.gather = true;
-  g.sorted_ids = sorted.ptr();
-  g.expert_ids = expert_ids.ptr();
-  g.num_tokens_padded = padded.ptr();
-  g.num_slots = slots;
-  g.src_row_divisor = second ? 1 : top_k;
-  g.sorted_capacity = cap;
+  g.gather = layout == Layout::indexed;
+  if (g.gather) {
+    g.sorted_ids = sorted.ptr();
+    g.expert_ids = expert_ids.ptr();
+    g.num_tokens_padded = padded.ptr();
+    g.num_slots = slots;
+    g.src_row_divisor = second ? 1 : top_k;
+    g.sorted_capacity = cap;
+  } else {
+    g.block_table = block_table.ptr();
+    g.num_blocks = num_blocks.ptr();
+    g.max_blocks = max_blocks;
+  }
   const int copies = t.weight_copies;
   t.us = time_us([&](int i) {
     g.weights = weights[i % copies];

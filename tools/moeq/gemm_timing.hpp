@@ -12,6 +12,8 @@
 
 namespace moeq::cli {
 
+// The median of samples (the upper middle one of an even count), as every timing here reports.
+double median(std::vector<double> samples);
 // Median over trials of the mean time of `iterations` back-to-back launches, in microseconds.
 double time_us(const std::function<void(int)>& launch, int iterations, int trials, cuda::CUstream stream);
 // Device-to-device copy of 1 GiB, counting bytes read plus bytes written.
@@ -41,10 +43,13 @@ struct GemmTiming {
   int weight_copies = 0;
 };
 
-// One MoE GEMM (indexed layout, GEMM1 or `second` GEMM2 of the layer, its 16-bit activations) on `tile`,
-// over a random routing of M tokens (seeded by M, so every tile of an M sees the same routing),
-// with the weights rotated over enough copies that every pass reads DRAM.
+// One MoE GEMM (GEMM1 or `second` GEMM2 of the layer, its 16-bit activations) on `tile`, over a
+// random routing of M tokens (seeded by M, so every tile of an M sees the same routing), with the
+// weights rotated over enough copies that every pass reads DRAM, in `layout` as Experts::apply runs
+// it: indexed (sorted ids, rows gathered; GEMM1 reads the M token rows), contiguous (the M * top_k
+// rows in per-expert segments) or masked ([E, T, K] with T the largest expert's count).
 GemmTiming time_moe_gemm(const ExpertsDesc& d, bool second, int64_t M, const cuda::GemmTile& tile, bool prepared,
-                         int64_t l2_bytes, int iterations, int trials, cuda::CUstream stream);
+                         int64_t l2_bytes, int iterations, int trials, cuda::CUstream stream,
+                         Layout layout = Layout::indexed);
 
 }  // namespace moeq::cli

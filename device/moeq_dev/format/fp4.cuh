@@ -73,6 +73,19 @@ __device__ __forceinline__ unsigned bf16x8_to_e2m1x8(const uint4& w, unsigned in
   return __byte_perm(p01, p23, 0x5410u);
 }
 
+// Eight e2m1 codes (nibble i = element i) -> eight e4m3 codes (byte i of {.x, .y} = element i) of
+// the values times 2^-6, exactly: the magnitude bits e1 e0 m moved to e4m3 bits 4..2 and the sign
+// to bit 7 read as e4m3 give 2^(e - 7) (1 + m / 2) = 2^-6 x 2^(e - 1) (1 + m / 2) for e >= 1, and
+// the subnormal m 2^-7 = 2^-6 x 0.5 m for e = 0. The FP8 MMAs take MXFP4 weights this way, the
+// 2^6 joining the block scale.
+__device__ __forceinline__ uint2 e2m1x8_to_e4m3x8_scaled(unsigned w) {
+  const unsigned even = w & 0x0F0F0F0Fu;         // elements 0, 2, 4, 6 in bytes 0..3
+  const unsigned odd = (w >> 4) & 0x0F0F0F0Fu;   // elements 1, 3, 5, 7
+  const unsigned even8 = ((even & 0x08080808u) << 4) | ((even & 0x07070707u) << 2);
+  const unsigned odd8 = ((odd & 0x08080808u) << 4) | ((odd & 0x07070707u) << 2);
+  return make_uint2(__byte_perm(even8, odd8, 0x5140u), __byte_perm(even8, odd8, 0x7362u));
+}
+
 // Exact decode of the low 4 bits.
 __device__ __forceinline__ float e2m1_to_f32(unsigned code) {
   const unsigned exp_field = (code >> 1) & 3u;

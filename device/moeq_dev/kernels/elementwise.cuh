@@ -12,7 +12,11 @@
 //   struct ElementwiseCfg {                                  // quantization
 //     static constexpr moeq_dev::QuantFormat kFormat = moeq_dev::QuantFormat::kMxfp8;
 //     static constexpr bool kDtypeIsBf16 = true;
+//     static constexpr bool kValuesOut = false;             // the codes' 16-bit values, not the codes
 //     static constexpr int kThreads = 256;
+//   };
+//   struct ElementwiseCfg {                                  // activation, then quantization:
+//     kActivation, kInterleaved, kFormat, kDtypeIsBf16, kValuesOut (true), kThreads   // GEMM2's input
 //   };
 //   struct ElementwiseCfg {                                  // dequantization
 //     static constexpr moeq_dev::QuantFormat kDequantFormat = moeq_dev::QuantFormat::kMxfp8;
@@ -21,8 +25,8 @@
 //   };
 //
 // All entries exist in every module; those whose constants the config does not define
-// (kActivation / kFormat / kDequantFormat) are empty stubs, so a config names only what its own
-// kernel reads.
+// (kActivation / kFormat / kDequantFormat; both kActivation and kFormat: the fused entry only) are
+// empty stubs, so a config names only what its own kernel reads.
 #include "moeq_dev/moe/activation.cuh"
 #include "moeq_dev/moe/dequantize.cuh"
 #include "moeq_dev/moe/quantize.cuh"
@@ -44,7 +48,7 @@ template <class Cfg> struct HasDequantFormat<Cfg, void_t<decltype(Cfg::kDequantF
   static constexpr bool value = true;
 };
 
-template <class Cfg, bool kLive = HasActivation<Cfg>::value>
+template <class Cfg, bool kLive = HasActivation<Cfg>::value && !HasQuantFormat<Cfg>::value>
 struct ActivationEntry {
   __device__ static void run(const unsigned short*, unsigned short*, int, long long, ActivationArgs, int) {}
 };
@@ -80,7 +84,29 @@ struct ActivationEntry<Cfg, true> {
   }
 };
 
-template <class Cfg, bool kLive = HasQuantFormat<Cfg>::value>
+// The quantizer of Cfg (kFormat, kDtypeIsBf16, kValuesOut, kThreads) over `source`'s rows.
+template <class Cfg, class Source>
+__device__ __forceinline__ void quantize_rows(const Source& source, int rows, int cols, unsigned char* codes,
+                                              void* scales, int vectorized, int warps_per_row) {
+  constexpr bool kBf16 = Cfg::kDtypeIsBf16, kValues = Cfg::kValuesOut;
+  if constexpr (Cfg::kFormat == QuantFormat::kFp8Token) {
+    float* s = static_cast<float*>(scales);
+    if (vectorized) {
+      quantize_fp8_token_rows<kBf16, 8, Cfg::kThreads, kValues>(source, rows, cols, codes, s, warps_per_row);
+    } else {
+      quantize_fp8_token_rows<kBf16, 1, Cfg::kThreads, kValues>(source, rows, cols, codes, s, warps_per_row);
+    }
+  } else {
+    unsigned char* s = static_cast<unsigned char*>(scales);
+    if (vectorized) {
+      quantize_mx_vec8<Cfg::kFormat, kBf16, kValues>(source, rows, cols, codes, s);
+    } else {
+      quantize_mx_scalar<Cfg::kFormat, kBf16, kValues>(source, rows, cols, codes, s);
+    }
+  }
+}
+
+template <class Cfg, bool kLive = HasQuantFormat<Cfg>::value && !HasActivation<Cfg>::value>
 struct QuantizeEntry {
   __device__ static void run(const unsigned short*, long long, int, int, unsigned char*, void*, int, int) {}
 };
@@ -93,22 +119,26 @@ struct QuantizeEntry<Cfg, true> {
   // pointers are aligned for 16-byte loads and 8-byte (fp8) / 4-byte (fp4) code stores.
   __device__ static void run(const unsigned short* in, long long in_row_stride, int rows, int cols,
                              unsigned char* codes, void* scales, int vectorized, int warps_per_row) {
-    constexpr bool kBf16 = Cfg::kDtypeIsBf16;
-    if constexpr (Cfg::kFormat == QuantFormat::kFp8Token) {
-      float* s = static_cast<float*>(scales);
-      if (vectorized) {
-        quantize_fp8_token_rows<kBf16, 8, Cfg::kThreads>(in, in_row_stride, rows, cols, codes, s, warps_per_row);
-      } else {
-        quantize_fp8_token_rows<kBf16, 1, Cfg::kThreads>(in, in_row_stride, rows, cols, codes, s, warps_per_row);
-      }
-    } else {
-      unsigned char* s = static_cast<unsigned char*>(scales);
-      if (vectorized) {
-        quantize_mx_vec8<Cfg::kFormat, kBf16>(in, in_row_stride, rows, cols, codes, s);
-      } else {
-        quantize_mx_scalar<Cfg::kFormat, kBf16>(in, in_row_stride, rows, cols, codes, s);
-      }
-    }
+    quantize_rows<Cfg>(BufferSource{in, in_row_stride}, rows, cols, codes, scales, vectorized, warps_per_row);
+  }
+};
+
+// GEMM2's input in one kernel: the activation of GEMM1's output (ActivationSource), quantized, its
+// codes' 16-bit values written (kValuesOut), and the scales.
+template <class Cfg, bool kLive = HasActivation<Cfg>::value && HasQuantFormat<Cfg>::value>
+struct ActivationQuantizeEntry {
+  __device__ static void run(const unsigned short*, int, long long, ActivationArgs, unsigned short*, void*, int, int) {}
+};
+
+template <class Cfg>
+struct ActivationQuantizeEntry<Cfg, true> {
+  static_assert(Cfg::kValuesOut, "the fused activation writes the 16-bit values of its codes");
+  static_assert(!Cfg::kInterleaved || is_gated(Cfg::kActivation), "interleaved needs a gated activation");
+  __device__ static void run(const unsigned short* gate_up, int rows, long long intermediate, ActivationArgs args,
+                             unsigned short* values, void* scales, int vectorized, int warps_per_row) {
+    const ActivationSource<Cfg::kActivation, Cfg::kInterleaved, Cfg::kDtypeIsBf16> source{gate_up, intermediate, args};
+    quantize_rows<Cfg>(source, rows, static_cast<int>(intermediate), reinterpret_cast<unsigned char*>(values), scales,
+                       vectorized, warps_per_row);
   }
 };
 
@@ -139,12 +169,23 @@ moeq_activation(const unsigned short* in, unsigned short* out, int rows, long lo
 }
 
 // in [rows, cols] with row stride in_row_stride (elements); codes and scales as
-// reference/quantize.hpp. warps_per_row: FP8 per token only (1, 2, 4, 8; divides kThreads / 32).
+// reference/quantize.hpp, or with kValuesOut `codes` is a dense [rows, cols] 16-bit buffer of the
+// codes' values (moe/quantize.cuh CodeSink). warps_per_row: FP8 per token only (1, 2, 4, 8;
+// divides kThreads / 32).
 extern "C" __global__ void __launch_bounds__(ElementwiseCfg::kThreads)
 moeq_quantize_activation(const unsigned short* in, long long in_row_stride, int rows, int cols,
                          unsigned char* codes, void* scales, int vectorized, int warps_per_row) {
   moeq_dev::QuantizeEntry<ElementwiseCfg>::run(in, in_row_stride, rows, cols, codes, scales, vectorized,
                                                warps_per_row);
+}
+
+// gate_up [rows, N13] (GEMM1's output) -> values [rows, I] (dense) and scales: the activation, then
+// the quantizer of kFormat writing its codes' 16-bit values (moe/quantize.cuh ActivationSource).
+extern "C" __global__ void __launch_bounds__(ElementwiseCfg::kThreads)
+moeq_activation_quantize(const unsigned short* gate_up, int rows, long long intermediate, moeq_dev::ActivationArgs args,
+                         unsigned short* values, void* scales, int vectorized, int warps_per_row) {
+  moeq_dev::ActivationQuantizeEntry<ElementwiseCfg>::run(gate_up, rows, intermediate, args, values, scales, vectorized,
+                                                         warps_per_row);
 }
 
 // codes and scales as reference/quantize.hpp, [rows, cols] -> out [rows, cols] with row stride

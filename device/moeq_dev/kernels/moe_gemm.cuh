@@ -63,6 +63,7 @@
 //     static constexpr bool kPreparedCodes = false;  // codes in the prepared layout (format/prepared.cuh)
 //     static constexpr int kScaleDtype = 0;          // INT formats: ScaleDtypeId of the scales
 //     static constexpr bool kZeroPoints = false;     // INT4: zero points given
+//     static constexpr bool kRowScales = false;      // output rows times MoeGemmParams::a_row_scales
 //   };
 // With prepared codes a lane reads its 32 codes of a 16-channel tile (16 per fragment row) with
 // one 16-byte load (4-bit) or two (8-bit), and every 32-bit word is whole fragment registers: no

@@ -29,7 +29,9 @@ struct MoeGemmParams {
   int src_row_divisor;           // gather: top_k for GEMM1, 1 for GEMM2
   const int* block_table;        // segments: {expert, first row, rows} per block
   const int* num_blocks;         // segments
-  const float* a_row_scales;     // FP8 per-token activations: the scale of each A row; null = none
+  const float* a_row_scales;     // Cfg::kRowScales: the scale of each A row
+  const int* a_scale_rows;       // Cfg::kRowScales: A row r's scale is a_row_scales[a_scale_rows[r] / divisor];
+  int a_scale_row_divisor;       // null: a_row_scales[r]
 };
 
 __device__ __forceinline__ float load_bias_value(const void* bias, long long index, int dtype) {
@@ -206,9 +208,11 @@ __device__ __forceinline__ bool load_block_rows(const MoeGemmParams& p, int m_bl
 // bias and one rounding, into the output tile [tokens][channels] in shared memory (rows of
 // out_row_bytes). acc[nt][mt][2 r + i] is token token_base + 8 mt + 2 t + i and channel
 // channel_of(nt, r) of the block (the m16n8 accumulator layout, which wgmma's matches).
-// row_src: the A row of each block row (-1: padding); with p.a_row_scales, A row r's products are
-// scaled by a_row_scales[r] before the bias (FP8 per-token activations: the codes go into the MMAs
-// as their exact 16-bit values, the row's fp32 scale comes here).
+// row_src: the A row of each block row (-1: padding); with Cfg::kRowScales, A row r's products are
+// scaled by p.a_row_scales[r] before the bias (FP8 per-token activations: the codes go into the
+// MMAs as their exact 16-bit values, the row's fp32 scale comes here).
+// PERF: compile-time, not a null test of p.a_row_scales: the run-time test cost the 128-row wgmma
+// tile 1.5-3% at Qwen3 M = 4096 (bench/results/2026-12-02-h200-quant-activations.md).
 template <class Cfg, int kTilesN, int kTilesM, class ChannelOf>
 __device__ __forceinline__ void write_output_tile(const MoeGemmParams& p, int e, int n0,
                                                   const float (&acc)[kTilesN][kTilesM][4], unsigned char* out_tile,
@@ -221,9 +225,11 @@ __device__ __forceinline__ void write_output_tile(const MoeGemmParams& p, int e,
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       row_scale[mt][i] = 1.0f;
-      if (p.a_row_scales != nullptr) {
+      if constexpr (Cfg::kRowScales) {
         const int src = row_src[token_base + mt * 8 + 2 * t + i];
-        if (src >= 0) row_scale[mt][i] = p.a_row_scales[src];
+        if (src >= 0)
+          row_scale[mt][i] =
+              p.a_row_scales[p.a_scale_rows != nullptr ? p.a_scale_rows[src] / p.a_scale_row_divisor : src];
       }
     }
 #pragma unroll
@@ -247,7 +253,8 @@ __device__ __forceinline__ void write_output_tile(const MoeGemmParams& p, int e,
         for (int i = 0; i < 2; ++i) {
           const int token = token_base + mt * 8 + 2 * t + i;
           *reinterpret_cast<unsigned short*>(out_tile + token * out_row_bytes + n_local * 2) =
-              to_act_bits<Cfg::kActBf16>(acc[nt][mt][2 * r + i] * row_scale[mt][i] * scale + bias);
+              to_act_bits<Cfg::kActBf16>((Cfg::kRowScales ? acc[nt][mt][2 * r + i] * row_scale[mt][i] : acc[nt][mt][2 * r + i]) *
+                                             scale + bias);
         }
     }
 }

@@ -137,14 +137,13 @@ __device__ __forceinline__ void store_half_vec(unsigned short* p, const float (&
   }
 }
 
-// One item of the activation kernel: kVec outputs of row `row_in` (N13 wide) into `row_out`
-// (I wide), starting at output column `col`. Layouts: gated [gate (I) | up (I)]; interleaved
-// [g0, u0, g1, u1, ...]; not gated: [x (I)].
+// kVec activation outputs of row `row_in` (N13 wide), output columns [col, col + kVec), in fp32
+// before their rounding. Layouts: gated [gate (I) | up (I)]; interleaved [g0, u0, g1, u1, ...];
+// not gated: [x (I)].
 template <ActivationKind kKind, bool kInterleaved, bool kBf16, int kVec>
-__device__ __forceinline__ void activation_item(const unsigned short* row_in, unsigned short* row_out,
-                                                long long col, long long intermediate,
-                                                const ActivationArgs& args) {
-  float g[kVec], u[kVec], out[kVec];
+__device__ __forceinline__ void activation_values(const unsigned short* row_in, long long col, long long intermediate,
+                                                  const ActivationArgs& args, float (&out)[kVec]) {
+  float g[kVec], u[kVec];
   if constexpr (!is_gated(kKind)) {
     unpack_half_vec<kBf16, kVec>(load_half_vec<kVec>(row_in + col), g);
 #pragma unroll
@@ -176,6 +175,16 @@ __device__ __forceinline__ void activation_item(const unsigned short* row_in, un
   }
 #pragma unroll
   for (int i = 0; i < kVec; ++i) out[i] = activation_value<kKind>(g[i], u[i], args);
+}
+
+// One item of the activation kernel: kVec outputs of row `row_in` into `row_out` (I wide),
+// starting at output column `col`, one rounding each.
+template <ActivationKind kKind, bool kInterleaved, bool kBf16, int kVec>
+__device__ __forceinline__ void activation_item(const unsigned short* row_in, unsigned short* row_out,
+                                                long long col, long long intermediate,
+                                                const ActivationArgs& args) {
+  float out[kVec];
+  activation_values<kKind, kInterleaved, kBf16, kVec>(row_in, col, intermediate, args, out);
   store_half_vec<kBf16, kVec>(row_out + col, out);
 }
 

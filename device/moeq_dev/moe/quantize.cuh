@@ -22,6 +22,73 @@ constexpr int kMxBlock = 32;
 constexpr float kE4m3MaxValue = 448.0f;
 constexpr float kE2m1MaxValue = 6.0f;
 constexpr float kFp8TokenMinAmax = 1e-12f;
+constexpr float kF16Max = 65504.0f;
+
+// The 16-bit value of one code for the 16-bit GEMMs (moe/dequantize.cuh says why these values):
+// MX q * 2^(code - 127) (`mx_scale`), FP8 per token q alone; f16 clamps to +-65504.
+template <QuantFormat kFormat, bool kBf16>
+__device__ __forceinline__ unsigned short code_value_bits(unsigned code, float mx_scale) {
+  float x = kFormat == QuantFormat::kMxfp4 ? e2m1_to_f32(code) : e4m3_to_f32(code);
+  if constexpr (kFormat != QuantFormat::kFp8Token) x *= mx_scale;
+  if (!kBf16 && fabsf(x) > kF16Max) x = copysignf(kF16Max, x);  // NaN compares false: kept
+  return f32_to_half<kBf16>(x);
+}
+
+// Where a quantizer's codes go: the codes buffer as reference/quantize.hpp lays it out, or, with
+// kValues, their 16-bit values (code_value_bits) into a dense [rows, cols] buffer at the same
+// element index: the quantize-dequantize of the 16-bit GEMM path in one kernel, bit for bit the
+// dequantizer's output.
+template <QuantFormat kFormat, bool kBf16, bool kValues>
+struct CodeSink {
+  unsigned char* out;  // codes, or with kValues the 16-bit values
+
+  // Eight e4m3 codes (byte i of the pair = element i) of elements [e, e + 8).
+  __device__ __forceinline__ void e4m3x8(long long e, uint2 w, float mx_scale) const {
+    if constexpr (kValues) {
+      unsigned v[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const unsigned word = i < 2 ? w.x : w.y, shift = 16 * (i % 2);
+        v[i] = code_value_bits<kFormat, kBf16>((word >> shift) & 0xFFu, mx_scale) |
+               (static_cast<unsigned>(code_value_bits<kFormat, kBf16>((word >> (shift + 8)) & 0xFFu, mx_scale)) << 16);
+      }
+      *reinterpret_cast<uint4*>(reinterpret_cast<unsigned short*>(out) + e) = make_uint4(v[0], v[1], v[2], v[3]);
+    } else {
+      *reinterpret_cast<uint2*>(out + e) = w;
+    }
+  }
+  // Eight e2m1 codes (nibble i = element i) of elements [e, e + 8).
+  __device__ __forceinline__ void e2m1x8(long long e, unsigned w, float mx_scale) const {
+    if constexpr (kValues) {
+      unsigned v[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        v[i] = code_value_bits<kFormat, kBf16>((w >> (8 * i)) & 0xFu, mx_scale) |
+               (static_cast<unsigned>(code_value_bits<kFormat, kBf16>((w >> (8 * i + 4)) & 0xFu, mx_scale)) << 16);
+      *reinterpret_cast<uint4*>(reinterpret_cast<unsigned short*>(out) + e) = make_uint4(v[0], v[1], v[2], v[3]);
+    } else {
+      *reinterpret_cast<unsigned*>(out + e / 2) = w;
+    }
+  }
+  // One e4m3 code of element e.
+  __device__ __forceinline__ void e4m3(long long e, unsigned code, float mx_scale) const {
+    if constexpr (kValues) {
+      reinterpret_cast<unsigned short*>(out)[e] = code_value_bits<kFormat, kBf16>(code, mx_scale);
+    } else {
+      out[e] = static_cast<unsigned char>(code);
+    }
+  }
+  // Two e2m1 codes (low nibble = element e, e even).
+  __device__ __forceinline__ void e2m1x2(long long e, unsigned byte, float mx_scale) const {
+    if constexpr (kValues) {
+      unsigned short* v = reinterpret_cast<unsigned short*>(out) + e;
+      v[0] = code_value_bits<kFormat, kBf16>(byte & 0xFu, mx_scale);
+      v[1] = code_value_bits<kFormat, kBf16>(byte >> 4, mx_scale);
+    } else {
+      out[e / 2] = static_cast<unsigned char>(byte);
+    }
+  }
+};
 
 __device__ __forceinline__ float warp_max(float v, int width) {
   for (int offset = width / 2; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, offset));
@@ -36,9 +103,11 @@ __device__ __forceinline__ float abs_max(const float (&f)[kVec]) {
   return m;
 }
 
-// kVec e4m3 codes of f[i] / s (FP8 per token) or f[i] * s (MX), stored at p (8 or 1 bytes).
-template <bool kDivide, int kVec>
-__device__ __forceinline__ void store_e4m3(unsigned char* p, const float (&f)[kVec], float s) {
+// kVec e4m3 codes of f[i] / s (FP8 per token) or f[i] * s (MX), of elements [e, e + kVec), into
+// the sink (mx_scale: the values' scale, MX only).
+template <bool kDivide, int kVec, class Sink>
+__device__ __forceinline__ void store_e4m3(const Sink& sink, long long e, const float (&f)[kVec], float s,
+                                           float mx_scale) {
   float q[kVec];
 #pragma unroll
   for (int i = 0; i < kVec; ++i) q[i] = f[i] != f[i] ? f[i] : (kDivide ? __fdiv_rn(f[i], s) : __fmul_rn(f[i], s));
@@ -47,9 +116,9 @@ __device__ __forceinline__ void store_e4m3(unsigned char* p, const float (&f)[kV
 #pragma unroll
     for (int i = 0; i < 2; ++i)
       w[i] = f32x2_to_e4m3x2(q[4 * i], q[4 * i + 1]) | (f32x2_to_e4m3x2(q[4 * i + 2], q[4 * i + 3]) << 16);
-    *reinterpret_cast<uint2*>(p) = make_uint2(w[0], w[1]);
+    sink.e4m3x8(e, make_uint2(w[0], w[1]), mx_scale);
   } else {
-    *p = static_cast<unsigned char>(f32_to_e4m3(q[0]));
+    sink.e4m3(e, f32_to_e4m3(q[0]), mx_scale);
   }
 }
 
@@ -65,6 +134,51 @@ __device__ __forceinline__ unsigned abs_max_bits(const HalfVec<kVec>& v) {
     return v.raw & 0x7FFFu;
   }
 }
+
+// Where a quantizer's 16-bit inputs come from: load<kVec>(row, col) gives the kVec elements of row
+// `row` from column `col` as the bits a [rows, cols] buffer of the dtype would hold.
+// A buffer with row stride row_stride (elements).
+struct BufferSource {
+  const unsigned short* in;
+  long long row_stride;
+  template <int kVec>
+  __device__ __forceinline__ HalfVec<kVec> load(long long row, long long col) const {
+    return load_half_vec<kVec>(in + row * row_stride + col);
+  }
+  // Dense rows (stride = cols): element e of the matrix is at in + e, no row index needed.
+  __device__ __forceinline__ bool dense(int cols) const { return row_stride == cols; }
+  __device__ __forceinline__ HalfVec<8> load_dense(long long e) const { return load_half_vec<8>(in + e); }
+};
+
+// GEMM2's input made from GEMM1's output on the fly: the activation of gate_up's row (N13 = 2I
+// wide gated, I otherwise), rounded to the dtype once, the bits the activation kernel would store
+// (the same activation_values), so the quantizer sees exactly the buffer it would have read.
+template <ActivationKind kKind, bool kInterleaved, bool kBf16>
+struct ActivationSource {
+  const unsigned short* gate_up;
+  long long intermediate;
+  ActivationArgs args;
+  template <int kVec>
+  __device__ __forceinline__ HalfVec<kVec> load(long long row, long long col) const {
+    const long long in_cols = is_gated(kKind) ? 2 * intermediate : intermediate;
+    float f[kVec];
+    activation_values<kKind, kInterleaved, kBf16, kVec>(gate_up + row * in_cols, col, intermediate, args, f);
+    HalfVec<kVec> v;
+    if constexpr (kVec == 8) {
+      unsigned w[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        w[i] = static_cast<unsigned>(f32_to_half<kBf16>(f[2 * i])) |
+               (static_cast<unsigned>(f32_to_half<kBf16>(f[2 * i + 1])) << 16);
+      v.raw = make_uint4(w[0], w[1], w[2], w[3]);
+    } else {
+      v.raw = f32_to_half<kBf16>(f[0]);
+    }
+    return v;
+  }
+  __device__ __forceinline__ bool dense(int) const { return false; }
+  __device__ __forceinline__ HalfVec<8> load_dense(long long) const { return HalfVec<8>{}; }  // never called
+};
 
 // Magnitude bits of +inf: above it NaN, at it +-inf.
 template <bool kBf16> constexpr unsigned kHalfInfBits = kBf16 ? 0x7F80u : 0x7C00u;
@@ -100,10 +214,10 @@ __device__ __forceinline__ float div_rn_by_scale(float x, float s, float inv_s) 
 // DRAM once; longer rows (cols > 16384 at 8 warps) re-read it, mostly from L2.
 constexpr int kFp8TokenSlots = 8;
 
-template <bool kBf16, int kVec, int kThreads>
-__device__ __forceinline__ void quantize_fp8_token_rows(const unsigned short* in, long long in_row_stride,
-                                                        int rows, int cols, unsigned char* codes,
+template <bool kBf16, int kVec, int kThreads, bool kValues, class Source>
+__device__ __forceinline__ void quantize_fp8_token_rows(const Source& source, int rows, int cols, unsigned char* codes,
                                                         float* scales, int warps_per_row) {
+  const CodeSink<QuantFormat::kFp8Token, kBf16, kValues> sink{codes};
   constexpr int kWarps = kThreads / 32;
   __shared__ float partial_amax[kWarps];
   __shared__ unsigned partial_bits[kWarps];
@@ -121,8 +235,7 @@ __device__ __forceinline__ void quantize_fp8_token_rows(const unsigned short* in
        row_base += static_cast<long long>(gridDim.x) * rows_per_block) {
     const long long row = row_base + group;
     const bool row_ok = row < rows;
-    const unsigned short* src = in + row * in_row_stride;
-    unsigned char* dst = codes + row * static_cast<long long>(cols);
+    const long long row_elem = row * static_cast<long long>(cols);  // element index of the row's codes
     HalfVec<kVec> slot[kFp8TokenSlots];
     // Every vector of this thread's part of the row, in slot order: body(vector, index), the
     // vector read from memory on the first pass over the row (`first_read`) and on every pass of
@@ -133,7 +246,7 @@ __device__ __forceinline__ void quantize_fp8_token_rows(const unsigned short* in
         for (int s = 0; s < kFp8TokenSlots; ++s) {
           const int v = pass * pass_vecs + s * group_threads + t;
           if (row_ok && v < num_vecs) {
-            if (first_read || num_passes > 1) slot[s] = load_half_vec<kVec>(src + static_cast<long long>(v) * kVec);
+            if (first_read || num_passes > 1) slot[s] = source.template load<kVec>(row, static_cast<long long>(v) * kVec);
             body(slot[s], v);
           }
         }
@@ -170,9 +283,9 @@ __device__ __forceinline__ void quantize_fp8_token_rows(const unsigned short* in
 #pragma unroll
           for (int i = 0; i < 2; ++i)
             w[i] = f32x2_to_e4m3x2_no_nan(f[4 * i], f[4 * i + 1]) | (f32x2_to_e4m3x2_no_nan(f[4 * i + 2], f[4 * i + 3]) << 16);
-          *reinterpret_cast<uint2*>(dst + static_cast<long long>(v) * kVec) = make_uint2(w[0], w[1]);
+          sink.e4m3x8(row_elem + static_cast<long long>(v) * kVec, make_uint2(w[0], w[1]), 1.0f);
         } else {
-          dst[v] = static_cast<unsigned char>(f32x2_to_e4m3x2_no_nan(f[0], 0.0f) & 0xFFu);
+          sink.e4m3(row_elem + v, f32x2_to_e4m3x2_no_nan(f[0], 0.0f) & 0xFFu, 1.0f);
         }
       });
       continue;
@@ -197,7 +310,7 @@ __device__ __forceinline__ void quantize_fp8_token_rows(const unsigned short* in
     for_each_vec(false, [&](const HalfVec<kVec>& x, int v) {
       float f[kVec];
       unpack_half_vec<kBf16, kVec>(x, f);
-      store_e4m3<true, kVec>(dst + static_cast<long long>(v) * kVec, f, scale);
+      store_e4m3<true, kVec>(sink, row_elem + static_cast<long long>(v) * kVec, f, scale, 1.0f);
     });
   }
 }
@@ -211,15 +324,15 @@ __device__ __forceinline__ void quantize_fp8_token_rows(const unsigned short* in
 // NaN-free encoders: MXFP8 53-56% -> 83-88%, MXFP4 31% -> 81-86% of copy at M = 4096 (H200).
 constexpr int kMxItems = 4;
 
-template <QuantFormat kFormat, bool kBf16>
-__device__ __forceinline__ void quantize_mx_vec8(const unsigned short* in, long long in_row_stride,
-                                                 int rows, int cols, unsigned char* codes,
+template <QuantFormat kFormat, bool kBf16, bool kValues, class Source>
+__device__ __forceinline__ void quantize_mx_vec8(const Source& source, int rows, int cols, unsigned char* codes,
                                                  unsigned char* scales) {
   constexpr bool kFp4 = kFormat == QuantFormat::kMxfp4;
+  const CodeSink<kFormat, kBf16, kValues> sink{codes};
   // PERF: 32-bit item arithmetic (the host keeps rows * cols / 8 below 2^31).
   const unsigned vecs_per_row = static_cast<unsigned>(cols) / 8u;
   const unsigned num_items = static_cast<unsigned>(rows) * vecs_per_row;
-  const bool dense = in_row_stride == cols;
+  const bool dense = source.dense(cols);
   const unsigned lane = threadIdx.x % 32;
   const unsigned group_mask = 0xFu << (lane & ~3u);
   // NOTE: a warp walks kMxItems runs of 32 consecutive items and num_items is a multiple of 4,
@@ -231,12 +344,12 @@ __device__ __forceinline__ void quantize_mx_vec8(const unsigned short* in, long 
     for (int k = 0; k < kMxItems; ++k) {
       const unsigned item = base + 32u * k + lane;
       if (item < num_items) {
-        long long offset = static_cast<long long>(item) * 8;
-        if (!dense) {
+        if (dense) {
+          raw[k] = source.load_dense(static_cast<long long>(item) * 8);
+        } else {
           const unsigned row = item / vecs_per_row;
-          offset = static_cast<long long>(row) * in_row_stride + static_cast<long long>(item - row * vecs_per_row) * 8;
+          raw[k] = source.template load<8>(row, static_cast<long long>(item - row * vecs_per_row) * 8);
         }
-        raw[k] = load_half_vec<8>(in + offset);
       } else {
         raw[k].raw = make_uint4(0u, 0u, 0u, 0u);
       }
@@ -256,9 +369,11 @@ __device__ __forceinline__ void quantize_mx_vec8(const unsigned short* in, long 
         const unsigned code = ue8m0_scale_for_narrow<kFp4>(amax_bits);
         if (!ok) continue;
         if (lane % 4 == 0) *scale_out = static_cast<unsigned char>(code);
+        // NOTE: kValues only: the values' scale; the code is at most 254 here (the narrow range).
+        const float mx_scale = kValues ? ue8m0_to_f32(code) : 1.0f;
         if constexpr (kFp4) {
-          *reinterpret_cast<unsigned*>(codes + static_cast<long long>(item) * 4) =
-              bf16x8_to_e2m1x8(raw[k].raw, (254u - code) * 0x00800080u);
+          sink.e2m1x8(static_cast<long long>(item) * 8, bf16x8_to_e2m1x8(raw[k].raw, (254u - code) * 0x00800080u),
+                      mx_scale);
         } else {
           const float inv = __uint_as_float((254u - code) << 23);
           float f[8];
@@ -268,7 +383,7 @@ __device__ __forceinline__ void quantize_mx_vec8(const unsigned short* in, long 
           for (int i = 0; i < 2; ++i)
             w[i] = f32x2_to_e4m3x2_no_nan(__fmul_rn(f[4 * i], inv), __fmul_rn(f[4 * i + 1], inv)) |
                    (f32x2_to_e4m3x2_no_nan(__fmul_rn(f[4 * i + 2], inv), __fmul_rn(f[4 * i + 3], inv)) << 16);
-          *reinterpret_cast<uint2*>(codes + static_cast<long long>(item) * 8) = make_uint2(w[0], w[1]);
+          sink.e4m3x8(static_cast<long long>(item) * 8, make_uint2(w[0], w[1]), mx_scale);
         }
         continue;
       }
@@ -286,6 +401,7 @@ __device__ __forceinline__ void quantize_mx_vec8(const unsigned short* in, long 
       const float inv = ue8m0_inverse_scale(code);
       if (!ok) continue;
       if (lane % 4 == 0) *scale_out = static_cast<unsigned char>(code);
+      const float mx_scale = kValues ? ue8m0_to_f32(code) : 1.0f;
       if constexpr (kFp4) {
         unsigned packed = 0;
 #pragma unroll
@@ -294,43 +410,48 @@ __device__ __forceinline__ void quantize_mx_vec8(const unsigned short* in, long 
           const float hi = f[i + 1] != f[i + 1] ? f[i + 1] : __fmul_rn(f[i + 1], inv);
           packed |= f32x2_to_e2m1x2(lo, hi) << (4 * i);
         }
-        *reinterpret_cast<unsigned*>(codes + static_cast<long long>(item) * 4) = packed;
+        sink.e2m1x8(static_cast<long long>(item) * 8, packed, mx_scale);
       } else {
-        store_e4m3<false, 8>(codes + static_cast<long long>(item) * 8, f, inv);
+        store_e4m3<false, 8>(sink, static_cast<long long>(item) * 8, f, inv, mx_scale);
       }
     }
   }
 }
 
 // ---- MX scalar fallback (rows not 16-byte aligned): one thread per 32-element block ----
-template <QuantFormat kFormat, bool kBf16>
-__device__ __forceinline__ void quantize_mx_scalar(const unsigned short* in, long long in_row_stride,
-                                                   int rows, int cols, unsigned char* codes,
+template <QuantFormat kFormat, bool kBf16, bool kValues, class Source>
+__device__ __forceinline__ void quantize_mx_scalar(const Source& source, int rows, int cols, unsigned char* codes,
                                                    unsigned char* scales) {
   constexpr bool kFp4 = kFormat == QuantFormat::kMxfp4;
+  const CodeSink<kFormat, kBf16, kValues> sink{codes};
   const long long blocks_per_row = cols / kMxBlock;
   const long long num_items = static_cast<long long>(rows) * blocks_per_row;
   for (long long item = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; item < num_items;
        item += static_cast<long long>(gridDim.x) * blockDim.x) {
     const long long row = item / blocks_per_row;
     const long long b = item - row * blocks_per_row;
-    const unsigned short* src = in + row * in_row_stride + b * kMxBlock;
     float f[kMxBlock];
 #pragma unroll
-    for (int i = 0; i < kMxBlock; ++i) f[i] = half_to_f32<kBf16>(src[i]);
+    for (int i = 0; i < kMxBlock; ++i) f[i] = half_to_f32<kBf16>(source.template load<1>(row, b * kMxBlock + i).raw);
     const unsigned code = ue8m0_scale_for(abs_max(f), kFp4 ? kE2m1MaxValue : kE4m3MaxValue);
     const float inv = ue8m0_inverse_scale(code);
     scales[item] = static_cast<unsigned char>(code);
+    const float mx_scale = kValues ? ue8m0_to_f32(code) : 1.0f;
 #pragma unroll
     for (int i = 0; i < kMxBlock; ++i) f[i] = f[i] != f[i] ? f[i] : __fmul_rn(f[i], inv);
-    if constexpr (kFp4) {
+    const long long block_elem = row * static_cast<long long>(cols) + b * kMxBlock;
+    if constexpr (kFp4 && !kValues) {
+      // PERF: the byte pointer of the pre-CodeSink code: the sink's (e / 2) per pair cost ~120
+      // instructions and 7 registers in this fallback (SASS of sm_90a, session 21 review).
       unsigned char* dst = codes + row * (cols / 2) + b * (kMxBlock / 2);
 #pragma unroll
       for (int i = 0; i < kMxBlock; i += 2) dst[i / 2] = static_cast<unsigned char>(f32x2_to_e2m1x2(f[i], f[i + 1]));
-    } else {
-      unsigned char* dst = codes + row * static_cast<long long>(cols) + b * kMxBlock;
+    } else if constexpr (kFp4) {
 #pragma unroll
-      for (int i = 0; i < kMxBlock; ++i) dst[i] = static_cast<unsigned char>(f32_to_e4m3(f[i]));
+      for (int i = 0; i < kMxBlock; i += 2) sink.e2m1x2(block_elem + i, f32x2_to_e2m1x2(f[i], f[i + 1]), mx_scale);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kMxBlock; ++i) sink.e4m3(block_elem + i, f32_to_e4m3(f[i]), mx_scale);
     }
   }
 }
