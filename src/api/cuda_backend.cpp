@@ -132,43 +132,63 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   g2.c = buffer("down_output");
   g2.c_row_stride = K;
 
+  // What each GEMM reads (cuda::gemm_input): 16-bit activations, or FP8 per-token codes as e4m3
+  // (direct tiles of FP8 per-channel weights) or as their 16-bit values, the row scales in the
+  // GEMM's epilogue either way.
+  const int sm = cuda::device_sm();
+  const cuda::GemmInput input1 = cuda::gemm_input(d, cuda::tile_for_device(g1.tile), sm);
+  const cuda::GemmInput input2 = cuda::gemm_input(d, cuda::tile_for_device(g2.tile), sm);
+  const auto set_row_scales = [&](cuda::MoeGemmArgs& g, cuda::GemmInput input, CUdeviceptr scales) {
+    g.a_e4m3 = input == cuda::GemmInput::row_scaled_e4m3;
+    g.a_row_scales = input != cuda::GemmInput::values ? scales : 0;
+    g.a_scale_rows = 0;
+  };
   // A GEMM's input x [rows, cols] (row stride `stride`): as is, or, for quantized activations
-  // (CONTRACT §5), quantized and dequantized in one kernel into the 16-bit values the GEMM's MMAs
-  // take (the codes themselves are not written), FP8 per token with its row scales in the GEMM's
-  // epilogue.
-  const auto set_gemm_input = [&](cuda::MoeGemmArgs& g, CUdeviceptr x, int64_t stride, int64_t rows, int64_t cols,
-                                  const std::string& codes_name, const char* dequantized_name) {
+  // (CONTRACT §5), quantized into the codes the e4m3 GEMM takes, or quantized and dequantized in
+  // one kernel into the 16-bit values the other GEMMs take (the codes themselves not written).
+  const auto set_gemm_input = [&](cuda::MoeGemmArgs& g, cuda::GemmInput input, CUdeviceptr x, int64_t stride,
+                                  int64_t rows, int64_t cols, const std::string& codes_name,
+                                  const char* dequantized_name) {
     g.a = x;
     g.a_row_stride = stride;
     if (d.act_format == ActFormat::none) return;
-    const CUdeviceptr scales = buffer((codes_name + ".scales").c_str()), values = buffer(dequantized_name);
-    cuda::quantize_activation_values(d.act_format, c, x, stride, rows, cols, values, scales, stream);
-    g.a = values;
+    const CUdeviceptr scales = buffer((codes_name + ".scales").c_str());
+    if (input == cuda::GemmInput::row_scaled_e4m3) {
+      g.a = buffer(codes_name.c_str());
+      cuda::quantize_activation(d.act_format, c, x, stride, rows, cols, g.a, scales, stream);
+    } else {
+      g.a = buffer(dequantized_name);
+      cuda::quantize_activation_values(d.act_format, c, x, stride, rows, cols, g.a, scales, stream);
+    }
     g.a_row_stride = cols;
-    g.a_row_scales = cuda::gemm_row_scales(d) ? scales : 0;
-    g.a_scale_rows = 0;
+    set_row_scales(g, input, scales);
   };
   // GEMM1's input: x [rows_in, K] of row stride `stride` (the caller's hidden states or the permuted
   // rows); x = 0: g1 already holds it (the contiguous layout's quantized rows).
   const auto run_chain = [&](CUdeviceptr x, int64_t stride, int64_t rows_in, int64_t rows) {
-    if (x != 0) set_gemm_input(g1, x, stride, rows_in, K, "quanted_gate_up_input", "dequantized_gate_up_input");
+    if (x != 0) set_gemm_input(g1, input1, x, stride, rows_in, K, "quanted_gate_up_input", "dequantized_gate_up_input");
     cuda::moe_gemm(g1, stream);
     if (d.act_format == ActFormat::none) {
       const CUdeviceptr activation_output = buffer("activation_output");
       cuda::activation(d.activation, d.interleaved_gate_up, c, g1.c, rows, I, activation_output, stream);
-      set_gemm_input(g2, activation_output, I, rows, I, "quanted_down_input", "dequantized_down_input");
+      set_gemm_input(g2, input2, activation_output, I, rows, I, "quanted_down_input", "dequantized_down_input");
     } else {
       // PERF: the activation, its quantization and the values in one kernel: the activation
       // output is never written (one pass fewer over [rows, I]) and two launches fewer.
-      // NOTE: not quanted_down_input.scales: that one lies inside gate_up_output, which this kernel
-      // reads (src/plan/workspace.cpp places these two past it).
-      const CUdeviceptr scales = buffer("dequantized_down_input.scales"), values = buffer("dequantized_down_input");
-      cuda::activation_quantize_values(d.activation, d.interleaved_gate_up, d.act_format, c, g1.c, rows, I, values,
-                                       scales, stream);
-      g2.a = values;
+      // NOTE: not quanted_down_input(.scales): those lie inside gate_up_output, which this kernel
+      // reads (src/plan/workspace.cpp places these two past it); e4m3 codes (1 byte each) fit in
+      // the values' buffer.
+      const CUdeviceptr scales = buffer("dequantized_down_input.scales"), out = buffer("dequantized_down_input");
+      if (input2 == cuda::GemmInput::row_scaled_e4m3) {
+        cuda::activation_quantize_codes(d.activation, d.interleaved_gate_up, d.act_format, c, g1.c, rows, I, out,
+                                        scales, stream);
+      } else {
+        cuda::activation_quantize_values(d.activation, d.interleaved_gate_up, d.act_format, c, g1.c, rows, I, out,
+                                         scales, stream);
+      }
+      g2.a = out;
       g2.a_row_stride = I;
-      g2.a_row_scales = cuda::gemm_row_scales(d) ? scales : 0;
-      g2.a_scale_rows = 0;
+      set_row_scales(g2, input2, scales);
     }
     cuda::moe_gemm(g2, stream);
   };
@@ -177,7 +197,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     const int64_t T = in.max_tokens_per_expert, rows = E * T;
     const CUdeviceptr table = buffer("block_table"), count = buffer("num_blocks");
     cuda::build_segments(g1.weights_desc, c, tile, 0, dptr(in.expert_num_tokens), in.expert_num_tokens_dtype, T, E,
-                         table, count, error_flags, stream, cuda::gemm_row_scales(d));
+                         table, count, error_flags, stream, input1);
     for (cuda::MoeGemmArgs* g : {&g1, &g2}) {
       g->gather = false;
       g->block_table = table;
@@ -233,29 +253,37 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   if (d.act_format == ActFormat::none) {
     cuda::permute(ids, {dptr(in.hidden), hidden_stride * elem, K * elem, permuted, K * elem}, perm, stream);
   } else {
-    // PERF: quantized per token, a token's copies are equal rows: quantize and dequantize the M
-    // tokens (into permuted_hidden, as [M, K]), then permute the 16-bit values into GEMM1's input;
-    // the scales stay per token (the GEMM maps each permuted row to its token through
-    // permuted_src). Permuting first quantized M * top_k rows: ~350 MB more traffic at Qwen3
-    // M = 4096 (bench/results/2026-12-02-h200-quant-activations.md).
+    // PERF: quantized per token, a token's copies are equal rows: quantize (and dequantize) the M
+    // tokens (e4m3 codes into quanted_gate_up_input, 16-bit values into permuted_hidden, as
+    // [M, K]), then permute those rows into GEMM1's input; the scales stay per token (the GEMM
+    // maps each permuted row to its token through permuted_src). Permuting first quantized
+    // M * top_k rows: ~350 MB more traffic at Qwen3 M = 4096
+    // (bench/results/2026-12-02-h200-quant-activations.md).
     cuda::permute_indices(ids, perm, stream);
     const CUdeviceptr scales = buffer("quanted_gate_up_input.scales");
-    cuda::quantize_activation_values(d.act_format, c, dptr(in.hidden), hidden_stride, M, K, permuted, scales, stream);
-    const CUdeviceptr values = buffer("dequantized_gate_up_input");
-    cuda::permute_rows({permuted, K * elem, K * elem, values, K * elem}, perm.permuted_src, perm.offsets, E, slots,
+    const bool e4m3 = input1 == cuda::GemmInput::row_scaled_e4m3;
+    const CUdeviceptr tokens = e4m3 ? buffer("quanted_gate_up_input") : permuted;
+    if (e4m3) {
+      cuda::quantize_activation(d.act_format, c, dptr(in.hidden), hidden_stride, M, K, tokens, scales, stream);
+    } else {
+      cuda::quantize_activation_values(d.act_format, c, dptr(in.hidden), hidden_stride, M, K, tokens, scales, stream);
+    }
+    // NOTE: e4m3 codes (1 byte each) fit in the values' buffer.
+    const CUdeviceptr rows_out = buffer("dequantized_gate_up_input");
+    const int64_t row_bytes = e4m3 ? K : K * elem;
+    cuda::permute_rows({tokens, row_bytes, row_bytes, rows_out, row_bytes}, perm.permuted_src, perm.offsets, E, slots,
                        d.top_k, stream);
-    g1.a = values;
+    g1.a = rows_out;
     g1.a_row_stride = K;
-    if (cuda::gemm_row_scales(d)) {
-      g1.a_row_scales = scales;
+    set_row_scales(g1, input1, scales);
+    if (g1.a_row_scales != 0) {
       g1.a_scale_rows = perm.permuted_src;
       g1.a_scale_row_divisor = d.top_k;
     }
     gemm1_input = 0;
   }
   const CUdeviceptr table = buffer("block_table"), count = buffer("num_blocks");
-  cuda::build_segments(g1.weights_desc, c, tile, perm.offsets, 0, DType::i32, 0, E, table, count, 0, stream,
-                       cuda::gemm_row_scales(d));
+  cuda::build_segments(g1.weights_desc, c, tile, perm.offsets, 0, DType::i32, 0, E, table, count, 0, stream, input1);
   for (cuda::MoeGemmArgs* g : {&g1, &g2}) {
     g->gather = false;
     g->block_table = table;
@@ -271,8 +299,11 @@ void warm_up_cuda(const ExpertsDesc& desc, const TuningTable& tuning) {
   cuda::load_layer_kernels(desc);
   // Each tuned tile for its own GEMM only: a GEMM1 tile need not be legal for GEMM2's weights.
   for (const TuningEntry& e : tuning.entries) {
-    cuda::load_moe_gemm(desc.w13(), desc.act_dtype, cuda::parse_gemm_tile(e.gemm1_tile), cuda::gemm_row_scales(desc));
-    cuda::load_moe_gemm(desc.w2(), desc.act_dtype, cuda::parse_gemm_tile(e.gemm2_tile), cuda::gemm_row_scales(desc));
+    for (bool second : {false, true}) {
+      const cuda::GemmTile tile = cuda::parse_gemm_tile(second ? e.gemm2_tile : e.gemm1_tile);
+      cuda::load_moe_gemm(second ? desc.w2() : desc.w13(), desc.act_dtype, tile,
+                          cuda::gemm_input(desc, cuda::tile_for_device(tile), cuda::device_sm()));
+    }
   }
 }
 

@@ -129,10 +129,12 @@ jit::KernelSpec quantize_kernel_spec(ActFormat format, DType dtype, bool values_
                                 "  static constexpr bool kValuesOut = " + std::string(bool_str(values_out)) + ";\n");
 }
 
-jit::KernelSpec activation_quantize_kernel_spec(Activation kind, bool interleaved, ActFormat format, DType dtype) {
+jit::KernelSpec activation_quantize_kernel_spec(Activation kind, bool interleaved, ActFormat format, DType dtype,
+                                                bool values_out) {
   jit::KernelSpec spec = activation_kernel_spec(kind, interleaved, dtype);
   const std::string members = std::string("  static constexpr moeq_dev::QuantFormat kFormat = moeq_dev::QuantFormat::") +
-                              format_enum(format) + ";\n  static constexpr bool kValuesOut = true;\n";
+                              format_enum(format) + ";\n  static constexpr bool kValuesOut = " + bool_str(values_out) +
+                              ";\n";
   const size_t at = spec.source.find("  static constexpr int kThreads");
   spec.source.insert(at, members);
   spec.source.insert(0, "#include \"moeq_dev/moe/quantize.cuh\"\n");
@@ -161,6 +163,7 @@ std::vector<jit::KernelSpec> elementwise_kernel_specs() {
     // covered in full above; its configs here: each format once per dtype, gated, interleaved and
     // plain among them (all 84 took minutes of every JIT test run: ~8 s each per arch on 2 cores).
     specs.push_back(activation_quantize_kernel_spec(Activation::silu, false, ActFormat::fp8_token, dtype));
+    specs.push_back(activation_quantize_kernel_spec(Activation::silu, false, ActFormat::fp8_token, dtype, false));
     specs.push_back(activation_quantize_kernel_spec(Activation::swiglu_oai, true, ActFormat::mxfp8, dtype));
     specs.push_back(activation_quantize_kernel_spec(Activation::relu2_no_mul, false, ActFormat::mxfp4, dtype));
   }
@@ -264,11 +267,10 @@ void launch_quantizer(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_
   launch(f, shape, stream, in, stride_arg, rows_arg, cols_arg, out, scales, vectorized_arg, q.warps_per_row);
 }
 
-}  // namespace
-
-void activation_quantize_values(const ActivationParams& params, bool interleaved, ActFormat format, DType dtype,
-                                CUdeviceptr gate_up, int64_t rows, int64_t intermediate, CUdeviceptr values,
-                                CUdeviceptr scales, CUstream stream) {
+// activation_quantize_values (values_out) and activation_quantize_codes.
+void launch_activation_quantizer(const ActivationParams& params, bool interleaved, ActFormat format, DType dtype,
+                                 CUdeviceptr gate_up, int64_t rows, int64_t intermediate, CUdeviceptr out,
+                                 CUdeviceptr scales, bool values_out, CUstream stream) {
   check_dtype(dtype);
   activation_enum(params.kind);
   format_enum(format);
@@ -282,19 +284,23 @@ void activation_quantize_values(const ActivationParams& params, bool interleaved
     throw Error("intermediate = " + str(intermediate) + " is not a multiple of 32, required by " +
                 std::string(to_string(format)) + " activation scales");
   if (rows == 0) return;
-  if (gate_up == 0 || values == 0 || scales == 0)
-    throw Error("activation_quantize_values: gate_up, values and scales must be device pointers, not null");
-  if (!aligned(scales, mx ? 1 : 4)) throw Error("activation_quantize_values: fp32 scales must be 4-byte aligned");
-  if (!aligned(values, 2)) throw Error("activation_quantize_values: values must be 2-byte aligned");
+  const std::string name = values_out ? "activation_quantize_values" : "activation_quantize_codes";
+  const char* what = values_out ? "values" : "codes";
+  if (gate_up == 0 || out == 0 || scales == 0)
+    throw Error(name + ": gate_up, " + what + " and scales must be device pointers, not null");
+  if (!aligned(scales, mx ? 1 : 4)) throw Error(name + ": fp32 scales must be 4-byte aligned");
+  if (values_out && !aligned(out, 2)) throw Error(name + ": values must be 2-byte aligned");
   // 16-byte path: I % 8 == 0 keeps every row (I or 2I elements) 16-byte aligned, as the activation's.
-  const bool vectorized = intermediate % kVecElems == 0 && aligned(gate_up, 16) && aligned(values, 16);
+  const unsigned store_bytes = values_out ? 16 : format == ActFormat::mxfp4 ? 4 : 8;
+  const bool vectorized = intermediate % kVecElems == 0 && aligned(gate_up, 16) && aligned(out, store_bytes);
   if (rows * intermediate / (vectorized ? kVecElems : 1) >= (int64_t{1} << 31))
-    throw Error("activation_quantize_values: rows * intermediate = " + str(rows * intermediate) + " is too large");
+    throw Error(name + ": rows * intermediate = " + str(rows * intermediate) + " is too large");
   const QuantizerLaunch q = quantizer_launch(format, rows, intermediate, vectorized);
-  static std::array<std::atomic<CUfunction>, 9 * 2 * 2 * 3> functions{};
-  const size_t index = activation_index(params.kind, interleaved, dtype) * 3 + static_cast<size_t>(format) - 1;
+  static std::array<std::atomic<CUfunction>, 9 * 2 * 2 * 3 * 2> functions{};
+  const size_t index =
+      (activation_index(params.kind, interleaved, dtype) * 3 + static_cast<size_t>(format) - 1) * 2 + (values_out ? 1 : 0);
   const CUfunction f = cached_function(functions, index, [&] {
-    return activation_quantize_kernel_spec(params.kind, interleaved, format, dtype);
+    return activation_quantize_kernel_spec(params.kind, interleaved, format, dtype, values_out);
   });
   LaunchShape shape;
   shape.grid_x = grid_blocks(q.work_blocks);
@@ -303,7 +309,23 @@ void activation_quantize_values(const ActivationParams& params, bool interleaved
   const long long intermediate_arg = intermediate;
   const KernelActivationArgs args{params.swiglu_alpha, params.swiglu_limit, params.silu_clamp};
   const int vectorized_arg = vectorized ? 1 : 0;
-  launch(f, shape, stream, gate_up, rows_arg, intermediate_arg, args, values, scales, vectorized_arg, q.warps_per_row);
+  launch(f, shape, stream, gate_up, rows_arg, intermediate_arg, args, out, scales, vectorized_arg, q.warps_per_row);
+}
+
+}  // namespace
+
+void activation_quantize_values(const ActivationParams& params, bool interleaved, ActFormat format, DType dtype,
+                                CUdeviceptr gate_up, int64_t rows, int64_t intermediate, CUdeviceptr values,
+                                CUdeviceptr scales, CUstream stream) {
+  launch_activation_quantizer(params, interleaved, format, dtype, gate_up, rows, intermediate, values, scales, true,
+                              stream);
+}
+
+void activation_quantize_codes(const ActivationParams& params, bool interleaved, ActFormat format, DType dtype,
+                               CUdeviceptr gate_up, int64_t rows, int64_t intermediate, CUdeviceptr codes,
+                               CUdeviceptr scales, CUstream stream) {
+  launch_activation_quantizer(params, interleaved, format, dtype, gate_up, rows, intermediate, codes, scales, false,
+                              stream);
 }
 
 void quantize_activation(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows,

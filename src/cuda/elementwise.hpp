@@ -46,6 +46,11 @@ void quantize_activation_values(ActFormat format, DType dtype, CUdeviceptr in, i
 void activation_quantize_values(const ActivationParams& params, bool interleaved, ActFormat format, DType dtype,
                                 CUdeviceptr gate_up, int64_t rows, int64_t intermediate, CUdeviceptr values,
                                 CUdeviceptr scales, CUstream stream);
+// The same with the codes written (as quantize_activation writes them: dense [rows, I], 8-byte
+// aligned for the 16-byte path) instead of their values: GEMM2's input where it reads e4m3 codes.
+void activation_quantize_codes(const ActivationParams& params, bool interleaved, ActFormat format, DType dtype,
+                               CUdeviceptr gate_up, int64_t rows, int64_t intermediate, CUdeviceptr codes,
+                               CUdeviceptr scales, CUstream stream);
 
 // codes / scales as quantize_activation writes them -> out [rows, cols] (dtype bf16 / f16) with
 // row stride out_row_stride elements: the values the GEMM's 16-bit MMAs take for the quantized
@@ -59,11 +64,14 @@ jit::KernelSpec activation_kernel_spec(Activation kind, bool interleaved, DType 
 // values_out: quantize_activation_values's kernel.
 jit::KernelSpec quantize_kernel_spec(ActFormat format, DType dtype, bool values_out = false);
 jit::KernelSpec dequantize_kernel_spec(ActFormat format, DType dtype);
-jit::KernelSpec activation_quantize_kernel_spec(Activation kind, bool interleaved, ActFormat format, DType dtype);
+// values_out false: activation_quantize_codes's kernel.
+jit::KernelSpec activation_quantize_kernel_spec(Activation kind, bool interleaved, ActFormat format, DType dtype,
+                                                bool values_out = true);
 // Every config the entry points can launch: 9 activations x 2 dtypes (x interleaved for the 5
 // gated kinds) = 28, 3 quantizers x 2 dtypes x codes or values out = 12, 3 dequantizers x 2
 // dtypes = 6, and one fused activation-quantizer per format and dtype = 6 (of 84: the rest differ
-// only in the activation or the format, which the others cover).
+// only in the activation or the format, which the others cover), FP8 per token's also with codes
+// out = 2.
 std::vector<jit::KernelSpec> elementwise_kernel_specs();
 
 }  // namespace moeq::cuda

@@ -34,11 +34,28 @@ std::vector<jit::KernelSpec> other_kernel_specs(const ExpertsDesc& d) {
     // by activation_quantize_values (the plain activation kernel above serves 16-bit layers).
     specs.push_back(quantize_kernel_spec(d.act_format, d.act_dtype, true));
     specs.push_back(activation_quantize_kernel_spec(d.activation.kind, d.interleaved_gate_up, d.act_format, d.act_dtype));
+    // The e4m3 GEMMs' inputs (GemmInput::row_scaled_e4m3): the codes themselves.
+    if (d.act_format == ActFormat::fp8_token && d.weight_format == WeightFormat::fp8_channel) {
+      specs.push_back(quantize_kernel_spec(d.act_format, d.act_dtype, false));
+      specs.push_back(
+          activation_quantize_kernel_spec(d.activation.kind, d.interleaved_gate_up, d.act_format, d.act_dtype, false));
+    }
   }
   return specs;
 }
 
 }  // namespace
+
+GemmInput gemm_input(const ExpertsDesc& d, const GemmTile& tile, int sm) {
+  if (d.act_format != ActFormat::fp8_token) return GemmInput::values;
+  return gemm_takes_e4m3(d.w13(), tile, sm) ? GemmInput::row_scaled_e4m3 : GemmInput::row_scaled_values;
+}
+
+std::vector<GemmInput> gemm_inputs(const ExpertsDesc& d, const GemmTile& tile) {
+  if (d.act_format != ActFormat::fp8_token) return {GemmInput::values};
+  if (!gemm_takes_e4m3(d.w13(), tile, 89)) return {GemmInput::row_scaled_values};
+  return {GemmInput::row_scaled_values, GemmInput::row_scaled_e4m3};
+}
 
 std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std::vector<GemmTile>& extra_tiles) {
   std::vector<jit::KernelSpec> specs = other_kernel_specs(d);
@@ -50,10 +67,11 @@ std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std:
   };
   for (const GemmTile& tile : layer_tiles(d, extra_tiles))
     for (const WeightDesc& w : {d.w13(), d.w2()})
-      for (bool prepared : {true, false}) {
-        add(moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared, gemm_row_scales(d)));
-        add(moe_gemm_segments_kernel_spec(w, d.act_dtype, tile, prepared, gemm_row_scales(d)));
-      }
+      for (bool prepared : {true, false})
+        for (GemmInput input : gemm_inputs(d, tile)) {
+          add(moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared, input));
+          add(moe_gemm_segments_kernel_spec(w, d.act_dtype, tile, prepared, input));
+        }
   return specs;
 }
 
@@ -70,10 +88,11 @@ std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& d, const Tuni
       std::vector<GemmTile> tiles{tile};
       if (tile.wgmma) tiles.push_back(mma_sync_tile_of(tile));
       for (const GemmTile& t : tiles)
-        for (bool prepared : {true, false}) {
-          add(moe_gemm_kernel_spec(w, d.act_dtype, t, prepared, gemm_row_scales(d)));
-          add(moe_gemm_segments_kernel_spec(w, d.act_dtype, t, prepared, gemm_row_scales(d)));
-        }
+        for (bool prepared : {true, false})
+          for (GemmInput input : gemm_inputs(d, t)) {
+            add(moe_gemm_kernel_spec(w, d.act_dtype, t, prepared, input));
+            add(moe_gemm_segments_kernel_spec(w, d.act_dtype, t, prepared, input));
+          }
     }
   return specs;
 }
@@ -84,7 +103,8 @@ void load_layer_kernels(const ExpertsDesc& d) {
   // function, which a first launch would otherwise do (under a graph capture).
   // (load_moe_gemm loads the tile this device runs, so the mma.sync stand-ins need no entry.)
   for (const GemmTile& tile : planner_tiles(d.weight_format))
-    for (const WeightDesc& w : {d.w13(), d.w2()}) load_moe_gemm(w, d.act_dtype, tile, gemm_row_scales(d));
+    for (const WeightDesc& w : {d.w13(), d.w2()})
+      load_moe_gemm(w, d.act_dtype, tile, gemm_input(d, tile_for_device(tile), device_sm()));
 }
 
 }  // namespace moeq::cuda

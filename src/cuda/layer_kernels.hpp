@@ -10,9 +10,14 @@
 
 namespace moeq::cuda {
 
-// Whether the layer's GEMMs scale their output rows by the A rows' scales (FP8 per-token
-// activations: both GEMM inputs are quantized per token), i.e. run the kRowScales kernels.
-inline bool gemm_row_scales(const ExpertsDesc& desc) { return desc.act_format == ActFormat::fp8_token; }
+// What the layer's GEMM on `tile` reads as A (GemmInput) on a device of compute capability sm:
+// 16-bit activations; with FP8 per-token activations (both GEMM inputs quantized per token, rows
+// scaled in the epilogue) the e4m3 codes where gemm_takes_e4m3 admits the tile, else their 16-bit
+// values. (w13 and w2 share the weight format, so one answer serves both GEMMs.)
+GemmInput gemm_input(const ExpertsDesc& desc, const GemmTile& tile, int sm);
+// Every GemmInput a tile of the layer can take on some device (both FP8 per-token forms where the
+// tile admits e4m3): what the kernel lists compile.
+std::vector<GemmInput> gemm_inputs(const ExpertsDesc& desc, const GemmTile& tile);
 
 // Every kernel the layer's experts step can launch, for any M, layout and ids dtype: routing
 // (align, permute, reduce; every ids and weights dtype), both GEMMs at every tile the planner

@@ -77,7 +77,7 @@ constexpr int kFuncAttributeMaxDynamicSharedBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX
 // against the device and the GEMM's dynamic shared-memory limit raised (the attribute is per
 // function) only at a config's first use in the process.
 CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared, bool segments,
-                         bool row_scales = false);
+                         GemmInput input = GemmInput::values);
 
 // NOTE: the device is selected once per process, so its attributes are queried once.
 const DeviceInfo& this_device() {
@@ -422,8 +422,18 @@ std::vector<std::string> moe_gemm_reasons(const WeightDesc& w, DType act_dtype) 
   return r;
 }
 
+bool gemm_takes_e4m3(const WeightDesc& w, const GemmTile& tile, int sm) {
+  return w.format == WeightFormat::fp8_channel && tile.direct && sm >= 89;
+}
+
+int device_sm() { return this_device().cc_major * 10 + this_device().cc_minor; }
+
 jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes,
-                                     bool row_scales) {
+                                     GemmInput input) {
+  // NOTE: any arch that has the instruction: the caller checks the device (gemm_takes_e4m3).
+  if (input == GemmInput::row_scaled_e4m3 && !gemm_takes_e4m3(w, tile, 89))
+    throw Error("moe_gemm: e4m3 activations need FP8 per-channel weights on a direct tile, not " +
+                std::string(moeq::to_string(w.format)) + " on " + tile.to_string());
   // NOTE: only INT formats have a choice of scale dtype and zero points; the others always get
   // the same text, so they share one compiled kernel.
   const bool is_int = w.format == WeightFormat::int4 || w.format == WeightFormat::int8;
@@ -446,7 +456,8 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "  static constexpr bool kPreparedCodes = " << (prepared_codes ? "true" : "false") << ";\n"
     << "  static constexpr int kScaleDtype = " << (is_int ? scale_dtype_id(w.scale_dtype) : 0) << ";\n"
     << "  static constexpr bool kZeroPoints = " << (is_int && w.has_zero_point ? "true" : "false") << ";\n"
-    << "  static constexpr bool kRowScales = " << (row_scales ? "true" : "false") << ";\n"
+    << "  static constexpr bool kRowScales = " << (input != GemmInput::values ? "true" : "false") << ";\n"
+    << "  static constexpr bool kActE4m3 = " << (input == GemmInput::row_scaled_e4m3 ? "true" : "false") << ";\n"
     << "};\n"
     << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n"
     << "static_assert(moeq_dev::MoeGemmKernel<MoeGemmCfg>::Shape::kSmemBytes == " << gemm_smem_bytes(tile, w)
@@ -457,8 +468,8 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
 }
 
 jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile,
-                                              bool prepared_codes, bool row_scales) {
-  jit::KernelSpec spec = moe_gemm_kernel_spec(w, act_dtype, tile, prepared_codes, row_scales);
+                                              bool prepared_codes, GemmInput input) {
+  jit::KernelSpec spec = moe_gemm_kernel_spec(w, act_dtype, tile, prepared_codes, input);
   spec.entry = "moeq_moe_gemm_segments";
   return spec;
 }
@@ -480,8 +491,9 @@ std::vector<GemmTile> planner_tiles(WeightFormat format) {
 
 std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
   std::vector<jit::KernelSpec> specs;
-  auto add = [&](const WeightDesc& w, DType act, const GemmTile& tile, bool prepared, bool row_scales = false) {
-    jit::KernelSpec spec = moe_gemm_kernel_spec(w, act, tile, prepared, row_scales);
+  auto add = [&](const WeightDesc& w, DType act, const GemmTile& tile, bool prepared,
+                 GemmInput input = GemmInput::values) {
+    jit::KernelSpec spec = moe_gemm_kernel_spec(w, act, tile, prepared, input);
     const bool seen = std::any_of(specs.begin(), specs.end(), [&](const jit::KernelSpec& o) { return o.source == spec.source; });
     if (!seen) specs.push_back(std::move(spec));
   };
@@ -516,7 +528,21 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
     bodies.push_back(body);
     WeightDesc w;
     w.format = WeightFormat::mxfp4;
-    add(w, DType::bf16, tile, true, true);
+    add(w, DType::bf16, tile, true, GemmInput::row_scaled_values);
+  }
+  // e4m3 activations (FP8 per-channel weights, direct tiles): each ring depth of the planner's and
+  // the tuning candidates' direct tiles once, prepared codes, and the first also with canonical
+  // codes (the two fragment paths).
+  std::vector<int> depths;
+  WeightDesc fp8;
+  fp8.format = WeightFormat::fp8_channel;
+  std::vector<GemmTile> direct_tiles = planner_tiles(WeightFormat::fp8_channel);
+  for (const GemmTile& tile : gemm_tile_candidates()) direct_tiles.push_back(tile);
+  for (const GemmTile& tile : direct_tiles) {
+    if (!tile.direct || std::find(depths.begin(), depths.end(), tile.stages) != depths.end()) continue;
+    if (depths.empty()) add(fp8, DType::bf16, tile, false, GemmInput::row_scaled_e4m3);
+    depths.push_back(tile.stages);
+    add(fp8, DType::bf16, tile, true, GemmInput::row_scaled_e4m3);
   }
   return specs;
 }
@@ -524,10 +550,10 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
 void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, CUdeviceptr offsets,
                     CUdeviceptr counts, DType counts_dtype, int64_t rows_per_expert, int64_t num_experts,
                     CUdeviceptr block_table, CUdeviceptr num_blocks, CUdeviceptr error_flags, CUstream stream,
-                    bool row_scales) {
+                    GemmInput input) {
   if (num_experts > 4096) throw Error("build_segments: num_experts = " + std::to_string(num_experts) + " exceeds 4096");
   if ((offsets == 0) == (counts == 0)) throw Error("build_segments: give exactly one of offsets and counts");
-  const CUfunction f = gemm_function(w, act_dtype, tile_for_device(tile), false, true, row_scales);
+  const CUfunction f = gemm_function(w, act_dtype, tile_for_device(tile), false, true, input);
   const long long* offsets_ptr = as_ptr<const long long>(offsets);
   const void* counts_ptr = as_ptr<const void>(counts);
   const int counts_int64 = counts_dtype == DType::i64 ? 1 : 0;
@@ -542,7 +568,7 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
 }
 
 uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes, bool segments,
-                         bool row_scales) {
+                         GemmInput input) {
   // NOTE: mirrors moe_gemm_kernel_spec: only INT formats have a scale dtype and zero points.
   const bool is_int = w.format == WeightFormat::int4 || w.format == WeightFormat::int8;
   uint64_t key = 0;
@@ -568,17 +594,17 @@ uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& t
   put(is_int ? static_cast<uint64_t>(scale_dtype_id(w.scale_dtype)) : 0, 2);
   put(is_int && w.has_zero_point, 1);
   put(segments, 1);
-  put(row_scales, 1);
+  put(static_cast<uint64_t>(input), 2);
   return key;
 }
 
 namespace {
 
 CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared, bool segments,
-                         bool row_scales) {
+                         GemmInput input) {
   static std::mutex mutex;
   static std::unordered_map<uint64_t, CUfunction> table;
-  const uint64_t key = gemm_config_key(w, act_dtype, tile, prepared, segments, row_scales);
+  const uint64_t key = gemm_config_key(w, act_dtype, tile, prepared, segments, input);
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = table.find(key); it != table.end()) return it->second;
   const int64_t smem = gemm_smem_bytes(tile, w), static_smem = gemm_static_smem_bytes(tile);
@@ -586,8 +612,8 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
     throw Error("moe_gemm: tile " + tile.to_string() + " needs " + std::to_string(smem + static_smem) +
                 " bytes of shared memory; this device allows " + std::to_string(max_smem));
   const CUfunction f = jit::kernel_cache().function(segments ? moe_gemm_segments_kernel_spec(w, act_dtype, tile, prepared,
-                                                                                           row_scales)
-                                                             : moe_gemm_kernel_spec(w, act_dtype, tile, prepared, row_scales));
+                                                                                           input)
+                                                             : moe_gemm_kernel_spec(w, act_dtype, tile, prepared, input));
   // NOTE: the 48 KB default covers static plus dynamic shared memory.
   if (!segments && smem + static_smem > 48 * 1024)
     check(driver().cuFuncSetAttribute(f, kFuncAttributeMaxDynamicSharedBytes, static_cast<int>(smem)),
@@ -598,10 +624,10 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
 
 }  // namespace
 
-void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& requested, bool row_scales) {
+void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& requested, GemmInput input) {
   const GemmTile tile = tile_for_device(requested);
-  for (bool prepared : {false, true}) gemm_function(w, act_dtype, tile, prepared, false, row_scales);
-  gemm_function(w, act_dtype, tile, false, true, row_scales);
+  for (bool prepared : {false, true}) gemm_function(w, act_dtype, tile, prepared, false, input);
+  gemm_function(w, act_dtype, tile, false, true, input);
 }
 
 int64_t gemm_block_m(int64_t planned_block_m) {
@@ -648,6 +674,16 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   if (a.a_scale_rows != 0 && (a.a_row_scales == 0 || a.a_scale_row_divisor < 1 || a.a_scale_row_divisor > INT32_MAX))
     throw Error("moe_gemm: a_scale_rows needs a_row_scales and a_scale_row_divisor = " +
                 std::to_string(a.a_scale_row_divisor) + " in [1, 2^31)");
+  if (a.a_e4m3) {
+    if (!gemm_takes_e4m3(w, tile, device_sm()))
+      throw Error("moe_gemm: e4m3 activations need FP8 per-channel weights on a direct tile and sm_89 or later, not " +
+                  std::string(moeq::to_string(w.format)) + " on " + tile.to_string() + " (sm_" +
+                  std::to_string(device_sm()) + ")");
+    if (a.a_row_scales == 0) throw Error("moe_gemm: e4m3 activations need a_row_scales");
+    if (a.a_row_stride % 16 != 0)
+      throw Error("moe_gemm: a_row_stride = " + std::to_string(a.a_row_stride) +
+                  " bytes of e4m3 codes must be a multiple of 16");
+  }
   if (a.a_row_stride % 8 != 0 || a.c_row_stride % 2 != 0)
     throw Error("moe_gemm: a_row_stride = " + std::to_string(a.a_row_stride) + " must be a multiple of 8 and c_row_stride = " +
                 std::to_string(a.c_row_stride) + " even");
@@ -679,7 +715,10 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   p.a_scale_rows = as_ptr<const int>(a.a_scale_rows);
   p.a_scale_row_divisor = static_cast<int>(a.a_scale_row_divisor);
 
-  const CUfunction f = gemm_function(w, a.act_dtype, tile, a.prepared_codes, false, a.a_row_scales != 0);
+  const GemmInput input = a.a_e4m3 ? GemmInput::row_scaled_e4m3
+                          : a.a_row_scales != 0 ? GemmInput::row_scaled_values
+                                                : GemmInput::values;
+  const CUfunction f = gemm_function(w, a.act_dtype, tile, a.prepared_codes, false, input);
   const int64_t smem = gemm_smem_bytes(tile, w);
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(m_blocks);

@@ -158,6 +158,22 @@ struct GemmWeights {
   CUdeviceptr codes = 0, scales = 0, global_scales = 0, zero_points = 0, bias = 0;
 };
 
+// What a GEMM's A operand holds: compile-time in the kernel (MoeGemmCfg::kRowScales, kActE4m3).
+enum class GemmInput : uint8_t {
+  values,             // act_dtype activations
+  row_scaled_values,  // FP8 per-token codes as their exact act_dtype values; each output row times its
+                      // A row's f32 scale (MoeGemmArgs::a_row_scales), before the bias
+  row_scaled_e4m3,    // FP8 per-token e4m3 codes (1 byte each) into e4m3 MMAs (gemm_takes_e4m3); row
+                      // scales as above
+};
+// Whether a GEMM of these weights on this tile can read e4m3 activation codes on a device of
+// compute capability `sm` (10 major + minor): FP8 per-channel weights (their codes are the A
+// fragments, the channel scale stays in the epilogue) on the direct tiles
+// (kernels/moe_gemm_direct.cuh), sm_89 or later (mma.sync m16n8k32 e4m3).
+bool gemm_takes_e4m3(const WeightDesc& w, const GemmTile& tile, int sm);
+// The device's compute capability as gemm_takes_e4m3 takes it.
+int device_sm();
+
 struct MoeGemmArgs {
   WeightDesc weights_desc;
   GemmWeights weights;
@@ -173,6 +189,9 @@ struct MoeGemmArgs {
   // stay per token); 0 = a_row_scales[r].
   CUdeviceptr a_scale_rows = 0;
   int64_t a_scale_row_divisor = 1;
+  // A holds FP8 e4m3 codes, 1 byte each (a_row_stride in bytes, a multiple of 16), and needs
+  // a_row_scales; only where gemm_takes_e4m3 holds for the device (GemmInput::row_scaled_e4m3).
+  bool a_e4m3 = false;
   CUdeviceptr c = 0;
   int64_t c_row_stride = 0;  // elements
   GemmTile tile;
@@ -196,33 +215,34 @@ void moe_gemm(const MoeGemmArgs& args, CUstream stream);
 using ref::segment_capacity;
 // offsets: int64 [E+1] (contiguous), or 0 with counts [E] (i32/i64) and rows_per_expert = T;
 // a count outside [0, T] is clamped and ORs kRoutingErrorBatchedOverflow into *error_flags
-// (int32; 0 = no error word). row_scales: the layer's GEMMs take row scales (the builder runs from
-// the GEMM's own module, so a layer loads one module per tile).
+// (int32; 0 = no error word). input: the GEMM's A operand (the builder runs from the GEMM's own
+// module, so a layer loads one module per tile).
 void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, CUdeviceptr offsets,
                     CUdeviceptr counts, DType counts_dtype, int64_t rows_per_expert, int64_t num_experts,
                     CUdeviceptr block_table, CUdeviceptr num_blocks, CUdeviceptr error_flags, CUstream stream,
-                    bool row_scales = false);
+                    GemmInput input = GemmInput::values);
 
-// row_scales: the GEMM multiplies each output row by its A row's f32 scale (MoeGemmArgs::a_row_scales,
-// FP8 per-token activations); a compile-time flag so 16-bit layers keep the epilogue without it.
+// input: what A holds (GemmInput); compile-time, so 16-bit layers keep the epilogue without row
+// scales. row_scaled_e4m3 needs a tile and weights gemm_takes_e4m3 admits (else moeq::Error).
 jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes = false,
-                                     bool row_scales = false);
+                                     GemmInput input = GemmInput::values);
 // The segment-table builder lives in the same module as the GEMM of that config.
 jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile,
-                                              bool prepared_codes = false, bool row_scales = false);
+                                              bool prepared_codes = false, GemmInput input = GemmInput::values);
 // The compile-time config of a GEMM (or of its segment-table builder) as one integer: equal keys
 // <=> equal generated sources (moe_gemm_kernel_spec). The launch path finds loaded functions by
 // it, so a launch builds no source text (PERF: 1.4 us per GEMM launch on the host). The tile
 // must be legal (gemm_tile_reasons empty): its fields are packed in fixed widths.
 uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes, bool segments,
-                         bool row_scales = false);
+                         GemmInput input = GemmInput::values);
 // Loads (compiling what the disk cache lacks) the kernels a GEMM of this tile launches on this
 // device, for both code layouts, and its segment-table builder, exactly as their first launches
 // would (shared-memory limit included), so that later launches load nothing.
-void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool row_scales = false);
+void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& tile, GemmInput input = GemmInput::values);
 // Every config the planner can emit (planner_tiles, canonical and prepared codes, bf16 and f16,
 // INT scales in the activation dtype), plus the other INT scale dtypes and zero points on one
-// tile, and the row-scale epilogue on each GEMM body once; the source text does not depend on
+// tile, the row-scale epilogue on each GEMM body once and the e4m3 input on an FP8 per-channel
+// direct tile; the source text does not depend on
 // bias, global scales or the layout.
 std::vector<jit::KernelSpec> moe_gemm_kernel_specs();
 

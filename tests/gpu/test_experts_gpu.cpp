@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "cuda/driver.hpp"
+#include "cuda/layer_kernels.hpp"
+#include "cuda/moe_gemm.hpp"
 #include "io/device_problem.hpp"
 #include "io/presets.hpp"
 #include "io/problem.hpp"
@@ -151,6 +153,56 @@ TEST(ExpertsGpu, RowScalesAfterKGroupsAndSplitK) {
         const io::VerifyResult r = io::verify_on_gpu(c, o);
         EXPECT_TRUE(r.passed) << c.label() << ": rel " << r.error.rel_err << ", max " << r.error.max_err_fraction;
       }
+}
+
+// e4m3 activations (FP8 per-channel weights x FP8 per-token activations on the direct tiles: the
+// codes go into mma.sync m16n8k32 e4m3): every direct tile the planner has for FP8 per channel as
+// both GEMMs' tile, both code layouts, the three layouts, odd M, a K and I that end in a part K tile
+// (K = 352, I = 96), E = 6 over two ranks (expert_map with -1) and E = 7, bf16 and f16; Qwen3's
+// K = 2048 and I = 768 on the first tile (fp32 sums chained over 32 K tiles).
+TEST(ExpertsGpu, E4m3ActivationsOnEveryDirectTileMatchOracle) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  ExpertsDesc tiny = layer("fp8-channel:fp8-token", Activation::silu);
+  ExpertsDesc odd = tiny;
+  odd.num_experts = 6;
+  odd.top_k = 2;
+  odd.hidden_size = 352;
+  odd.intermediate_size = 96;
+  ExpertsDesc wide = tiny;
+  wide.num_experts = 8;
+  wide.top_k = 2;
+  wide.hidden_size = 2048;
+  wide.intermediate_size = 768;
+  int case_index = 0, e4m3_tiles = 0;
+  for (const cuda::GemmTile& tile : cuda::planner_tiles(WeightFormat::fp8_channel)) {
+    if (!tile.direct) continue;
+    if (cuda::gemm_input(tiny, tile, cuda::device_sm()) != cuda::GemmInput::row_scaled_e4m3) continue;
+    ++e4m3_tiles;
+    TuningTable t;
+    t.entries = {{0, int64_t{1} << 30, tile.block_m, tile.to_string(), tile.to_string()}};
+    Options o;
+    o.tuning = t;
+    for (bool is_odd : {false, true})
+      for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
+        for (int64_t m : {1, 7, 33}) {
+          ExpertsDesc d = is_odd ? odd : tiny;
+          d.act_dtype = case_index % 4 == 3 ? DType::f16 : DType::bf16;
+          io::VerifyCase c{d, layout, m, is_odd ? 2 : 1, static_cast<uint64_t>(m + 7 * case_index)};
+          c.codes = case_index++ % 2 == 0 ? CodeLayout::prepared : CodeLayout::canonical;
+          const io::VerifyResult r = io::verify_on_gpu(c, o);
+          EXPECT_TRUE(r.passed) << tile.to_string() << " " << c.label() << ": rel " << r.error.rel_err << ", max "
+                                << r.error.max_err_fraction << (r.error.finite ? "" : ", non-finite");
+        }
+    if (e4m3_tiles > 1) continue;
+    for (int64_t m : {7, 33}) {
+      io::VerifyCase c{wide, Layout::indexed, m, 1, static_cast<uint64_t>(m + 90)};
+      c.codes = m == 7 ? CodeLayout::prepared : CodeLayout::canonical;
+      const io::VerifyResult r = io::verify_on_gpu(c, o);
+      EXPECT_TRUE(r.passed) << tile.to_string() << " " << c.label() << ": rel " << r.error.rel_err << ", max "
+                            << r.error.max_err_fraction;
+    }
+  }
+  if (cuda::device_sm() >= 89) EXPECT_GT(e4m3_tiles, 0) << "no direct tile took e4m3 activations";
 }
 
 // Runs `p` once on the GPU in `layout` with an error word (zeroed first unless `word` is given)

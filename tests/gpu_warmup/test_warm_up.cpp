@@ -62,12 +62,13 @@ TEST(WarmUpGpu, TunedTilesAreLoadedByWarmUp) {
     }
 }
 
-// Quantized activations add the quantizer and the dequantizer of each GEMM input (and MXFP4 GEMMs,
-// which the layers above do not load): warm_up loads them.
+// Quantized activations add the quantizer of each GEMM input (and MXFP4 GEMMs, which the layers
+// above do not load; FP8 per channel with FP8 per token the e4m3 GEMMs and the codes-out
+// quantizers): warm_up loads them.
 TEST(WarmUpGpu, QuantizedActivationKernelsAreLoadedByWarmUp) {
   if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   jit::KernelCache& cache = jit::kernel_cache();
-  for (const char* scheme : {"mxfp4:fp8-token", "mxfp4:mxfp4"}) {
+  for (const char* scheme : {"mxfp4:fp8-token", "mxfp4:mxfp4", "fp8-channel:fp8-token"}) {
     ExpertsDesc d = io::find_preset("tiny").desc;
     io::apply_scheme(scheme, d);
     Experts(d, Options{}).warm_up();

@@ -18,8 +18,8 @@ using moeq::jit::KernelSpec;
 TEST(ElementwiseKernels, SpecListCoversEveryConfigOnce) {
   const std::vector<KernelSpec> specs = moeq::cuda::elementwise_kernel_specs();
   // (9 + 5 interleaved) x 2 dtypes; 3 quantizers x 2 dtypes x (codes, values); 3 dequantizers x 2 dtypes;
-  // 3 fused activation-quantizers (one per format) x 2 dtypes
-  EXPECT_EQ(specs.size(), 28u + 12u + 6u + 6u);
+  // 3 fused activation-quantizers (one per format) x 2 dtypes, FP8 per token's with codes out x 2 dtypes
+  EXPECT_EQ(specs.size(), 28u + 12u + 6u + 6u + 2u);
   std::set<std::string> sources;
   for (const KernelSpec& spec : specs) {
     EXPECT_TRUE(sources.insert(spec.source).second) << "duplicate config:\n" << spec.source;

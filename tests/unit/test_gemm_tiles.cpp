@@ -318,11 +318,14 @@ TEST(GemmTiles, ConfigKeyIdentifiesTheGeneratedSource) {
           for (const cuda::GemmTile& tile : tiles) {
             if (!cuda::gemm_tile_reasons(tile, w).empty()) continue;
             for (bool prepared : {false, true})
-              for (bool segments : {false, true}) {
-                const jit::KernelSpec spec = segments ? cuda::moe_gemm_segments_kernel_spec(w, act, tile, prepared)
-                                                      : cuda::moe_gemm_kernel_spec(w, act, tile, prepared);
+              for (bool segments : {false, true})
+                for (cuda::GemmInput input : {cuda::GemmInput::values, cuda::GemmInput::row_scaled_values,
+                                              cuda::GemmInput::row_scaled_e4m3}) {
+                if (input == cuda::GemmInput::row_scaled_e4m3 && !cuda::gemm_takes_e4m3(w, tile, 90)) continue;
+                const jit::KernelSpec spec = segments ? cuda::moe_gemm_segments_kernel_spec(w, act, tile, prepared, input)
+                                                      : cuda::moe_gemm_kernel_spec(w, act, tile, prepared, input);
                 const std::string text = spec.entry + "\n" + spec.source;
-                const uint64_t key = cuda::gemm_config_key(w, act, tile, prepared, segments);
+                const uint64_t key = cuda::gemm_config_key(w, act, tile, prepared, segments, input);
                 ++configs;
                 const auto [k, new_key] = text_of_key.emplace(key, text);
                 EXPECT_TRUE(new_key || k->second == text) << "key " << key << " names two sources, one of tile "
@@ -335,6 +338,40 @@ TEST(GemmTiles, ConfigKeyIdentifiesTheGeneratedSource) {
   }
   EXPECT_GT(configs, 1000u);
   EXPECT_EQ(text_of_key.size(), key_of_text.size());
+}
+
+// Which A operand each GEMM of a layer reads (cuda::gemm_input): e4m3 codes only for FP8 per-token
+// activations with FP8 per-channel weights on a direct tile and sm_89+, else the codes' 16-bit
+// values (row-scaled), and plain activations without an activation format.
+TEST(GemmTiles, GemmInputTakesE4m3OnlyWhereTheDirectFp8BodyRuns) {
+  ExpertsDesc d = io::find_preset("qwen3-30b-a3b").desc;
+  io::apply_scheme("fp8-channel:fp8-token", d);
+  cuda::GemmTile direct, other;
+  bool found_direct = false, found_other = false;
+  for (const cuda::GemmTile& t : cuda::planner_tiles(WeightFormat::fp8_channel)) {
+    if (t.direct && !found_direct) direct = t, found_direct = true;
+    if (!t.direct && !found_other) other = t, found_other = true;
+  }
+  ASSERT_TRUE(found_direct && found_other);
+  EXPECT_EQ(cuda::gemm_input(d, direct, 90), cuda::GemmInput::row_scaled_e4m3);
+  EXPECT_EQ(cuda::gemm_input(d, direct, 89), cuda::GemmInput::row_scaled_e4m3);
+  EXPECT_EQ(cuda::gemm_input(d, direct, 86), cuda::GemmInput::row_scaled_values);
+  EXPECT_EQ(cuda::gemm_input(d, other, 90), cuda::GemmInput::row_scaled_values);
+  ExpertsDesc mx = d;
+  io::apply_scheme("mxfp4:fp8-token", mx);
+  EXPECT_EQ(cuda::gemm_input(mx, direct, 90), cuda::GemmInput::row_scaled_values);
+  ExpertsDesc plain = d;
+  io::apply_scheme("fp8-channel", plain);
+  EXPECT_EQ(cuda::gemm_input(plain, direct, 90), cuda::GemmInput::values);
+  // Both FP8 per-token forms of a direct tile are compiled (the device decides at run time).
+  EXPECT_EQ(cuda::gemm_inputs(d, direct).size(), 2u);
+  EXPECT_EQ(cuda::gemm_inputs(d, other).size(), 1u);
+  try {
+    cuda::moe_gemm_kernel_spec(d.w13(), DType::bf16, other, true, cuda::GemmInput::row_scaled_e4m3);
+    ADD_FAILURE() << "an e4m3 GEMM on a non-direct tile was generated";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(other.to_string()));
+  }
 }
 
 }  // namespace

@@ -112,7 +112,7 @@ int run_tune(const TuneArgs& a) {
   io::apply_scheme(scheme, d);
   if (d.act_format != ActFormat::none)
     throw Error("moeq tune times 16-bit activations; " + d.to_string() +
-                " quantizes them into the same 16-bit GEMMs (tune its weights with bf16 or f16 activations)");
+                " quantizes them for the same tiles (tune its weights with bf16 or f16 activations)");
   Options cuda_options;
   cuda_options.backend = Backend::cuda;
   if (const auto reasons = can_implement(d, cuda_options); !reasons.empty())

@@ -124,21 +124,19 @@ struct QuantizeEntry<Cfg, true> {
 };
 
 // GEMM2's input in one kernel: the activation of GEMM1's output (ActivationSource), quantized, its
-// codes' 16-bit values written (kValuesOut), and the scales.
+// codes' 16-bit values (kValuesOut) or the codes themselves written, and the scales.
 template <class Cfg, bool kLive = HasActivation<Cfg>::value && HasQuantFormat<Cfg>::value>
 struct ActivationQuantizeEntry {
-  __device__ static void run(const unsigned short*, int, long long, ActivationArgs, unsigned short*, void*, int, int) {}
+  __device__ static void run(const unsigned short*, int, long long, ActivationArgs, unsigned char*, void*, int, int) {}
 };
 
 template <class Cfg>
 struct ActivationQuantizeEntry<Cfg, true> {
-  static_assert(Cfg::kValuesOut, "the fused activation writes the 16-bit values of its codes");
   static_assert(!Cfg::kInterleaved || is_gated(Cfg::kActivation), "interleaved needs a gated activation");
   __device__ static void run(const unsigned short* gate_up, int rows, long long intermediate, ActivationArgs args,
-                             unsigned short* values, void* scales, int vectorized, int warps_per_row) {
+                             unsigned char* out, void* scales, int vectorized, int warps_per_row) {
     const ActivationSource<Cfg::kActivation, Cfg::kInterleaved, Cfg::kDtypeIsBf16> source{gate_up, intermediate, args};
-    quantize_rows<Cfg>(source, rows, static_cast<int>(intermediate), reinterpret_cast<unsigned char*>(values), scales,
-                       vectorized, warps_per_row);
+    quantize_rows<Cfg>(source, rows, static_cast<int>(intermediate), out, scales, vectorized, warps_per_row);
   }
 };
 
@@ -179,12 +177,13 @@ moeq_quantize_activation(const unsigned short* in, long long in_row_stride, int 
                                                warps_per_row);
 }
 
-// gate_up [rows, N13] (GEMM1's output) -> values [rows, I] (dense) and scales: the activation, then
-// the quantizer of kFormat writing its codes' 16-bit values (moe/quantize.cuh ActivationSource).
+// gate_up [rows, N13] (GEMM1's output) -> out [rows, I] (dense) and scales: the activation, then
+// the quantizer of kFormat writing its codes, or with kValuesOut their 16-bit values
+// (moe/quantize.cuh ActivationSource).
 extern "C" __global__ void __launch_bounds__(ElementwiseCfg::kThreads)
 moeq_activation_quantize(const unsigned short* gate_up, int rows, long long intermediate, moeq_dev::ActivationArgs args,
-                         unsigned short* values, void* scales, int vectorized, int warps_per_row) {
-  moeq_dev::ActivationQuantizeEntry<ElementwiseCfg>::run(gate_up, rows, intermediate, args, values, scales, vectorized,
+                         unsigned char* out, void* scales, int vectorized, int warps_per_row) {
+  moeq_dev::ActivationQuantizeEntry<ElementwiseCfg>::run(gate_up, rows, intermediate, args, out, scales, vectorized,
                                                          warps_per_row);
 }
 

@@ -64,6 +64,7 @@
 //     static constexpr int kScaleDtype = 0;          // INT formats: ScaleDtypeId of the scales
 //     static constexpr bool kZeroPoints = false;     // INT4: zero points given
 //     static constexpr bool kRowScales = false;      // output rows times MoeGemmParams::a_row_scales
+//     static constexpr bool kActE4m3 = false;        // A is e4m3 codes (direct tiles, FP8 per channel, sm_89+)
 //   };
 // With prepared codes a lane reads its 32 codes of a 16-channel tile (16 per fragment row) with
 // one 16-byte load (4-bit) or two (8-bit), and every 32-bit word is whole fragment registers: no
@@ -140,6 +141,7 @@ struct MoeGemmShape {
   static_assert(kBlockM % (8 * kWarpsM) == 0 && kBlockN % (16 * kWarpsN) == 0, "warp tile shape");
   static_assert(kWarpsK == 1 || kWarpsK == 2 || kWarpsK == 4, "1, 2 or 4 K groups");
   static_assert(kSplitK == 1 || kSplitK == 2 || kSplitK == 4, "1, 2 or 4 CTAs along K");
+  static_assert(!Cfg::kActE4m3, "e4m3 activations: the direct-load body only");
   static_assert(!kWgmma || (kBlockM == 64 && kWarpsM == 1 && kWarpsN == 4 && kWarpsK == 1 && kSplitK == 1 &&
                             kBlockN % 64 == 0),
                 "wgmma tiles: 64 tokens, one warpgroup of 4 warps, 64-channel MMA tiles");
@@ -615,7 +617,16 @@ struct MoeGemmKernel<Cfg, 1> {
 template <class Cfg>
 struct MoeGemmKernel<Cfg, 2> {
   using Shape = MoeGemmDirectShape<Cfg>;
-  static __device__ __forceinline__ void run(const MoeGemmParams& p) { moe_gemm_direct_block<Cfg>(p); }
+  static __device__ __forceinline__ void run(const MoeGemmParams& p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
+    // NOTE: no e4m3 MMA before sm_89; the host never launches this config there (gemm_takes_e4m3).
+    if constexpr (Cfg::kActE4m3) {
+      __trap();
+      return;
+    }
+#endif
+    moe_gemm_direct_block<Cfg>(p);
+  }
 };
 
 }  // namespace moeq_dev

@@ -23,6 +23,12 @@
 // Codes: prepared (format/prepared.cuh): one (4-bit) or two (8-bit) 16-byte loads per 16-channel
 // tile and K tile, whole fragment registers; canonical: rows g and g + 8, 8 (4-bit) or 16 (8-bit)
 // bytes each, zero past K. Codes bypass L1 (read once); tokens and scales go through it.
+// e4m3 activations (Cfg::kActE4m3, FP8 per-channel weights, sm_89+; issue 5 step 2): the token
+// codes and the weight codes go straight into mma.sync m16n8k32 e4m3, no decode; the channel scale
+// and the token's row scale come in the epilogue. A lane reads the same physical k [16t, 16t + 16)
+// of each K tile as above, 16 bytes per token row (half of bf16's); MMA q (0, 1) of a K tile takes
+// as logical k 4t..4t+3 the physical 16t + 8q + [0, 4) and as 16 + 4t.. the physical 16t + 8q + 4 +
+// [0, 4), for A and B alike, so every physical k of the tile is summed once (e4m3_a_fragment).
 #include "moeq_dev/kernels/direct_pass_scales.cuh"
 #include "moeq_dev/kernels/moe_gemm_common.cuh"
 #include "moeq_dev/format/weights_fragment.cuh"
@@ -50,7 +56,35 @@ struct MoeGemmDirectShape {
   static_assert(kBlockM == 8 || kBlockM == 16, "direct tiles: 8 or 16 tokens");
   static_assert(kBlockN % (16 * kWarpsN) == 0, "whole 16-channel tiles per warp");
   static_assert(kDepth == 2 || kDepth == 4 || kDepth == 6 || kDepth == 8, "an even ring depth of 2 to 8 K tiles");
+  static_assert(!Cfg::kActE4m3 || (Cfg::kFormat == WeightFormatId::kFp8Channel && Cfg::kRowScales),
+                "e4m3 activations: FP8 per-channel weights, row scales");
+  // 16-byte token loads per token row and K tile: 64 k of e4m3, or 2 x 32 k of 16-bit.
+  static constexpr int kTokenLoads = Cfg::kActE4m3 ? 1 : 2;
 };
+
+// The A fragment (m16n8k32 e4m3) of MMA q of a K tile from a lane's 8 code words of one 16-channel
+// tile (8-bit codes as load_codes reads them): a[0] / a[2] row g, a[1] / a[3] row g + 8, at the
+// physical k 16t + 8q + [0, 4) and 16t + 8q + 4 + [0, 4) (the K order at the top of this file).
+// Canonical words: row g's four (physical 16t + 4j + [0, 4)), then row g + 8's. Prepared words
+// (format/prepared.cuh, 8-bit): word 2s + h holds bytes (row g, k), (row g + 8, k), (row g, k + 1),
+// (row g + 8, k + 1) at k = 16t + 4s + 2h, so one byte permute of words 2s and 2s + 1 gives a row's
+// four bytes at 16t + 4s + [0, 4).
+template <bool kPrepared>
+__device__ __forceinline__ void e4m3_a_fragment(const unsigned (&words)[8], int q, unsigned (&a)[4]) {
+  if constexpr (kPrepared) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {  // steps s = 2q + half
+      const unsigned lo = words[2 * (2 * q + half)], hi = words[2 * (2 * q + half) + 1];
+      a[2 * half] = __byte_perm(lo, hi, 0x6420);
+      a[2 * half + 1] = __byte_perm(lo, hi, 0x7531);
+    }
+  } else {
+    a[0] = words[2 * q];
+    a[1] = words[4 + 2 * q];
+    a[2] = words[2 * q + 1];
+    a[3] = words[4 + 2 * q + 1];
+  }
+}
 
 template <class Cfg>
 __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
@@ -77,13 +111,14 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   auto lane_channel = [&](int nt, int r) { return warp_n * (BN / Cfg::kWarpsN) + nt * 16 + g + r * 8; };
 
   // This lane's token rows (padding rows read the block's first row: their columns are never
-  // stored, and an MMA column depends only on its own token).
-  const unsigned short* tok_row[kTilesM];
+  // stored, and an MMA column depends only on its own token), at its physical k 16t of the tile.
+  constexpr int kTokenBytes = Cfg::kActE4m3 ? 1 : 2;
+  const unsigned char* tok_row[kTilesM];
 #pragma unroll
   for (int mt = 0; mt < kTilesM; ++mt) {
     int src = row_src[mt * 8 + g];
     if (src < 0) src = row_src[0] >= 0 ? row_src[0] : 0;
-    tok_row[mt] = p.a + static_cast<long long>(src) * p.a_row_stride + 16 * t;
+    tok_row[mt] = reinterpret_cast<const unsigned char*>(p.a) + (static_cast<long long>(src) * p.a_row_stride + 16 * t) * kTokenBytes;
   }
   // This lane's code pointers per 16-channel tile (rows past N read the last block or row: their
   // products are never stored).
@@ -111,7 +146,8 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   // A lane's code words of a K tile, in the order kernels/moe_gemm.cuh reads them (canonical
   // 4-bit: row g's two words, then row g + 8's; 8-bit: row g's four, then row g + 8's).
   using CodeWords = unsigned[kTilesN][kWords];
-  // tok[mt][h]: B fragments of steps 2h (words 0, 1) and 2h + 1 (words 2, 3): physical k 16t + 8h + [0, 8).
+  // 16-bit: tok[mt][h]: B fragments of steps 2h (words 0, 1) and 2h + 1 (words 2, 3): physical k
+  // 16t + 8h + [0, 8). e4m3: tok[mt][0] only: words 2q and 2q + 1 are MMA q's b0 and b1.
   using TokenFragments = unsigned[kTilesM][2][4];
   using TileScales = LaneScale[kTilesN][2];
   auto load_codes = [&](CodeWords& words, int kt) {
@@ -148,8 +184,8 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
 #pragma unroll
     for (int mt = 0; mt < kTilesM; ++mt)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint4 v = ldg_128<true>(tok_row[mt] + kt * BK + 8 * h, in_k);
+      for (int h = 0; h < S::kTokenLoads; ++h) {
+        const uint4 v = ldg_128<true>(tok_row[mt] + (kt * BK + 8 * h) * kTokenBytes, in_k);
         tok[mt][h][0] = v.x, tok[mt][h][1] = v.y, tok[mt][h][2] = v.z, tok[mt][h][3] = v.w;
       }
   };
@@ -183,11 +219,24 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   };
   constexpr bool kVoteFold = Cfg::kPreparedCodes && MxFoldable<Cfg>::value;
   auto compute = [&](const CodeWords& words, const TileScales& scales, const TokenFragments& tok) {
-    multiply_scaled_tile<Cfg, kAccScaleTile, kVoteFold>(
-        scales, p.scaling, acc_scales, acc,
-        [&](DequantPath path, const FragmentScale (&decoded)[kTilesN][2], float (&dst)[kTilesN][kTilesM][4]) {
-          multiply(path, words, decoded, tok, dst);
-        });
+    if constexpr (Cfg::kActE4m3) {
+      // Per-channel and row scales in the epilogue: the codes' products straight into acc.
+#pragma unroll
+      for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          unsigned a[4];
+          e4m3_a_fragment<Cfg::kPreparedCodes>(words[nt], q, a);
+#pragma unroll
+          for (int mt = 0; mt < kTilesM; ++mt) mma_m16n8k32_e4m3(acc[nt][mt], a, tok[mt][0][2 * q], tok[mt][0][2 * q + 1]);
+        }
+    } else {
+      multiply_scaled_tile<Cfg, kAccScaleTile, kVoteFold>(
+          scales, p.scaling, acc_scales, acc,
+          [&](DequantPath path, const FragmentScale (&decoded)[kTilesN][2], float (&dst)[kTilesN][kTilesM][4]) {
+            multiply(path, words, decoded, tok, dst);
+          });
+    }
   };
 
   // K group warp_k takes the tiles warp_k, warp_k + G, ...: tile j of this warp is warp_k + G j.

@@ -76,6 +76,7 @@ struct MoeGemmWsShape {
   static constexpr int kSmemBytes = kRingBytes > kEpilogueBytes ? kRingBytes : kEpilogueBytes;
   static_assert(Cfg::kWgmma && Cfg::kWarpsM == 1 && Cfg::kWarpsN == 8 && Cfg::kWarpsK == 1 && Cfg::kSplitK == 1,
                 "producer tiles: two consumer warpgroups of 4 warps along N, wgmma, no split K");
+  static_assert(!Cfg::kActE4m3, "e4m3 activations: the direct-load body only");
   static_assert(kBlockM == 64 || kBlockM == 128, "producer tiles: 64 or 128 tokens (the wgmma N)");
   static_assert(kBlockN == 128 || kBlockN == 256, "producer tiles: 128 or 256 channels");
   static_assert(kStages >= 3 && kStages <= 8, "producer tiles: 3 to 8 stages");
