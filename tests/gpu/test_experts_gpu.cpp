@@ -139,20 +139,27 @@ TEST(ExpertsGpu, TuningTableTilesMatchOracle) {
 }
 
 // FP8 per-token row scales on the tiles whose epilogue follows a reduction of partial sums: K groups
-// in one CTA (/1x4x2) and split K over a cluster (/k2), which the planner does not pick.
+// in one CTA (/1x4x2) and split K over a cluster (/k2), which the planner does not pick; and on the
+// warp-specialized wgmma tiles, whose consumers fetch the block's row scales into shared memory
+// before their main loop (128 and 64 rows: odd M leaves padding rows in the last block).
 TEST(ExpertsGpu, RowScalesAfterKGroupsAndSplitK) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
-  TuningTable t;  // tiny: valid_shape_m = 3 M
-  t.entries = {{0, int64_t{1} << 30, 16, "16x64/1x4x2/8", "16x64/1x4x1/4/k2"}};
-  Options o;
-  o.tuning = t;
-  for (const char* scheme : {"mxfp4:fp8-token", "int4-g128:fp8-token", "fp8-block:fp8-token"})
-    for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
-      for (int64_t m : {7, 129}) {
-        io::VerifyCase c{layer(scheme, Activation::silu), layout, m, 1, static_cast<uint64_t>(m + 60)};
-        const io::VerifyResult r = io::verify_on_gpu(c, o);
-        EXPECT_TRUE(r.passed) << c.label() << ": rel " << r.error.rel_err << ", max " << r.error.max_err_fraction;
-      }
+  for (const TuningEntry& entry : {TuningEntry{0, int64_t{1} << 30, 16, "16x64/1x4x2/8", "16x64/1x4x1/4/k2"},
+                                   TuningEntry{0, int64_t{1} << 30, 128, "128x256/1x8x1/4/p", "128x256/1x8x1/4/p"},
+                                   TuningEntry{0, int64_t{1} << 30, 64, "64x256/1x8x1/4/p", "64x128/1x8x1/4/p"}}) {
+    TuningTable t;  // tiny: valid_shape_m = 3 M
+    t.entries = {entry};
+    Options o;
+    o.tuning = t;
+    for (const char* scheme : {"mxfp4:fp8-token", "int4-g128:fp8-token", "fp8-block:fp8-token"})
+      for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
+        for (int64_t m : {7, 129}) {
+          io::VerifyCase c{layer(scheme, Activation::silu), layout, m, 1, static_cast<uint64_t>(m + 60)};
+          const io::VerifyResult r = io::verify_on_gpu(c, o);
+          EXPECT_TRUE(r.passed) << entry.gemm1_tile << " " << c.label() << ": rel " << r.error.rel_err << ", max "
+                                << r.error.max_err_fraction;
+        }
+  }
 }
 
 // e4m3 activations (FP8 per-channel weights x FP8 per-token activations on the direct tiles: the

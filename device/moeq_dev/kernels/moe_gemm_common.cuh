@@ -213,11 +213,19 @@ __device__ __forceinline__ bool load_block_rows(const MoeGemmParams& p, int m_bl
 // MMAs as their exact 16-bit values, the row's fp32 scale comes here).
 // PERF: compile-time, not a null test of p.a_row_scales: the run-time test cost the 128-row wgmma
 // tile 1.5-3% at Qwen3 M = 4096 (bench/results/2026-12-02-h200-quant-activations.md).
+// The A-row scale of block row r (Cfg::kRowScales; 1 for padding rows, src < 0).
+__device__ __forceinline__ float a_row_scale(const MoeGemmParams& p, int src) {
+  if (src < 0) return 1.0f;
+  return p.a_row_scales[p.a_scale_rows != nullptr ? p.a_scale_rows[src] / p.a_scale_row_divisor : src];
+}
+
+// block_row_scales (optional, shared memory): every block row's a_row_scale, fetched by the caller
+// before its main loop (the warp-specialized body), else each thread reads its rows' here.
 template <class Cfg, int kTilesN, int kTilesM, class ChannelOf>
 __device__ __forceinline__ void write_output_tile(const MoeGemmParams& p, int e, int n0,
                                                   const float (&acc)[kTilesN][kTilesM][4], unsigned char* out_tile,
                                                   int out_row_bytes, int token_base, int t, ChannelOf channel_of,
-                                                  const int* row_src) {
+                                                  const int* row_src, const float* block_row_scales = nullptr) {
   const int N = p.n;
   float row_scale[kTilesM][2];
 #pragma unroll
@@ -226,10 +234,8 @@ __device__ __forceinline__ void write_output_tile(const MoeGemmParams& p, int e,
     for (int i = 0; i < 2; ++i) {
       row_scale[mt][i] = 1.0f;
       if constexpr (Cfg::kRowScales) {
-        const int src = row_src[token_base + mt * 8 + 2 * t + i];
-        if (src >= 0)
-          row_scale[mt][i] =
-              p.a_row_scales[p.a_scale_rows != nullptr ? p.a_scale_rows[src] / p.a_scale_row_divisor : src];
+        const int r = token_base + mt * 8 + 2 * t + i;
+        row_scale[mt][i] = block_row_scales != nullptr ? block_row_scales[r] : a_row_scale(p, row_src[r]);
       }
     }
 #pragma unroll

@@ -97,6 +97,12 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   __shared__ __align__(16) const unsigned short* row_ptr[BM];
   __shared__ int row_dst[BM];
   __shared__ int block_expert;
+  // Cfg::kRowScales: each row's A-row scale, fetched by the consumers before their main loop.
+  // PERF: read in the epilogue (after the main loop, two dependent global loads with the
+  // contiguous layout's a_scale_rows) they cost the Qwen3 MXFP4 x FP8-per-token GEMMs at M = 4096
+  // +107 us (GEMM1) and +38 us (GEMM2) against MXFP8 activations on the same tile (ncu,
+  // bench/results/2026-12-02-h200-e4m3-direct.md); here they land while the first stage does.
+  __shared__ float block_row_scales[Cfg::kRowScales ? BM : 1];
   constexpr int kPermBuffers = S::kPermBuffers;
   // landed and staged (kStages each: copies done, stage free), permuted and retired (kPermBuffers
   // each: tokens permuted, buffer free).
@@ -261,6 +267,9 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   // ---- Consumers ----
   setmaxnreg_inc<S::kConsumerRegisters>();
   const int ctid = tid - 128, consumer = ctid / 128, warp = (ctid / 32) % 4, lane = tid % 32, g = lane / 4, t = lane % 4;
+  // Seen by the epilogue after its first named barrier.
+  if constexpr (Cfg::kRowScales)
+    for (int r = ctid; r < BM; r += 128 * S::kConsumers) block_row_scales[r] = a_row_scale(p, row_src[r]);
   // Channel (within the block) of this lane's fragment rows of 64-channel tile nt, half r.
   auto channel_of = [&](int nt, int r) { return consumer * S::kConsumerN + nt * 64 + warp * 16 + g + r * 8; };
   const LaneScaleRows<Cfg, kTilesN> scale_rows(p.scaling, e, n0, N, K, channel_of);
@@ -443,7 +452,8 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   // Epilogue, consumers only: the out tile reuses the ring, which the other consumer may still
   // be reading until it passes this barrier; the producer is done (every tile was consumed).
   named_barrier_sync(2, 128 * S::kConsumers);
-  write_output_tile<Cfg>(p, e, n0, acc, smem, S::kOutRowBytes, 0, t, channel_of, row_src);
+  write_output_tile<Cfg>(p, e, n0, acc, smem, S::kOutRowBytes, 0, t, channel_of, row_src,
+                         Cfg::kRowScales ? block_row_scales : nullptr);
   named_barrier_sync(2, 128 * S::kConsumers);
   store_output_rows<BM, BN, 128 * S::kConsumers>(p, smem, S::kOutRowBytes, row_dst, n0, ctid);
 }
