@@ -63,6 +63,9 @@ struct Options {
   // CUDA backend: with no table above, no block_m and no batch_invariant, the table shipped with
   // moeq for this layer (TuningTable::key) and device (tuning/<arch>/), where there is one.
   bool shipped_tuning = true;
+  // CUDA backend, FP8 per-token activations: the FP8 (e4m3) tensor cores where a GEMM kernel has
+  // them (sm_89+; docs/design.md); false: every GEMM takes the codes' 16-bit values (A/B timing).
+  bool fp8_tensor_cores = true;
   std::string to_string() const;
 };
 

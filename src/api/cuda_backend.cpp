@@ -135,7 +135,8 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   // What each GEMM reads (cuda::gemm_input): 16-bit activations, or FP8 per-token codes as e4m3
   // (direct tiles of FP8 per-channel weights) or as their 16-bit values, the row scales in the
   // GEMM's epilogue either way.
-  const int sm = cuda::device_sm();
+  // NOTE: sm 0 admits no e4m3 GEMM (Options::fp8_tensor_cores false).
+  const int sm = shape.fp8_tensor_cores ? cuda::device_sm() : 0;
   const cuda::GemmInput input1 = cuda::gemm_input(d, cuda::tile_for_device(g1.tile), sm);
   const cuda::GemmInput input2 = cuda::gemm_input(d, cuda::tile_for_device(g2.tile), sm);
   const auto set_row_scales = [&](cuda::MoeGemmArgs& g, cuda::GemmInput input, CUdeviceptr scales) {
@@ -295,14 +296,15 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   cuda::topk_reduce(reduce, stream);
 }
 
-void warm_up_cuda(const ExpertsDesc& desc, const TuningTable& tuning) {
-  cuda::load_layer_kernels(desc);
+void warm_up_cuda(const ExpertsDesc& desc, const TuningTable& tuning, bool fp8_tensor_cores) {
+  const int sm = fp8_tensor_cores ? cuda::device_sm() : 0;  // as apply_cuda
+  cuda::load_layer_kernels(desc, sm);
   // Each tuned tile for its own GEMM only: a GEMM1 tile need not be legal for GEMM2's weights.
   for (const TuningEntry& e : tuning.entries) {
     for (bool second : {false, true}) {
       const cuda::GemmTile tile = cuda::parse_gemm_tile(second ? e.gemm2_tile : e.gemm1_tile);
       cuda::load_moe_gemm(second ? desc.w2() : desc.w13(), desc.act_dtype, tile,
-                          cuda::gemm_input(desc, cuda::tile_for_device(tile), cuda::device_sm()));
+                          cuda::gemm_input(desc, cuda::tile_for_device(tile), sm));
     }
   }
 }

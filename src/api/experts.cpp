@@ -80,6 +80,7 @@ struct Experts::Impl {
     // workspace_bytes(M, T) and apply agree whatever M the caller passes.
     const int64_t block_m_tokens = batched ? tokens_per_expert * desc.global_experts() / desc.top_k : num_tokens;
     p.batch_invariant = options.batch_invariant;
+    p.fp8_tensor_cores = options.fp8_tensor_cores;
     p.tuned = tuning.serves(p.layout) ? tuning.find(plan::valid_shape_m(desc, block_m_tokens)) : nullptr;
     if (p.tuned != nullptr) {
       p.block_m = p.tuned->block_m;  // as the caller's block_m: its tiles run it on every device
@@ -124,7 +125,7 @@ WorkspaceSizes Experts::workspace_bytes(int64_t num_tokens, int64_t batched_toke
 std::string describe_input_errors(int32_t bits) { return cuda::describe_routing_errors(bits); }
 
 void Experts::warm_up() const {
-  if (impl_->backend == Backend::cuda) api::warm_up_cuda(impl_->desc, impl_->tuning);
+  if (impl_->backend == Backend::cuda) api::warm_up_cuda(impl_->desc, impl_->tuning, impl_->options.fp8_tensor_cores);
 }
 
 void Experts::apply(const WeightView& w13, const WeightView& w2, const ExpertsInputs& inputs,

@@ -97,14 +97,14 @@ std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& d, const Tuni
   return specs;
 }
 
-void load_layer_kernels(const ExpertsDesc& d) {
+void load_layer_kernels(const ExpertsDesc& d, int sm) {
   for (const jit::KernelSpec& spec : other_kernel_specs(d)) jit::kernel_cache().function(spec);
   // NOTE: through the GEMM's own loader: it also raises the shared-memory limit of each
   // function, which a first launch would otherwise do (under a graph capture).
   // (load_moe_gemm loads the tile this device runs, so the mma.sync stand-ins need no entry.)
   for (const GemmTile& tile : planner_tiles(d.weight_format))
     for (const WeightDesc& w : {d.w13(), d.w2()})
-      load_moe_gemm(w, d.act_dtype, tile, gemm_input(d, tile_for_device(tile), device_sm()));
+      load_moe_gemm(w, d.act_dtype, tile, gemm_input(d, tile_for_device(tile), sm));
 }
 
 }  // namespace moeq::cuda

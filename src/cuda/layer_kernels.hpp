@@ -33,7 +33,8 @@ std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& desc, const s
 std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& desc, const TuningTable& tuning);
 
 // Loads every kernel of layer_kernel_specs (no extra tiles) on the current device, compiling
-// what the disk cache lacks, as their first launches would.
-void load_layer_kernels(const ExpertsDesc& desc);
+// what the disk cache lacks, as their first launches would, each GEMM with gemm_input(desc, tile,
+// sm): sm is the device's (device_sm), or 0 where the caller turned the e4m3 GEMMs off.
+void load_layer_kernels(const ExpertsDesc& desc, int sm);
 
 }  // namespace moeq::cuda

@@ -40,6 +40,7 @@ struct PlanShape {
   // The tuning table's entry for these rows (Options::tuning), or null: then its block_m and tiles
   // replace the planner's.
   const TuningEntry* tuned = nullptr;
+  bool fp8_tensor_cores = true;  // Options::fp8_tensor_cores
 };
 
 // The spec buffers (quanted_gate_up_input, gate_up_output, activation_output,

@@ -51,6 +51,16 @@ else
   failed=$((failed + 1)); echo "FAIL: layouts differ: '$indexed' '$contiguous' '$masked'"
 fi
 
+# --no-fp8-tensor-cores is accepted and, on the CPU backend (no tensor cores), changes nothing.
+fp8_on="$("$moeq" run --preset tiny --tokens 5 --scheme fp8-channel:fp8-token --backend cpu 2>&1 | hash_of out)"
+fp8_off="$("$moeq" run --preset tiny --tokens 5 --scheme fp8-channel:fp8-token --backend cpu --no-fp8-tensor-cores 2>&1 |
+  hash_of out)"
+if [ -n "$fp8_on" ] && [ "$fp8_on" = "$fp8_off" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL: --no-fp8-tensor-cores changed the CPU result: '$fp8_on' vs '$fp8_off'"
+fi
+
 # Save a problem, run it from the file, and get the same output as the generated run.
 expect "save problem" 0 "saved +problem to" -- "$moeq" run --preset tiny --tokens 5 --scheme nvfp4:fp8-token \
   --save-problem "$tmp/p.safetensors"

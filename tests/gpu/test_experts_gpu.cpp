@@ -201,6 +201,14 @@ TEST(ExpertsGpu, E4m3ActivationsOnEveryDirectTileMatchOracle) {
                                 << r.error.max_err_fraction << (r.error.finite ? "" : ", non-finite");
         }
     if (e4m3_tiles > 1) continue;
+    // Options::fp8_tensor_cores = false: the same tile on the 16-bit values path.
+    Options values = o;
+    values.fp8_tensor_cores = false;
+    for (Layout layout : {Layout::indexed, Layout::contiguous}) {
+      io::VerifyCase c{tiny, layout, 7, 1, 123};
+      const io::VerifyResult r = io::verify_on_gpu(c, values);
+      EXPECT_TRUE(r.passed) << tile.to_string() << " " << c.label() << " no_fp8_tensor_cores: rel " << r.error.rel_err;
+    }
     for (int64_t m : {7, 33}) {
       io::VerifyCase c{wide, Layout::indexed, m, 1, static_cast<uint64_t>(m + 90)};
       c.codes = m == 7 ? CodeLayout::prepared : CodeLayout::canonical;

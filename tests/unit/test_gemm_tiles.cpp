@@ -363,6 +363,12 @@ TEST(GemmTiles, GemmInputTakesE4m3OnlyWhereTheDirectFp8BodyRuns) {
   ExpertsDesc plain = d;
   io::apply_scheme("fp8-channel", plain);
   EXPECT_EQ(cuda::gemm_input(plain, direct, 90), cuda::GemmInput::values);
+  // Options::fp8_tensor_cores = false plans with sm 0 (src/api/cuda_backend.cpp): no e4m3 GEMM.
+  EXPECT_EQ(cuda::gemm_input(d, direct, 0), cuda::GemmInput::row_scaled_values);
+  Options no_fp8;
+  no_fp8.fp8_tensor_cores = false;
+  EXPECT_THAT(no_fp8.to_string(), HasSubstr("no_fp8_tensor_cores"));
+  EXPECT_THAT(Options{}.to_string(), Not(HasSubstr("fp8_tensor_cores")));
   // Both FP8 per-token forms of a direct tile are compiled (the device decides at run time).
   EXPECT_EQ(cuda::gemm_inputs(d, direct).size(), 2u);
   EXPECT_EQ(cuda::gemm_inputs(d, other).size(), 1u);

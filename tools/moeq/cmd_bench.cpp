@@ -41,6 +41,7 @@ struct BenchArgs {
   std::vector<std::string> codes{"prepared"};  // gemm: weight code layouts to time
   std::string tuning;  // gemm: a tuning table (JSON) whose tiles replace the planner's where it has the M
   bool no_shipped_tuning = false;  // layer: the planner's rules instead of the shipped table
+  bool no_fp8_tensor_cores = false;  // layer: Options::fp8_tensor_cores = false
   int trials = 7;
 };
 
@@ -202,6 +203,7 @@ void bench_layer(const BenchArgs& a, const io::Preset& preset, const std::string
   Options o;
   o.tuning = tuning;
   o.shipped_tuning = !a.no_shipped_tuning;
+  o.fp8_tensor_cores = !a.no_fp8_tensor_cores;
   o.backend = Backend::cuda;
   if (const auto reasons = can_implement(d, o); !reasons.empty()) {
     std::printf("%-6s %-14s %-10s %6lld  unsupported: %s\n", "layer", preset.name.c_str(), scheme.c_str(),
@@ -294,6 +296,8 @@ Action add_bench_command(CLI::App& app) {
                                          "planner's at the M it covers");
   cmd->add_flag("--no-shipped-tuning", a->no_shipped_tuning,
                "layer: plan by the planner's rules, not by the tuning table shipped for the layer and GPU");
+  cmd->add_flag("--no-fp8-tensor-cores", a->no_fp8_tensor_cores,
+               "layer, FP8 per-token activations: the 16-bit tensor cores everywhere (no e4m3 GEMMs)");
   cmd->add_option("--iterations", a->iterations, "Launches per timed trial")->capture_default_str();
   cmd->add_option("--trials", a->trials, "Timed trials (the median is reported)")->capture_default_str();
   return [a] { return run_bench(*a); };
