@@ -144,6 +144,16 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     g.a_row_scales = input != cuda::GemmInput::values ? scales : 0;
     g.a_scale_rows = 0;
   };
+  // x [rows, cols] (row stride `stride`) quantized for a GEMM reading `input`: its codes (e4m3) or
+  // their 16-bit values into `out` (dense), and the scales.
+  const auto quantize_for = [&](cuda::GemmInput input, CUdeviceptr x, int64_t stride, int64_t rows, int64_t cols,
+                                CUdeviceptr out, CUdeviceptr scales) {
+    if (input == cuda::GemmInput::row_scaled_e4m3) {
+      cuda::quantize_activation(d.act_format, c, x, stride, rows, cols, out, scales, stream);
+    } else {
+      cuda::quantize_activation_values(d.act_format, c, x, stride, rows, cols, out, scales, stream);
+    }
+  };
   // A GEMM's input x [rows, cols] (row stride `stride`): as is, or, for quantized activations
   // (CONTRACT §5), quantized into the codes the e4m3 GEMM takes, or quantized and dequantized in
   // one kernel into the 16-bit values the other GEMMs take (the codes themselves not written).
@@ -154,13 +164,8 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     g.a_row_stride = stride;
     if (d.act_format == ActFormat::none) return;
     const CUdeviceptr scales = buffer((codes_name + ".scales").c_str());
-    if (input == cuda::GemmInput::row_scaled_e4m3) {
-      g.a = buffer(codes_name.c_str());
-      cuda::quantize_activation(d.act_format, c, x, stride, rows, cols, g.a, scales, stream);
-    } else {
-      g.a = buffer(dequantized_name);
-      cuda::quantize_activation_values(d.act_format, c, x, stride, rows, cols, g.a, scales, stream);
-    }
+    g.a = buffer(input == cuda::GemmInput::row_scaled_e4m3 ? codes_name.c_str() : dequantized_name);
+    quantize_for(input, x, stride, rows, cols, g.a, scales);
     g.a_row_stride = cols;
     set_row_scales(g, input, scales);
   };
@@ -264,11 +269,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     const CUdeviceptr scales = buffer("quanted_gate_up_input.scales");
     const bool e4m3 = input1 == cuda::GemmInput::row_scaled_e4m3;
     const CUdeviceptr tokens = e4m3 ? buffer("quanted_gate_up_input") : permuted;
-    if (e4m3) {
-      cuda::quantize_activation(d.act_format, c, dptr(in.hidden), hidden_stride, M, K, tokens, scales, stream);
-    } else {
-      cuda::quantize_activation_values(d.act_format, c, dptr(in.hidden), hidden_stride, M, K, tokens, scales, stream);
-    }
+    quantize_for(input1, dptr(in.hidden), hidden_stride, M, K, tokens, scales);
     // NOTE: e4m3 codes (1 byte each) fit in the values' buffer.
     const CUdeviceptr rows_out = buffer("dequantized_gate_up_input");
     const int64_t row_bytes = e4m3 ? K : K * elem;

@@ -225,6 +225,16 @@ QuantizerLaunch quantizer_launch(ActFormat format, int64_t rows, int64_t cols, b
   return q;
 }
 
+// The output checks of both quantizer launchers (`name` in the messages), and the bytes a thread
+// of the 16-byte path stores per 8 elements: 16 of values, or 8 (e4m3) / 4 (e2m1) of codes.
+unsigned check_quantizer_outputs(const std::string& name, ActFormat format, CUdeviceptr out, CUdeviceptr scales,
+                                 bool values_out) {
+  if (!aligned(scales, format == ActFormat::fp8_token ? 4 : 1))
+    throw Error(name + ": fp32 scales must be 4-byte aligned");
+  if (values_out && !aligned(out, 2)) throw Error(name + ": values must be 2-byte aligned");
+  return values_out ? 16 : format == ActFormat::mxfp4 ? 4 : 8;
+}
+
 // quantize_activation (values_out false: `out` is the codes) and quantize_activation_values (true:
 // `out` is the codes' 16-bit values, dense [rows, cols]).
 void launch_quantizer(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows, int64_t cols,
@@ -240,18 +250,14 @@ void launch_quantizer(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_
   if (in_row_stride < cols)
     throw Error("in_row_stride = " + str(in_row_stride) + " is smaller than cols = " + str(cols));
   if (rows == 0) return;
-  const char* name = values_out ? "quantize_activation_values" : "quantize_activation";
+  const std::string name = values_out ? "quantize_activation_values" : "quantize_activation";
   if (in == 0 || out == 0 || scales == 0)
-    throw Error(std::string(name) + ": in, " + (values_out ? "values" : "codes") +
-                " and scales must be device pointers, not null");
-  if (!aligned(scales, mx ? 1 : 4)) throw Error(std::string(name) + ": fp32 scales must be 4-byte aligned");
-  if (values_out && !aligned(out, 2)) throw Error(std::string(name) + ": values must be 2-byte aligned");
-
-  const unsigned store_bytes = values_out ? 16 : format == ActFormat::mxfp4 ? 4 : 8;
+    throw Error(name + ": in, " + (values_out ? "values" : "codes") + " and scales must be device pointers, not null");
+  const unsigned store_bytes = check_quantizer_outputs(name, format, out, scales, values_out);
   const bool vectorized = cols % kVecElems == 0 && in_row_stride % kVecElems == 0 && aligned(in, 16) &&
                           aligned(out, store_bytes);
   if (rows * cols / (vectorized ? kVecElems : 1) >= (int64_t{1} << 31))  // 32-bit item indices
-    throw Error(std::string(name) + ": rows * cols = " + str(rows * cols) + " is too large");
+    throw Error(name + ": rows * cols = " + str(rows * cols) + " is too large");
 
   const QuantizerLaunch q = quantizer_launch(format, rows, cols, vectorized);
   static std::array<std::atomic<CUfunction>, 4 * 2 * 2> functions{};
@@ -285,13 +291,11 @@ void launch_activation_quantizer(const ActivationParams& params, bool interleave
                 std::string(to_string(format)) + " activation scales");
   if (rows == 0) return;
   const std::string name = values_out ? "activation_quantize_values" : "activation_quantize_codes";
-  const char* what = values_out ? "values" : "codes";
   if (gate_up == 0 || out == 0 || scales == 0)
-    throw Error(name + ": gate_up, " + what + " and scales must be device pointers, not null");
-  if (!aligned(scales, mx ? 1 : 4)) throw Error(name + ": fp32 scales must be 4-byte aligned");
-  if (values_out && !aligned(out, 2)) throw Error(name + ": values must be 2-byte aligned");
+    throw Error(name + ": gate_up, " + (values_out ? "values" : "codes") +
+                " and scales must be device pointers, not null");
+  const unsigned store_bytes = check_quantizer_outputs(name, format, out, scales, values_out);
   // 16-byte path: I % 8 == 0 keeps every row (I or 2I elements) 16-byte aligned, as the activation's.
-  const unsigned store_bytes = values_out ? 16 : format == ActFormat::mxfp4 ? 4 : 8;
   const bool vectorized = intermediate % kVecElems == 0 && aligned(gate_up, 16) && aligned(out, store_bytes);
   if (rows * intermediate / (vectorized ? kVecElems : 1) >= (int64_t{1} << 31))
     throw Error(name + ": rows * intermediate = " + str(rows * intermediate) + " is too large");

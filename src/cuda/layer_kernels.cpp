@@ -52,9 +52,10 @@ GemmInput gemm_input(const ExpertsDesc& d, const GemmTile& tile, int sm) {
 }
 
 std::vector<GemmInput> gemm_inputs(const ExpertsDesc& d, const GemmTile& tile) {
-  if (d.act_format != ActFormat::fp8_token) return {GemmInput::values};
-  if (!gemm_takes_e4m3(d.w13(), tile, 89)) return {GemmInput::row_scaled_values};
-  return {GemmInput::row_scaled_values, GemmInput::row_scaled_e4m3};
+  // Without e4m3 MMAs (sm 0) and with them (sm_89, the first that has them).
+  const GemmInput without = gemm_input(d, tile, 0), with = gemm_input(d, tile, 89);
+  if (without == with) return {without};
+  return {without, with};
 }
 
 std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std::vector<GemmTile>& extra_tiles) {
