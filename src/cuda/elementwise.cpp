@@ -210,10 +210,24 @@ struct QuantizerLaunch {
 QuantizerLaunch quantizer_launch(ActFormat format, int64_t rows, int64_t cols, bool vectorized) {
   QuantizerLaunch q;
   if (format == ActFormat::fp8_token) {
-    // The fewest warps per row that keep the row in registers (8 slots of 8 elements per lane);
-    // longer rows use all 8 warps and re-read (from L2).
-    const int64_t vec_elems = vectorized ? kVecElems : 1;
-    while (q.warps_per_row < kThreads / 32 && cols > int64_t{q.warps_per_row} * 32 * kFp8TokenSlots * vec_elems)
+    // The fewest warps per row that keep the row in registers (8 slots of 8 elements per lane;
+    // longer rows use all 8 warps and re-read from L2); then, while the grid is short of one block
+    // per SM, twice the warps per row, as long as each lane keeps at least one vector.
+    // PERF: with the first rule alone a lane of a short grid ran up to 8 unrolled slot bodies in
+    // turn: Qwen3 at M = 16 the GEMM1 input quantizer (16 rows of 2048, 2 blocks) took 7.0 us and
+    // GEMM2's fused activation-quantize (128 rows of 768, 16 blocks) 12.5 us (the activation alone:
+    // 3.0); with one vector per lane everywhere 4.0 and 7.7 us, but at M = 4096 (512 and 4096
+    // blocks of one warp per row) 16 -> 27 and 90 -> 154 us (ncu, bench/results/
+    // 2026-12-02-h200-quantizer-warps.md): more warps only where the grid is short.
+    const int64_t vecs = vectorized ? cols / kVecElems : cols;
+    while (q.warps_per_row < kThreads / 32 && vecs > int64_t{q.warps_per_row} * 32 * kFp8TokenSlots)
+      q.warps_per_row *= 2;
+    const int64_t num_sms = current_device_info().num_sms;
+    auto blocks = [&](int warps_per_row) {
+      const int64_t rows_per_block = kThreads / 32 / warps_per_row;
+      return (rows + rows_per_block - 1) / rows_per_block;
+    };
+    while (q.warps_per_row < kThreads / 32 && blocks(q.warps_per_row) < num_sms && vecs > int64_t{q.warps_per_row} * 32)
       q.warps_per_row *= 2;
     const int64_t rows_per_block = kThreads / 32 / q.warps_per_row;
     q.work_blocks = (rows + rows_per_block - 1) / rows_per_block;
