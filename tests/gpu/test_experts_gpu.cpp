@@ -293,56 +293,66 @@ TEST(ExpertsGpu, BadRoutingValuesSetTheCallersErrorWord) {
   EXPECT_EQ(error_word_after_apply(batched, Layout::masked), kInputErrorBatchedOverflow) << "masked: a negative count";
 }
 
+// A captured step replays with new routing and hidden states: 16-bit activations, and FP8 per-token
+// ones (their quantizers captured too) in the indexed and contiguous layouts.
 TEST(ExpertsGpu, GraphCaptureReplaysWithNewRouting) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
-  const ExpertsDesc d = layer("mxfp4", Activation::silu);
-  io::GenerateOptions g;
-  g.num_tokens = 64;
-  const io::HostProblem p1 = io::generate_problem(d, g);
-  g.seed = 1;
-  const io::HostProblem p2 = io::generate_problem(d, g);
-  Options o;
-  o.backend = Backend::cuda;
-  o.layout = Layout::indexed;
-  const Experts experts(p1.desc, o);
-  io::DeviceProblem dev = io::upload_problem(p1);
-  const auto ws = experts.workspace_bytes(64);
-  cuda::DeviceBuffer ws1(ws.workspace1_bytes), ws2(ws.workspace2_bytes), out(64 * d.hidden_size * 2);
-  auto ptr = [](const cuda::DeviceBuffer& b) { return reinterpret_cast<void*>(static_cast<uintptr_t>(b.ptr())); };
-  cuda::Stream stream;
-  // No compile or load may happen during capture: warm_up loads every kernel of the layer.
-  experts.warm_up();
-  const auto& drv = cuda::driver();
-  cuda::CUgraph graph = nullptr;
-  cuda::CUgraphExec exec = nullptr;
-  cuda::check(drv.cuStreamBeginCapture_v2(stream.get(), 0), "begin capture");
-  experts.apply(dev.w13, dev.w2, dev.inputs, {ptr(out), 0}, ptr(ws1), ptr(ws2), stream.get());
-  cuda::check(drv.cuStreamEndCapture(stream.get(), &graph), "end capture");
-  cuda::check(drv.cuGraphInstantiateWithFlags(&exec, graph, 0), "instantiate");
+  struct Case {
+    const char* scheme;
+    Layout layout;
+  };
+  for (const Case& k : {Case{"mxfp4", Layout::indexed}, Case{"mxfp4:fp8-token", Layout::indexed},
+                        Case{"mxfp4:fp8-token", Layout::contiguous}}) {
+    SCOPED_TRACE(std::string(k.scheme) + " " + std::string(to_string(k.layout)));
+    const ExpertsDesc d = layer(k.scheme, Activation::silu);
+    io::GenerateOptions g;
+    g.num_tokens = 64;
+    const io::HostProblem p1 = io::generate_problem(d, g);
+    g.seed = 1;
+    const io::HostProblem p2 = io::generate_problem(d, g);
+    Options o;
+    o.backend = Backend::cuda;
+    o.layout = k.layout;
+    const Experts experts(p1.desc, o);
+    io::DeviceProblem dev = io::upload_problem(p1);
+    const auto ws = experts.workspace_bytes(64);
+    cuda::DeviceBuffer ws1(ws.workspace1_bytes), ws2(ws.workspace2_bytes), out(64 * d.hidden_size * 2);
+    auto ptr = [](const cuda::DeviceBuffer& b) { return reinterpret_cast<void*>(static_cast<uintptr_t>(b.ptr())); };
+    cuda::Stream stream;
+    // No compile or load may happen during capture: warm_up loads every kernel of the layer.
+    experts.warm_up();
+    const auto& drv = cuda::driver();
+    cuda::CUgraph graph = nullptr;
+    cuda::CUgraphExec exec = nullptr;
+    cuda::check(drv.cuStreamBeginCapture_v2(stream.get(), 0), "begin capture");
+    experts.apply(dev.w13, dev.w2, dev.inputs, {ptr(out), 0}, ptr(ws1), ptr(ws2), stream.get());
+    cuda::check(drv.cuStreamEndCapture(stream.get(), &graph), "end capture");
+    cuda::check(drv.cuGraphInstantiateWithFlags(&exec, graph, 0), "instantiate");
 
-  std::vector<uint8_t> replayed(out.num_bytes()), direct(out.num_bytes()), first;
-  cuda::DeviceBuffer out_direct(out.num_bytes());
-  for (const io::HostProblem* p : {&p1, &p2}) {
-    // New routing, router weights and hidden states, written where the graph reads them.
-    cuda::check(drv.cuMemcpyHtoD_v2(reinterpret_cast<uintptr_t>(dev.inputs.topk_ids), p->topk_ids.data(), p->topk_ids.size()), "ids");
-    cuda::check(drv.cuMemcpyHtoD_v2(reinterpret_cast<uintptr_t>(dev.inputs.topk_weights), p->topk_weights.data(), p->topk_weights.size()), "w");
-    cuda::check(drv.cuMemcpyHtoD_v2(reinterpret_cast<uintptr_t>(dev.inputs.hidden), p->hidden.data(), p->hidden.size()), "x");
-    // NOTE: pageable uploads may return before the bytes land, and `stream` does not wait for them.
-    cuda::check(drv.cuCtxSynchronize(), "cuCtxSynchronize");
-    out.fill_bytes(0xFF);
-    cuda::check(drv.cuGraphLaunch(exec, stream.get()), "launch");
-    stream.synchronize();
-    out.download(replayed.data(), replayed.size());
-    // The same inputs through a direct call must give the same bytes.
-    experts.apply(dev.w13, dev.w2, dev.inputs, {ptr(out_direct), 0}, ptr(ws1), ptr(ws2), stream.get());
-    stream.synchronize();
-    out_direct.download(direct.data(), direct.size());
-    EXPECT_EQ(replayed, direct) << (p == &p1 ? "first" : "second") << " routing";
-    if (first.empty()) first = replayed;
-    else EXPECT_NE(first, replayed) << "the replay did not follow the new routing";
+    std::vector<uint8_t> replayed(out.num_bytes()), direct(out.num_bytes()), first;
+    cuda::DeviceBuffer out_direct(out.num_bytes());
+    for (const io::HostProblem* p : {&p1, &p2}) {
+      // New routing, router weights and hidden states, written where the graph reads them.
+      cuda::check(drv.cuMemcpyHtoD_v2(reinterpret_cast<uintptr_t>(dev.inputs.topk_ids), p->topk_ids.data(), p->topk_ids.size()), "ids");
+      cuda::check(drv.cuMemcpyHtoD_v2(reinterpret_cast<uintptr_t>(dev.inputs.topk_weights), p->topk_weights.data(), p->topk_weights.size()), "w");
+      cuda::check(drv.cuMemcpyHtoD_v2(reinterpret_cast<uintptr_t>(dev.inputs.hidden), p->hidden.data(), p->hidden.size()), "x");
+      // NOTE: pageable uploads may return before the bytes land, and `stream` does not wait for them.
+      cuda::check(drv.cuCtxSynchronize(), "cuCtxSynchronize");
+      out.fill_bytes(0xFF);
+      cuda::check(drv.cuGraphLaunch(exec, stream.get()), "launch");
+      stream.synchronize();
+      out.download(replayed.data(), replayed.size());
+      // The same inputs through a direct call must give the same bytes.
+      experts.apply(dev.w13, dev.w2, dev.inputs, {ptr(out_direct), 0}, ptr(ws1), ptr(ws2), stream.get());
+      stream.synchronize();
+      out_direct.download(direct.data(), direct.size());
+      EXPECT_EQ(replayed, direct) << (p == &p1 ? "first" : "second") << " routing";
+      if (first.empty()) first = replayed;
+      else EXPECT_NE(first, replayed) << "the replay did not follow the new routing";
+    }
+    drv.cuGraphExecDestroy(exec);
+    drv.cuGraphDestroy(graph);
   }
-  drv.cuGraphExecDestroy(exec);
-  drv.cuGraphDestroy(graph);
 }
 
 }  // namespace

@@ -137,24 +137,45 @@ __device__ __forceinline__ void store_half_vec(unsigned short* p, const float (&
   }
 }
 
-// kVec activation outputs of row `row_in` (N13 wide), output columns [col, col + kVec), in fp32
-// before their rounding. Layouts: gated [gate (I) | up (I)]; interleaved [g0, u0, g1, u1, ...];
-// not gated: [x (I)].
+// The 16-bit inputs of kVec activation outputs, as loaded: gated [gate (I) | up (I)]: a the gates,
+// b the ups; interleaved [g0, u0, g1, u1, ...]: a and b the 2 kVec pairs in order; not gated: a
+// the inputs (b unused).
+template <int kVec>
+struct ActivationInputs {
+  HalfVec<kVec> a, b;
+};
+
+// The inputs of row `row_in` (N13 wide) for output columns [col, col + kVec).
+template <ActivationKind kKind, bool kInterleaved, int kVec>
+__device__ __forceinline__ ActivationInputs<kVec> load_activation_inputs(const unsigned short* row_in, long long col,
+                                                                         long long intermediate) {
+  ActivationInputs<kVec> in;
+  if constexpr (!is_gated(kKind)) {
+    in.a = load_half_vec<kVec>(row_in + col);
+  } else if constexpr (kInterleaved) {
+    in.a = load_half_vec<kVec>(row_in + 2 * col);
+    in.b = load_half_vec<kVec>(row_in + 2 * col + kVec);
+  } else {
+    in.a = load_half_vec<kVec>(row_in + col);
+    in.b = load_half_vec<kVec>(row_in + intermediate + col);
+  }
+  return in;
+}
+
+// kVec activation outputs in fp32, before their rounding, from their loaded inputs.
 template <ActivationKind kKind, bool kInterleaved, bool kBf16, int kVec>
-__device__ __forceinline__ void activation_values(const unsigned short* row_in, long long col, long long intermediate,
-                                                  const ActivationArgs& args, float (&out)[kVec]) {
+__device__ __forceinline__ void activation_from_inputs(const ActivationInputs<kVec>& in, const ActivationArgs& args,
+                                                       float (&out)[kVec]) {
   float g[kVec], u[kVec];
   if constexpr (!is_gated(kKind)) {
-    unpack_half_vec<kBf16, kVec>(load_half_vec<kVec>(row_in + col), g);
+    unpack_half_vec<kBf16, kVec>(in.a, g);
 #pragma unroll
     for (int i = 0; i < kVec; ++i) u[i] = 0.0f;
   } else if constexpr (kInterleaved) {
-    // (2 * kVec) inputs: two 16-byte loads, gates at even and ups at odd positions.
+    // (2 * kVec) inputs: gates at even and ups at odd positions.
     float lo[kVec], hi[kVec];
-    const HalfVec<kVec> a = load_half_vec<kVec>(row_in + 2 * col);
-    const HalfVec<kVec> b = load_half_vec<kVec>(row_in + 2 * col + kVec);
-    unpack_half_vec<kBf16, kVec>(a, lo);
-    unpack_half_vec<kBf16, kVec>(b, hi);
+    unpack_half_vec<kBf16, kVec>(in.a, lo);
+    unpack_half_vec<kBf16, kVec>(in.b, hi);
     if constexpr (kVec == 1) {
       g[0] = lo[0];
       u[0] = hi[0];
@@ -168,13 +189,20 @@ __device__ __forceinline__ void activation_values(const unsigned short* row_in, 
       }
     }
   } else {
-    const HalfVec<kVec> a = load_half_vec<kVec>(row_in + col);
-    const HalfVec<kVec> b = load_half_vec<kVec>(row_in + intermediate + col);
-    unpack_half_vec<kBf16, kVec>(a, g);
-    unpack_half_vec<kBf16, kVec>(b, u);
+    unpack_half_vec<kBf16, kVec>(in.a, g);
+    unpack_half_vec<kBf16, kVec>(in.b, u);
   }
 #pragma unroll
   for (int i = 0; i < kVec; ++i) out[i] = activation_value<kKind>(g[i], u[i], args);
+}
+
+// kVec activation outputs of row `row_in` (N13 wide), output columns [col, col + kVec), in fp32
+// before their rounding.
+template <ActivationKind kKind, bool kInterleaved, bool kBf16, int kVec>
+__device__ __forceinline__ void activation_values(const unsigned short* row_in, long long col, long long intermediate,
+                                                  const ActivationArgs& args, float (&out)[kVec]) {
+  activation_from_inputs<kKind, kInterleaved, kBf16, kVec>(
+      load_activation_inputs<kKind, kInterleaved, kVec>(row_in, col, intermediate), args, out);
 }
 
 // One item of the activation kernel: kVec outputs of row `row_in` into `row_out` (I wide),

@@ -139,6 +139,7 @@ __device__ __forceinline__ unsigned abs_max_bits(const HalfVec<kVec>& v) {
 // `row` from column `col` as the bits a [rows, cols] buffer of the dtype would hold.
 // A buffer with row stride row_stride (elements).
 struct BufferSource {
+  static constexpr bool kRolled = false;
   const unsigned short* in;
   long long row_stride;
   template <int kVec>
@@ -155,14 +156,24 @@ struct BufferSource {
 // (the same activation_values), so the quantizer sees exactly the buffer it would have read.
 template <ActivationKind kKind, bool kInterleaved, bool kBf16>
 struct ActivationSource {
+  static constexpr bool kRolled = true;
   const unsigned short* gate_up;
   long long intermediate;
   ActivationArgs args;
   template <int kVec>
   __device__ __forceinline__ HalfVec<kVec> load(long long row, long long col) const {
+    return from_inputs<kVec>(fetch<kVec>(row, col));
+  }
+  // load in two steps: the inputs' loads, then the activation and its rounding.
+  template <int kVec>
+  __device__ __forceinline__ ActivationInputs<kVec> fetch(long long row, long long col) const {
     const long long in_cols = is_gated(kKind) ? 2 * intermediate : intermediate;
+    return load_activation_inputs<kKind, kInterleaved, kVec>(gate_up + row * in_cols, col, intermediate);
+  }
+  template <int kVec>
+  __device__ __forceinline__ HalfVec<kVec> from_inputs(const ActivationInputs<kVec>& in) const {
     float f[kVec];
-    activation_values<kKind, kInterleaved, kBf16, kVec>(gate_up + row * in_cols, col, intermediate, args, f);
+    activation_from_inputs<kKind, kInterleaved, kBf16, kVec>(in, args, f);
     HalfVec<kVec> v;
     if constexpr (kVec == 8) {
       unsigned w[4];
@@ -219,6 +230,14 @@ __device__ __forceinline__ void quantize_fp8_token_rows(const Source& source, in
                                                         float* scales, int warps_per_row) {
   const CodeSink<QuantFormat::kFp8Token, kBf16, kValues> sink{codes};
   constexpr int kWarps = kThreads / 32;
+  // kRolled (the fused activation-quantize, 16-byte path): one rolled loop over a lane's vectors,
+  // the activation outputs kept in shared memory (slot i of thread x at staged[i kThreads + x])
+  // instead of 8 unrolled register slots.
+  // PERF: unrolled, each warp of a short grid ran up to 8 slot bodies of 8 activations once, cold:
+  // 46% of the warps' cycles waited for instruction fetches (ncu, Qwen3 M = 256: 13.3 us against
+  // 5.8 for the activation alone; bench/results/2026-12-02-h200-quantizer-warps.md).
+  constexpr bool kRolled = Source::kRolled && kVec == 8;
+  __shared__ uint4 staged[kRolled ? kFp8TokenSlots * kThreads : 1];
   __shared__ float partial_amax[kWarps];
   __shared__ unsigned partial_bits[kWarps];
   const int warp = threadIdx.x / 32;
@@ -236,18 +255,47 @@ __device__ __forceinline__ void quantize_fp8_token_rows(const Source& source, in
     const long long row = row_base + group;
     const bool row_ok = row < rows;
     const long long row_elem = row * static_cast<long long>(cols);  // element index of the row's codes
-    HalfVec<kVec> slot[kFp8TokenSlots];
+    HalfVec<kVec> slot[kRolled ? 1 : kFp8TokenSlots];
     // Every vector of this thread's part of the row, in slot order: body(vector, index), the
     // vector read from memory on the first pass over the row (`first_read`) and on every pass of
-    // a row longer than the slots hold, else kept in its slot.
+    // a row longer than the slots hold, else kept in its slot (kRolled: its shared-memory slot).
     auto for_each_vec = [&](bool first_read, auto&& body) {
-      for (int pass = 0; pass < num_passes; ++pass) {
+      if constexpr (kRolled) {
+        // Lane vector i is v = t + i * group_threads, the slot order of the unrolled form.
+        int v = t;
+        if (row_ok && v < num_vecs && first_read) {
+          // The next vector's inputs load while this one's activation is computed.
+          ActivationInputs<kVec> next = source.template fetch<kVec>(row, static_cast<long long>(v) * kVec);
+#pragma unroll 1
+          for (int i = 0; v < num_vecs; ++i, v += group_threads) {
+            const ActivationInputs<kVec> in = next;
+            if (v + group_threads < num_vecs)
+              next = source.template fetch<kVec>(row, static_cast<long long>(v + group_threads) * kVec);
+            const HalfVec<kVec> x = source.template from_inputs<kVec>(in);
+            if (i < kFp8TokenSlots) staged[i * kThreads + threadIdx.x] = x.raw;
+            body(x, v);
+          }
+        } else if (row_ok) {
+#pragma unroll 1
+          for (int i = 0; v < num_vecs; ++i, v += group_threads) {
+            HalfVec<kVec> x;
+            if (i < kFp8TokenSlots) {
+              x.raw = staged[i * kThreads + threadIdx.x];
+            } else {
+              x = source.template load<kVec>(row, static_cast<long long>(v) * kVec);
+            }
+            body(x, v);
+          }
+        }
+      } else {
+        for (int pass = 0; pass < num_passes; ++pass) {
 #pragma unroll
-        for (int s = 0; s < kFp8TokenSlots; ++s) {
-          const int v = pass * pass_vecs + s * group_threads + t;
-          if (row_ok && v < num_vecs) {
-            if (first_read || num_passes > 1) slot[s] = source.template load<kVec>(row, static_cast<long long>(v) * kVec);
-            body(slot[s], v);
+          for (int s = 0; s < kFp8TokenSlots; ++s) {
+            const int v = pass * pass_vecs + s * group_threads + t;
+            if (row_ok && v < num_vecs) {
+              if (first_read || num_passes > 1) slot[s] = source.template load<kVec>(row, static_cast<long long>(v) * kVec);
+              body(slot[s], v);
+            }
           }
         }
       }
