@@ -187,10 +187,22 @@ const std::vector<std::pair<std::string, TuningTable>>& shipped_tuning_tables() 
 }
 
 const TuningTable* shipped_tuning(const ExpertsDesc& desc, const std::string& arch) {
-  const std::string key = desc.tuning_key();
-  for (const auto& entry : shipped_tuning_tables())
-    if (entry.second.arch == arch && entry.second.key == key) return &entry.second;
-  return nullptr;
+  auto find = [&](const std::string& key) -> const TuningTable* {
+    for (const auto& entry : shipped_tuning_tables())
+      if (entry.second.arch == arch && entry.second.key == key) return &entry.second;
+    return nullptr;
+  };
+  if (const TuningTable* own = find(desc.tuning_key())) return own;
+  if (desc.act_format == ActFormat::none) return nullptr;
+  // NOTE: quantized activations run the same GEMM tiles as the 16-bit ones (their values, or the
+  // e4m3 codes on the same direct tiles), and `moeq tune` times the 16-bit form: such a layer
+  // without a table of its own takes its weights' 16-bit table.
+  // PERF: with the Qwen3 MXFP4 table against the planner, the MXFP4 x FP8-token, MXFP8 and MXFP4
+  // activation layers moved as the bf16 layer did, within ~1.2 us at M = 16 to 1024 (M = 4096:
+  // inside its +-4 us spread; call 4 of bench/results/2026-12-02-h200-quantizer-warps.md).
+  ExpertsDesc sixteen_bit = desc;
+  sixteen_bit.act_format = ActFormat::none;
+  return find(sixteen_bit.tuning_key());
 }
 
 const TuningTable* shipped_tuning_for(const ExpertsDesc& desc, const Options& options, const std::string& arch) {

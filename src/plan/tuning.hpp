@@ -30,8 +30,9 @@ struct TunedPoint {
 // at a valid_shape_m already taken (two M with the same routed rows) keep the first.
 TuningTable tuning_table_from_points(const std::vector<TunedPoint>& points);
 
-// The shipped table (tuning/<arch>/*.json, embedded in the library) whose key is the layer's, or
-// null. `arch` as "sm_90".
+// The shipped table (tuning/<arch>/*.json, embedded in the library) whose key is the layer's, else,
+// for quantized activations, the one whose key is the layer's with 16-bit activations (the same
+// GEMM tiles), or null. `arch` as "sm_90".
 const TuningTable* shipped_tuning(const ExpertsDesc& desc, const std::string& arch);
 // The shipped table a GPU of `arch` plans this layer with under `options`: null where the options
 // choose for themselves (a table, block_m, batch_invariant, shipped_tuning = false), where there is

@@ -302,5 +302,27 @@ TEST(Tuning, ShippedTableOnlyWhereTheOptionsLeaveTheChoice) {
   EXPECT_EQ(plan::shipped_tuning_for(d, o, "sm_90"), nullptr);
 }
 
+// Quantized activations without a table of their own plan with their weights' 16-bit table (the
+// same GEMM tiles); a table of their own, where there is one, comes first.
+TEST(Tuning, QuantizedActivationsTakeTheSixteenBitTable) {
+  const ExpertsDesc d = qwen3_mxfp4();
+  const TuningTable* sixteen_bit = plan::shipped_tuning(d, "sm_90");
+  ASSERT_NE(sixteen_bit, nullptr);
+  for (const char* scheme : {"mxfp4:fp8-token", "mxfp4:mxfp8", "mxfp4:mxfp4"}) {
+    ExpertsDesc q = io::find_preset("qwen3-30b-a3b").desc;
+    io::apply_scheme(scheme, q);
+    ASSERT_NE(q.act_format, ActFormat::none) << scheme;
+    EXPECT_EQ(plan::shipped_tuning(q, "sm_90"), sixteen_bit) << scheme;
+    EXPECT_EQ(plan::shipped_tuning_for(q, Options{}, "sm_90"), sixteen_bit) << scheme;
+    EXPECT_EQ(plan::shipped_tuning(q, "sm_80"), nullptr) << scheme;
+  }
+  ExpertsDesc no_table = io::find_preset("qwen3-30b-a3b").desc;
+  io::apply_scheme("nvfp4:fp8-token", no_table);  // no NVFP4 table
+  EXPECT_EQ(plan::shipped_tuning(no_table, "sm_90"), nullptr);
+  ExpertsDesc f16 = io::find_preset("qwen3-30b-a3b").desc;
+  io::apply_scheme("mxfp4:f16", f16);  // 16-bit activations of another dtype: no fallback
+  EXPECT_EQ(plan::shipped_tuning(f16, "sm_90"), nullptr);
+}
+
 }  // namespace
 }  // namespace moeq
