@@ -61,7 +61,8 @@ struct Options {
   // against the layer by can_implement; not with batch_invariant or block_m.
   TuningTable tuning;
   // CUDA backend: with no table above, no block_m and no batch_invariant, the table shipped with
-  // moeq for this layer (TuningTable::key) and device (tuning/<arch>/), where there is one.
+  // moeq for this layer (TuningTable::key) and device (tuning/<arch>/), where there is one; with
+  // quantized activations and no table of their own, the one of the same layer with 16-bit activations.
   bool shipped_tuning = true;
   // CUDA backend, FP8 per-token activations: the FP8 (e4m3) tensor cores where a GEMM kernel has
   // them (sm_89+; docs/design.md); false: every GEMM takes the codes' 16-bit values (A/B timing).

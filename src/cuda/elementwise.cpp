@@ -212,7 +212,7 @@ QuantizerLaunch quantizer_launch(ActFormat format, int64_t rows, int64_t cols, b
   if (format == ActFormat::fp8_token) {
     // The fewest warps per row that keep the row in registers (8 slots of 8 elements per lane;
     // longer rows use all 8 warps and re-read from L2); then, while the grid is short of one block
-    // per SM, twice the warps per row, as long as each lane keeps at least one vector.
+    // per SM, twice the warps per row while the row has more vectors than the group has lanes.
     // PERF: with the first rule alone a lane of a short grid ran up to 8 unrolled slot bodies in
     // turn: Qwen3 at M = 16 the GEMM1 input quantizer (16 rows of 2048, 2 blocks) took 7.0 us and
     // GEMM2's fused activation-quantize (128 rows of 768, 16 blocks) 12.5 us (the activation alone:
@@ -222,7 +222,7 @@ QuantizerLaunch quantizer_launch(ActFormat format, int64_t rows, int64_t cols, b
     const int64_t vecs = vectorized ? cols / kVecElems : cols;
     while (q.warps_per_row < kThreads / 32 && vecs > int64_t{q.warps_per_row} * 32 * kFp8TokenSlots)
       q.warps_per_row *= 2;
-    const int64_t num_sms = current_device_info().num_sms;
+    static const int64_t num_sms = current_device_info().num_sms;  // queried once, as grid_blocks
     auto blocks = [&](int warps_per_row) {
       const int64_t rows_per_block = kThreads / 32 / warps_per_row;
       return (rows + rows_per_block - 1) / rows_per_block;

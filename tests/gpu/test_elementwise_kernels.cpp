@@ -511,7 +511,9 @@ TEST(ElementwiseGpu, QuantizeToValuesEqualsQuantizeThenDequantize) {
 // activation_quantize_values (GEMM2's input in one kernel) writes exactly what `activation` followed
 // by quantize_activation_values write: every activation (interleaved too) x format x dtype, the
 // 16-byte and scalar paths (I not a multiple of 8 for FP8 per token; a values pointer off 16-byte
-// alignment for MX), rows past 8 warps' registers (I = 16416 re-reads).
+// alignment for MX), rows past 8 warps' registers (I = 16416 re-reads), the FP8 per-token row split
+// over 1, 2 (I = 512, 16 rows), 4 (I = 768, 128 rows) and 8 warps, and rows holding +-inf and NaN
+// (I = 512 and 768: FP8 per token's special path).
 TEST(ElementwiseGpu, ActivationQuantizeEqualsActivationThenQuantize) {
   SKIP_WITHOUT_DEVICE();
   cu::Stream stream;
@@ -522,13 +524,19 @@ TEST(ElementwiseGpu, ActivationQuantizeEqualsActivationThenQuantize) {
       for (const bool interleaved : {false, true}) {
         if (interleaved && !moeq::is_gated(kind)) continue;
         for (const ActFormat fmt : {ActFormat::fp8_token, ActFormat::mxfp8, ActFormat::mxfp4}) {
-          for (const int64_t inter : {int64_t{64}, int64_t{2880}, int64_t{36}, int64_t{16416}}) {
+          for (const int64_t inter : {int64_t{64}, int64_t{2880}, int64_t{36}, int64_t{16416}, int64_t{512},
+                                      int64_t{768}}) {
             const bool mx = fmt != ActFormat::fp8_token;
             if (mx && inter % 32 != 0) continue;
-            const int64_t rows = inter == 16416 ? 3 : (inter == 36 ? 7 : 129);
+            const int64_t rows = inter == 16416 ? 3 : inter == 36 ? 7 : inter == 512 ? 16 : inter == 768 ? 128 : 129;
             const int64_t n13 = moeq::is_gated(kind) ? 2 * inter : inter;
             std::vector<uint16_t> gate_up(static_cast<size_t>(rows * n13));
             for (auto& v : gate_up) v = to_half(dt, normal(rng));
+            if (inter == 512 || inter == 768) {
+              gate_up[static_cast<size_t>(2 * n13 + 5)] = to_half(dt, std::numeric_limits<float>::infinity());
+              gate_up[static_cast<size_t>(5 * n13 + 300)] = to_half(dt, -std::numeric_limits<float>::infinity());
+              gate_up[static_cast<size_t>(9 * n13 + 7)] = to_half(dt, std::numeric_limits<float>::quiet_NaN());
+            }
             moeq::ActivationParams params;
             params.kind = kind;
             if (kind == Activation::silu) params.silu_clamp = 3.0f;
