@@ -88,3 +88,30 @@ bench_against_base() {
   done
   echo "bench $round $preset $scheme $(($(date +%s) - t0)) s"
 }
+
+# layer_against_base BASE_MOEQ ARGS...: `moeq bench --trials 5 --kernel layer ARGS` with $build/moeq and
+# BASE_MOEQ, new / base / new / base, into layer.txt; each round's layer rows (scheme, M, us) on one line.
+layer_against_base() {
+  local base_moeq="$1" moeq before
+  shift
+  for moeq in "$build/moeq" "$base_moeq" "$build/moeq" "$base_moeq"; do
+    before=$(grep -c "^layer  " "$out/layer.txt" 2>/dev/null)
+    timeout 60 "$moeq" bench --trials 5 --kernel layer "$@" >>"$out/layer.txt" 2>&1
+    echo "layer $moeq rc=$? $(($(date +%s) - t0)) s: $(grep -E "^layer  " "$out/layer.txt" | tail -n +$((${before:-0} + 1)) |
+      awk '{print $3, $4, $5}' | paste -sd' ')"
+  done
+}
+
+# ncu_step_times "RUN ARGS" M...: ncu's duration of each kernel of one `moeq run RUN_ARGS -M m` per M
+# (the applies after the weights' preparation) into ncu-M.txt, one line each.
+ncu_step_times() {
+  local args="$1" m f
+  shift
+  for m in "$@"; do
+    f="$out/ncu-$m.txt"
+    # shellcheck disable=SC2086
+    timeout 50 ncu --clock-control none --metrics gpu__time_duration.sum "$build/moeq" run $args -M "$m" >"$f" 2>&1
+    echo "ncu $m rc=$? $(($(date +%s) - t0)) s: $(awk '/^  moeq_/{name=$1} /gpu__time_duration.sum/{print name, $NF}' "$f" |
+      sed -n 3,10p | paste -sd' ')"
+  done
+}

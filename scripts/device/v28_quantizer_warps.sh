@@ -10,19 +10,8 @@ source "$(dirname "$0")/evidence_lib.sh"
 device_setup "$1"
 base_moeq="$2"
 touch "$out/.start"
-for moeq in "$build/moeq" "$base_moeq" "$build/moeq" "$base_moeq"; do
-  timeout 60 "$moeq" bench --trials 5 --kernel layer --preset qwen3-30b-a3b --scheme mxfp4 mxfp4:fp8-token \
-    -M 16 256 4096 >>"$out/layer.txt" 2>&1
-  echo "layer $moeq rc=$? $(($(date +%s) - t0)) s"
-  grep -E "^layer  qwen" "$out/layer.txt" | tail -6 | awk '{print $3, $4, $5}' | paste -sd' '
-done
-for m in 16 256 4096; do
-  f="$out/ncu-$m.txt"
-  timeout 50 ncu --clock-control none --metrics gpu__time_duration.sum "$build/moeq" run --preset qwen3-30b-a3b \
-    --scheme mxfp4:fp8-token -M "$m" >"$f" 2>&1
-  echo "ncu $m rc=$? $(($(date +%s) - t0)) s"
-  awk '/^  moeq_/{name=$1} /gpu__time_duration.sum/{print name, $(NF-1), $NF}' "$f" | sed -n 3,10p | paste -sd' '
-done
+layer_against_base "$base_moeq" --preset qwen3-30b-a3b --scheme mxfp4 mxfp4:fp8-token -M 16 256 4096
+ncu_step_times "--preset qwen3-30b-a3b --scheme mxfp4:fp8-token" 16 256 4096
 timeout 260 "$build/moeq_gpu_tests" --gtest_filter='ElementwiseGpu.Quantize*:ElementwiseGpu.ActivationQuantize*:ExpertsGpu.QuantizedActivationPairsMatchOracle' \
   >"$out/gpu_tests.txt" 2>&1
 echo "gpu tests rc=$? $(($(date +%s) - t0)) s"

@@ -15,17 +15,8 @@ device_setup "$1"
 base_moeq="$2"
 tiles="$3"
 touch "$out/.start"
-for moeq in "$build/moeq" "$base_moeq" "$build/moeq" "$base_moeq"; do
-  timeout 40 "$moeq" bench --trials 5 --kernel layer --preset qwen3-30b-a3b --scheme mxfp4:fp8-token \
-    -M 16 256 4096 --no-shipped-tuning >>"$out/layer.txt" 2>&1
-  echo "layer $moeq rc=$? $(($(date +%s) - t0)) s: $(grep -E '^layer  qwen' "$out/layer.txt" | tail -3 | awk '{print $4, $5}' | paste -sd' ')"
-done
-for m in 16 256 4096; do
-  f="$out/ncu-$m.txt"
-  timeout 40 ncu --clock-control none --metrics gpu__time_duration.sum "$build/moeq" run --preset qwen3-30b-a3b \
-    --scheme mxfp4:fp8-token -M "$m" --no-shipped-tuning >"$f" 2>&1
-  echo "ncu $m rc=$? $(($(date +%s) - t0)) s: $(awk '/^  moeq_/{name=$1} /gpu__time_duration.sum/{print name, $NF}' "$f" | sed -n 3,10p | paste -sd' ')"
-done
+layer_against_base "$base_moeq" --preset qwen3-30b-a3b --scheme mxfp4:fp8-token -M 16 256 4096 --no-shipped-tuning
+ncu_step_times "--preset qwen3-30b-a3b --scheme mxfp4:fp8-token --no-shipped-tuning" 16 256 4096
 timeout 40 ncu --clock-control none --section WarpStateStats --section InstructionStats --section SpeedOfLight \
   -k moeq_activation_quantize -c 1 "$build/moeq" run --preset qwen3-30b-a3b --scheme mxfp4:fp8-token -M 256 \
   --no-shipped-tuning >"$out/ncu-detail.txt" 2>&1
