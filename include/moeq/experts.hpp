@@ -65,8 +65,14 @@ struct Options {
   // quantized activations and no table of their own, the one of the same layer with 16-bit activations.
   bool shipped_tuning = true;
   // CUDA backend, FP8 per-token activations: the FP8 (e4m3) tensor cores where a GEMM kernel has
-  // them (sm_89+; docs/design.md); false: every GEMM takes the codes' 16-bit values (A/B timing).
+  // them (FP8 per-channel weights at small M, sm_89+; with fp8_wgmma also canonical MXFP4 codes at
+  // large M; docs/design.md); false: every GEMM takes the codes' 16-bit values (A/B timing).
   bool fp8_tensor_cores = true;
+  // CUDA backend, FP8 per-token activations with canonical MXFP4 codes, sm_90: also the e4m3
+  // warp-specialized body at large M (kernels/moe_gemm_ws_e4m3.cuh). Correct, but slower than the
+  // 16-bit values path on the H200 (Qwen3 M = 4096: 1186 against 1091 us; docs/perf-notes.md), so
+  // off unless asked for (its tests, timing).
+  bool fp8_wgmma = false;
   std::string to_string() const;
 };
 

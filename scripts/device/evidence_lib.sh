@@ -102,6 +102,19 @@ layer_against_base() {
   done
 }
 
+# layer_rounds ROUNDS ARGS...: `moeq bench --trials 5 --kernel layer ARGS` ROUNDS times into layer.txt; each
+# round's layer rows (scheme, M, us, codes) on one line.
+layer_rounds() {
+  local rounds="$1" round before
+  shift
+  for round in $(seq "$rounds"); do
+    before=$(grep -c "^layer  " "$out/layer.txt" 2>/dev/null)
+    timeout 120 "$build/moeq" bench --trials 5 --kernel layer "$@" >>"$out/layer.txt" 2>&1
+    echo "layer round $round rc=$? $(($(date +%s) - t0)) s: $(grep -E "^layer  " "$out/layer.txt" |
+      tail -n +$((${before:-0} + 1)) | awk '{print $3, $4, $5, $(NF-4)}' | paste -sd' ')"
+  done
+}
+
 # ncu_step_times "RUN ARGS" M...: ncu's duration of each kernel of one `moeq run RUN_ARGS -M m` per M
 # (the applies after the weights' preparation) into ncu-M.txt, one line each.
 ncu_step_times() {

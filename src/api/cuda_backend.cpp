@@ -132,13 +132,18 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   g2.c = buffer("down_output");
   g2.c_row_stride = K;
 
-  // What each GEMM reads (cuda::gemm_input): 16-bit activations, or FP8 per-token codes as e4m3
-  // (direct tiles of FP8 per-channel weights) or as their 16-bit values, the row scales in the
-  // GEMM's epilogue either way.
+  // What each GEMM reads and on which tile (cuda::gemm_plan): 16-bit activations, or FP8 per-token
+  // codes as e4m3 (direct tiles of FP8 per-channel weights, warp-specialized tiles of canonical
+  // MXFP4 codes) or as their 16-bit values, the row scales in the GEMM's epilogue either way.
   // NOTE: sm 0 admits no e4m3 GEMM (Options::fp8_tensor_cores false).
   const int sm = shape.fp8_tensor_cores ? cuda::device_sm() : 0;
-  const cuda::GemmInput input1 = cuda::gemm_input(d, cuda::tile_for_device(g1.tile), sm);
-  const cuda::GemmInput input2 = cuda::gemm_input(d, cuda::tile_for_device(g2.tile), sm);
+  const auto plan_gemm = [&](cuda::MoeGemmArgs& g) {
+    const cuda::GemmPlan plan =
+        cuda::gemm_plan(d, g.weights_desc, cuda::tile_for_device(g.tile), sm, g.prepared_codes, shape.fp8_wgmma);
+    g.tile = plan.tile;
+    return plan.input;
+  };
+  const cuda::GemmInput input1 = plan_gemm(g1), input2 = plan_gemm(g2);
   const auto set_row_scales = [&](cuda::MoeGemmArgs& g, cuda::GemmInput input, CUdeviceptr scales) {
     g.a_e4m3 = input == cuda::GemmInput::row_scaled_e4m3;
     g.a_row_scales = input != cuda::GemmInput::values ? scales : 0;
@@ -202,7 +207,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   if (shape.layout == Layout::masked) {
     const int64_t T = in.max_tokens_per_expert, rows = E * T;
     const CUdeviceptr table = buffer("block_table"), count = buffer("num_blocks");
-    cuda::build_segments(g1.weights_desc, c, tile, 0, dptr(in.expert_num_tokens), in.expert_num_tokens_dtype, T, E,
+    cuda::build_segments(g1.weights_desc, c, g1.tile, 0, dptr(in.expert_num_tokens), in.expert_num_tokens_dtype, T, E,
                          table, count, error_flags, stream, input1);
     for (cuda::MoeGemmArgs* g : {&g1, &g2}) {
       g->gather = false;
@@ -285,7 +290,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     gemm1_input = 0;
   }
   const CUdeviceptr table = buffer("block_table"), count = buffer("num_blocks");
-  cuda::build_segments(g1.weights_desc, c, tile, perm.offsets, 0, DType::i32, 0, E, table, count, 0, stream, input1);
+  cuda::build_segments(g1.weights_desc, c, g1.tile, perm.offsets, 0, DType::i32, 0, E, table, count, 0, stream, input1);
   for (cuda::MoeGemmArgs* g : {&g1, &g2}) {
     g->gather = false;
     g->block_table = table;
@@ -297,15 +302,18 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   cuda::topk_reduce(reduce, stream);
 }
 
-void warm_up_cuda(const ExpertsDesc& desc, const TuningTable& tuning, bool fp8_tensor_cores) {
+void warm_up_cuda(const ExpertsDesc& desc, const TuningTable& tuning, bool fp8_tensor_cores, bool fp8_wgmma) {
   const int sm = fp8_tensor_cores ? cuda::device_sm() : 0;  // as apply_cuda
-  cuda::load_layer_kernels(desc, sm);
+  cuda::load_layer_kernels(desc, sm, fp8_wgmma);
   // Each tuned tile for its own GEMM only: a GEMM1 tile need not be legal for GEMM2's weights.
   for (const TuningEntry& e : tuning.entries) {
     for (bool second : {false, true}) {
       const cuda::GemmTile tile = cuda::parse_gemm_tile(second ? e.gemm2_tile : e.gemm1_tile);
-      cuda::load_moe_gemm(second ? desc.w2() : desc.w13(), desc.act_dtype, tile,
-                          cuda::gemm_input(desc, cuda::tile_for_device(tile), sm));
+      const WeightDesc& w = second ? desc.w2() : desc.w13();
+      for (bool prepared : {false, true}) {
+        const cuda::GemmPlan plan = cuda::gemm_plan(desc, w, cuda::tile_for_device(tile), sm, prepared, fp8_wgmma);
+        cuda::load_moe_gemm(w, desc.act_dtype, plan.tile, plan.input);
+      }
     }
   }
 }

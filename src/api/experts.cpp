@@ -81,6 +81,7 @@ struct Experts::Impl {
     const int64_t block_m_tokens = batched ? tokens_per_expert * desc.global_experts() / desc.top_k : num_tokens;
     p.batch_invariant = options.batch_invariant;
     p.fp8_tensor_cores = options.fp8_tensor_cores;
+    p.fp8_wgmma = options.fp8_wgmma;
     p.tuned = tuning.serves(p.layout) ? tuning.find(plan::valid_shape_m(desc, block_m_tokens)) : nullptr;
     if (p.tuned != nullptr) {
       p.block_m = p.tuned->block_m;  // as the caller's block_m: its tiles run it on every device
@@ -125,7 +126,7 @@ WorkspaceSizes Experts::workspace_bytes(int64_t num_tokens, int64_t batched_toke
 std::string describe_input_errors(int32_t bits) { return cuda::describe_routing_errors(bits); }
 
 void Experts::warm_up() const {
-  if (impl_->backend == Backend::cuda) api::warm_up_cuda(impl_->desc, impl_->tuning, impl_->options.fp8_tensor_cores);
+  if (impl_->backend == Backend::cuda) api::warm_up_cuda(impl_->desc, impl_->tuning, impl_->options.fp8_tensor_cores, impl_->options.fp8_wgmma);
 }
 
 void Experts::apply(const WeightView& w13, const WeightView& w2, const ExpertsInputs& inputs,

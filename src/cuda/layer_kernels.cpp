@@ -35,7 +35,8 @@ std::vector<jit::KernelSpec> other_kernel_specs(const ExpertsDesc& d) {
     specs.push_back(quantize_kernel_spec(d.act_format, d.act_dtype, true));
     specs.push_back(activation_quantize_kernel_spec(d.activation.kind, d.interleaved_gate_up, d.act_format, d.act_dtype));
     // The e4m3 GEMMs' inputs (GemmInput::row_scaled_e4m3): the codes themselves.
-    if (d.act_format == ActFormat::fp8_token && d.weight_format == WeightFormat::fp8_channel) {
+    if (d.act_format == ActFormat::fp8_token &&
+        (d.weight_format == WeightFormat::fp8_channel || d.weight_format == WeightFormat::mxfp4)) {
       specs.push_back(quantize_kernel_spec(d.act_format, d.act_dtype, false));
       specs.push_back(
           activation_quantize_kernel_spec(d.activation.kind, d.interleaved_gate_up, d.act_format, d.act_dtype, false));
@@ -46,15 +47,20 @@ std::vector<jit::KernelSpec> other_kernel_specs(const ExpertsDesc& d) {
 
 }  // namespace
 
-GemmInput gemm_input(const ExpertsDesc& d, const GemmTile& tile, int sm) {
-  if (d.act_format != ActFormat::fp8_token) return GemmInput::values;
-  return gemm_takes_e4m3(d.w13(), tile, sm) ? GemmInput::row_scaled_e4m3 : GemmInput::row_scaled_values;
+GemmPlan gemm_plan(const ExpertsDesc& d, const WeightDesc& w, const GemmTile& tile, int sm, bool prepared_codes,
+                   bool wgmma_e4m3) {
+  if (d.act_format != ActFormat::fp8_token) return {tile, GemmInput::values};
+  const GemmTile e4m3 = e4m3_tile_of(tile);
+  if (gemm_takes_e4m3(w, e4m3, sm, prepared_codes) && (!e4m3.producer || wgmma_e4m3))
+    return {e4m3, GemmInput::row_scaled_e4m3};
+  return {tile, GemmInput::row_scaled_values};
 }
 
-std::vector<GemmInput> gemm_inputs(const ExpertsDesc& d, const GemmTile& tile) {
-  // Without e4m3 MMAs (sm 0) and with them (sm_89, the first that has them).
-  const GemmInput without = gemm_input(d, tile, 0), with = gemm_input(d, tile, 89);
-  if (without == with) return {without};
+std::vector<GemmPlan> gemm_plans(const ExpertsDesc& d, const WeightDesc& w, const GemmTile& tile, bool prepared_codes) {
+  // Without e4m3 MMAs (sm 0) and with every kind of them (sm_90: mma.sync and wgmma e4m3).
+  const GemmPlan without = gemm_plan(d, w, tile, 0, prepared_codes),
+                 with = gemm_plan(d, w, tile, 90, prepared_codes, true);
+  if (without.input == with.input) return {without};
   return {without, with};
 }
 
@@ -69,9 +75,9 @@ std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std:
   for (const GemmTile& tile : layer_tiles(d, extra_tiles))
     for (const WeightDesc& w : {d.w13(), d.w2()})
       for (bool prepared : {true, false})
-        for (GemmInput input : gemm_inputs(d, tile)) {
-          add(moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared, input));
-          add(moe_gemm_segments_kernel_spec(w, d.act_dtype, tile, prepared, input));
+        for (const GemmPlan& plan : gemm_plans(d, w, tile, prepared)) {
+          add(moe_gemm_kernel_spec(w, d.act_dtype, plan.tile, prepared, plan.input));
+          add(moe_gemm_segments_kernel_spec(w, d.act_dtype, plan.tile, prepared, plan.input));
         }
   return specs;
 }
@@ -90,22 +96,25 @@ std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& d, const Tuni
       if (tile.wgmma) tiles.push_back(mma_sync_tile_of(tile));
       for (const GemmTile& t : tiles)
         for (bool prepared : {true, false})
-          for (GemmInput input : gemm_inputs(d, t)) {
-            add(moe_gemm_kernel_spec(w, d.act_dtype, t, prepared, input));
-            add(moe_gemm_segments_kernel_spec(w, d.act_dtype, t, prepared, input));
+          for (const GemmPlan& plan : gemm_plans(d, w, t, prepared)) {
+            add(moe_gemm_kernel_spec(w, d.act_dtype, plan.tile, prepared, plan.input));
+            add(moe_gemm_segments_kernel_spec(w, d.act_dtype, plan.tile, prepared, plan.input));
           }
     }
   return specs;
 }
 
-void load_layer_kernels(const ExpertsDesc& d, int sm) {
+void load_layer_kernels(const ExpertsDesc& d, int sm, bool wgmma_e4m3) {
   for (const jit::KernelSpec& spec : other_kernel_specs(d)) jit::kernel_cache().function(spec);
   // NOTE: through the GEMM's own loader: it also raises the shared-memory limit of each
   // function, which a first launch would otherwise do (under a graph capture).
   // (load_moe_gemm loads the tile this device runs, so the mma.sync stand-ins need no entry.)
   for (const GemmTile& tile : planner_tiles(d.weight_format))
     for (const WeightDesc& w : {d.w13(), d.w2()})
-      load_moe_gemm(w, d.act_dtype, tile, gemm_input(d, tile_for_device(tile), sm));
+      for (bool prepared : {false, true}) {
+        const GemmPlan plan = gemm_plan(d, w, tile_for_device(tile), sm, prepared, wgmma_e4m3);
+        load_moe_gemm(w, d.act_dtype, plan.tile, plan.input);
+      }
 }
 
 }  // namespace moeq::cuda

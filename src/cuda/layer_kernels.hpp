@@ -10,14 +10,21 @@
 
 namespace moeq::cuda {
 
-// What the layer's GEMM on `tile` reads as A (GemmInput) on a device of compute capability sm:
-// 16-bit activations; with FP8 per-token activations (both GEMM inputs quantized per token, rows
-// scaled in the epilogue) the e4m3 codes where gemm_takes_e4m3 admits the tile, else their 16-bit
-// values. (w13 and w2 share the weight format, so one answer serves both GEMMs.)
-GemmInput gemm_input(const ExpertsDesc& desc, const GemmTile& tile, int sm);
-// Every GemmInput a tile of the layer can take on some device (both FP8 per-token forms where the
-// tile admits e4m3): what the kernel lists compile.
-std::vector<GemmInput> gemm_inputs(const ExpertsDesc& desc, const GemmTile& tile);
+// What a layer's GEMM of weights `w` planned on `tile` runs: the tile and what it reads as A
+// (GemmInput), on a device of compute capability sm with these code layouts. 16-bit activations:
+// `tile`, values. FP8 per-token activations (both GEMM inputs quantized per token, rows scaled in
+// the epilogue): the e4m3 codes on e4m3_tile_of(tile) where gemm_takes_e4m3 admits it, else
+// their 16-bit values on `tile`. The warp-specialized e4m3 body (canonical MXFP4) only with
+// wgmma_e4m3 (Options::fp8_wgmma: measured slower than the values path).
+struct GemmPlan {
+  GemmTile tile;
+  GemmInput input = GemmInput::values;
+};
+GemmPlan gemm_plan(const ExpertsDesc& desc, const WeightDesc& w, const GemmTile& tile, int sm, bool prepared_codes,
+                   bool wgmma_e4m3 = false);
+// Every plan a tile can take on some device or with some options (both FP8 per-token forms where
+// the tile admits e4m3): what the kernel lists compile.
+std::vector<GemmPlan> gemm_plans(const ExpertsDesc& desc, const WeightDesc& w, const GemmTile& tile, bool prepared_codes);
 
 // Every kernel the layer's experts step can launch, for any M, layout and ids dtype: routing
 // (align, permute, reduce; every ids and weights dtype), both GEMMs at every tile the planner
@@ -33,8 +40,9 @@ std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& desc, const s
 std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& desc, const TuningTable& tuning);
 
 // Loads every kernel of layer_kernel_specs (no extra tiles) on the current device, compiling
-// what the disk cache lacks, as their first launches would, each GEMM with gemm_input(desc, tile,
-// sm): sm is the device's (device_sm), or 0 where the caller turned the e4m3 GEMMs off.
-void load_layer_kernels(const ExpertsDesc& desc, int sm);
+// what the disk cache lacks, as their first launches would, each GEMM as gemm_plan(desc, w, tile,
+// sm, either code layout, wgmma_e4m3) runs it: sm is the device's (device_sm), or 0 where the
+// caller turned the e4m3 GEMMs off.
+void load_layer_kernels(const ExpertsDesc& desc, int sm, bool wgmma_e4m3 = false);
 
 }  // namespace moeq::cuda

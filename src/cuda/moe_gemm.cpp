@@ -333,7 +333,7 @@ int64_t gemm_static_smem_bytes(const GemmTile& tile) {
   return rows + (tile.producer ? 8 * int64_t{tile.block_m} + 24 * int64_t{tile.stages} + 128 : 0);
 }
 
-int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w) {
+int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w, GemmInput input) {
   const int code_bits = dtype_bits(weight_format_code_dtype(w.format));
   const int64_t acc_per_thread = int64_t{tile.block_m / tile.warps_m / 8} * (tile.block_n / tile.warps_n / 16) * 4;
   const int64_t reduce = int64_t{tile.threads() - tile.threads() / tile.warps_k} * acc_per_thread * 4;
@@ -341,7 +341,9 @@ int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w) {
   if (tile.direct) return reduce + out_tile;  // mirror of MoeGemmDirectShape: the epilogue only
   if (tile.producer && tile.wgmma) {
     // Mirror of MoeGemmWsShape: stages of [staging tokens][codes] and 3 permuted token tiles, or the out tile.
-    const int64_t tokens = int64_t{tile.block_m} * 64 * 2, stage = tokens + int64_t{tile.block_n} * (64 * code_bits / 8);
+    // e4m3 tokens: 128 k in the same bytes, and the codes of 128 k (MoeGemmWsShape::kTileK).
+    const int64_t tile_k = input == GemmInput::row_scaled_e4m3 ? 128 : 64;
+    const int64_t tokens = int64_t{tile.block_m} * 64 * 2, stage = tokens + int64_t{tile.block_n} * (tile_k * code_bits / 8);
     return std::max(tile.stages * stage + 3 * tokens, int64_t{tile.block_m} * (tile.block_n * 2 + 16));
   }
   const int64_t a_stage = int64_t{tile.block_m} * (64 * 2 + (tile.wgmma ? 0 : 16));  // wgmma rows are unpadded
@@ -422,8 +424,19 @@ std::vector<std::string> moe_gemm_reasons(const WeightDesc& w, DType act_dtype) 
   return r;
 }
 
-bool gemm_takes_e4m3(const WeightDesc& w, const GemmTile& tile, int sm) {
-  return w.format == WeightFormat::fp8_channel && tile.direct && sm >= 89;
+bool gemm_takes_e4m3(const WeightDesc& w, const GemmTile& tile, int sm, bool prepared_codes) {
+  if (w.format == WeightFormat::fp8_channel) return tile.direct && sm >= 89;
+  if (w.format != WeightFormat::mxfp4 || prepared_codes || sm < 90) return false;
+  // NOTE: 128 channels (one 64-channel MMA tile per consumer): the e4m3 consumers hold a partial
+  // beside their accumulators, and with 256 channels the copy warps' 16 code copies per K tile
+  // spilled (ptxas: 52-60 bytes at 64 x 256).
+  return tile.producer && tile.wgmma && tile.block_n == 128 && w.k % 128 == 0 && w.k <= 32768;
+}
+
+GemmTile e4m3_tile_of(const GemmTile& tile) {
+  GemmTile t = tile;
+  if (t.producer && t.wgmma) t.block_n = 128;
+  return t;
 }
 
 int device_sm() { return this_device().cc_major * 10 + this_device().cc_minor; }
@@ -431,9 +444,11 @@ int device_sm() { return this_device().cc_major * 10 + this_device().cc_minor; }
 jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes,
                                      GemmInput input) {
   // NOTE: any arch that has the instruction: the caller checks the device (gemm_takes_e4m3).
-  if (input == GemmInput::row_scaled_e4m3 && !gemm_takes_e4m3(w, tile, 89))
-    throw Error("moe_gemm: e4m3 activations need FP8 per-channel weights on a direct tile, not " +
-                std::string(moeq::to_string(w.format)) + " on " + tile.to_string());
+  if (input == GemmInput::row_scaled_e4m3 && !gemm_takes_e4m3(w, tile, 90, prepared_codes))
+    throw Error("moe_gemm: e4m3 activations need FP8 per-channel weights on a direct tile or canonical MXFP4 codes on "
+                "a warp-specialized tile of at most 128 tokens x 128 channels per consumer (K % 128 == 0), not " +
+                std::string(moeq::to_string(w.format)) + (prepared_codes ? " (prepared codes)" : "") + " on " +
+                tile.to_string());
   // NOTE: only INT formats have a choice of scale dtype and zero points; the others always get
   // the same text, so they share one compiled kernel.
   const bool is_int = w.format == WeightFormat::int4 || w.format == WeightFormat::int8;
@@ -460,7 +475,7 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "  static constexpr bool kActE4m3 = " << (input == GemmInput::row_scaled_e4m3 ? "true" : "false") << ";\n"
     << "};\n"
     << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n"
-    << "static_assert(moeq_dev::MoeGemmKernel<MoeGemmCfg>::Shape::kSmemBytes == " << gemm_smem_bytes(tile, w)
+    << "static_assert(moeq_dev::MoeGemmKernel<MoeGemmCfg>::Shape::kSmemBytes == " << gemm_smem_bytes(tile, w, input)
     << ", \"host and device disagree on the dynamic shared memory (gemm_smem_bytes)\");\n"
     << "static_assert(moeq_dev::kErrorBatchedOverflow == " << kRoutingErrorBatchedOverflow
     << ", \"host and device disagree on the masked-count error bit\");\n";
@@ -544,6 +559,18 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
     depths.push_back(tile.stages);
     add(fp8, DType::bf16, tile, true, GemmInput::row_scaled_e4m3);
   }
+  // e4m3 activations on MXFP4 weights (warp-specialized tiles, canonical codes): each tile the
+  // planner's wgmma tiles run as (e4m3_tile_of), bf16, and the first also f16.
+  WeightDesc mx;
+  mx.format = WeightFormat::mxfp4;
+  bool first_mx = true;
+  for (const GemmTile& planned : planner_tiles(WeightFormat::mxfp4)) {
+    const GemmTile tile = e4m3_tile_of(planned);
+    if (!gemm_takes_e4m3(mx, tile, 90, false)) continue;
+    add(mx, DType::bf16, tile, false, GemmInput::row_scaled_e4m3);
+    if (first_mx) add(mx, DType::f16, tile, false, GemmInput::row_scaled_e4m3);
+    first_mx = false;
+  }
   return specs;
 }
 
@@ -607,7 +634,7 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
   const uint64_t key = gemm_config_key(w, act_dtype, tile, prepared, segments, input);
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = table.find(key); it != table.end()) return it->second;
-  const int64_t smem = gemm_smem_bytes(tile, w), static_smem = gemm_static_smem_bytes(tile);
+  const int64_t smem = gemm_smem_bytes(tile, w, input), static_smem = gemm_static_smem_bytes(tile);
   if (const int max_smem = this_device().max_smem_per_block_optin; !segments && smem + static_smem > max_smem)
     throw Error("moe_gemm: tile " + tile.to_string() + " needs " + std::to_string(smem + static_smem) +
                 " bytes of shared memory; this device allows " + std::to_string(max_smem));
@@ -626,7 +653,9 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
 
 void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& requested, GemmInput input) {
   const GemmTile tile = tile_for_device(requested);
-  for (bool prepared : {false, true}) gemm_function(w, act_dtype, tile, prepared, false, input);
+  for (bool prepared : {false, true})
+    if (input != GemmInput::row_scaled_e4m3 || gemm_takes_e4m3(w, tile, 90, prepared))
+      gemm_function(w, act_dtype, tile, prepared, false, input);
   gemm_function(w, act_dtype, tile, false, true, input);
 }
 
@@ -675,10 +704,12 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
     throw Error("moe_gemm: a_scale_rows needs a_row_scales and a_scale_row_divisor = " +
                 std::to_string(a.a_scale_row_divisor) + " in [1, 2^31)");
   if (a.a_e4m3) {
-    if (!gemm_takes_e4m3(w, tile, device_sm()))
-      throw Error("moe_gemm: e4m3 activations need FP8 per-channel weights on a direct tile and sm_89 or later, not " +
-                  std::string(moeq::to_string(w.format)) + " on " + tile.to_string() + " (sm_" +
-                  std::to_string(device_sm()) + ")");
+    if (!gemm_takes_e4m3(w, tile, device_sm(), a.prepared_codes))
+      throw Error("moe_gemm: e4m3 activations need FP8 per-channel weights on a direct tile (sm_89+) or canonical "
+                  "MXFP4 codes on a warp-specialized tile of at most 128 tokens x 128 channels per consumer (sm_90+, "
+                  "K % 128 == 0), not " +
+                  std::string(moeq::to_string(w.format)) + (a.prepared_codes ? " (prepared codes)" : "") + " on " +
+                  tile.to_string() + " (sm_" + std::to_string(device_sm()) + ", K = " + std::to_string(w.k) + ")");
     if (a.a_row_scales == 0) throw Error("moe_gemm: e4m3 activations need a_row_scales");
     if (a.a_row_stride % 16 != 0)
       throw Error("moe_gemm: a_row_stride = " + std::to_string(a.a_row_stride) +
@@ -719,7 +750,7 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
                           : a.a_row_scales != 0 ? GemmInput::row_scaled_values
                                                 : GemmInput::values;
   const CUfunction f = gemm_function(w, a.act_dtype, tile, a.prepared_codes, false, input);
-  const int64_t smem = gemm_smem_bytes(tile, w);
+  const int64_t smem = gemm_smem_bytes(tile, w, input);
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(m_blocks);
   shape.grid_y = static_cast<unsigned>((w.n + tile.block_n - 1) / tile.block_n);

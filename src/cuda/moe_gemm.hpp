@@ -146,9 +146,6 @@ GemmTile parse_gemm_tile(const std::string& text);
 // The tiles `moeq bench --tile` sweeps and tests/gpu checks one by one: the planner's and the
 // candidates for tuning.
 std::vector<GemmTile> gemm_tile_candidates();
-// Dynamic shared memory of the tile: its ring or its epilogue (mirror of MoeGemmShape::kSmemBytes;
-// the generated source static_asserts that they agree, so tests/jit enforces it).
-int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w);
 // Static shared memory of the kernel (row maps and the block's expert).
 int64_t gemm_static_smem_bytes(const GemmTile& tile);
 
@@ -166,11 +163,22 @@ enum class GemmInput : uint8_t {
   row_scaled_e4m3,    // FP8 per-token e4m3 codes (1 byte each) into e4m3 MMAs (gemm_takes_e4m3); row
                       // scales as above
 };
-// Whether a GEMM of these weights on this tile can read e4m3 activation codes on a device of
-// compute capability `sm` (10 major + minor): FP8 per-channel weights (their codes are the A
-// fragments, the channel scale stays in the epilogue) on the direct tiles
-// (kernels/moe_gemm_direct.cuh), sm_89 or later (mma.sync m16n8k32 e4m3).
-bool gemm_takes_e4m3(const WeightDesc& w, const GemmTile& tile, int sm);
+// Dynamic shared memory of the tile (reading `input`: e4m3 tokens bring 128 k of codes per
+// stage on the warp-specialized tiles): its ring or its epilogue (mirror of MoeGemmShape::kSmemBytes;
+// the generated source static_asserts that they agree, so tests/jit enforces it).
+int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w, GemmInput input = GemmInput::values);
+// Whether a GEMM of these weights on this tile (as it runs: e4m3_tile_of) can read e4m3
+// activation codes on a device of compute capability `sm` (10 major + minor):
+// - FP8 per-channel weights (their codes are the A fragments, the channel scale stays in the
+//   epilogue) on the direct tiles (kernels/moe_gemm_direct.cuh), sm_89 or later (mma.sync
+//   m16n8k32 e4m3), either code layout;
+// - canonical MXFP4 codes on the warp-specialized wgmma tiles of 128 channels
+//   (kernels/moe_gemm_ws_e4m3.cuh: 64 or 128 x 128), sm_90 or later (wgmma e4m3), K a multiple
+//   of 128 (whole MX windows per K tile) and at most 32768.
+bool gemm_takes_e4m3(const WeightDesc& w, const GemmTile& tile, int sm, bool prepared_codes);
+// The tile an e4m3 GEMM runs where `tile` was planned: a warp-specialized tile takes 128 channels
+// (same block, stages; gemm_takes_e4m3 says why); every other tile is itself.
+GemmTile e4m3_tile_of(const GemmTile& tile);
 // The device's compute capability as gemm_takes_e4m3 takes it.
 int device_sm();
 
@@ -236,14 +244,15 @@ jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dty
 uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes, bool segments,
                          GemmInput input = GemmInput::values);
 // Loads (compiling what the disk cache lacks) the kernels a GEMM of this tile launches on this
-// device, for both code layouts, and its segment-table builder, exactly as their first launches
-// would (shared-memory limit included), so that later launches load nothing.
+// device, for both code layouts (the layouts gemm_takes_e4m3 admits, for e4m3 input), and its
+// segment-table builder, exactly as their first launches would (shared-memory limit included),
+// so that later launches load nothing.
 void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& tile, GemmInput input = GemmInput::values);
 // Every config the planner can emit (planner_tiles, canonical and prepared codes, bf16 and f16,
 // INT scales in the activation dtype), plus the other INT scale dtypes and zero points on one
-// tile, the row-scale epilogue on each GEMM body once and the e4m3 input on an FP8 per-channel
-// direct tile; the source text does not depend on
-// bias, global scales or the layout.
+// tile, the row-scale epilogue on each GEMM body once, the e4m3 input on FP8 per-channel direct
+// tiles and on each MXFP4 warp-specialized tile e4m3_tile_of gives; the source text does not
+// depend on bias, global scales or the layout.
 std::vector<jit::KernelSpec> moe_gemm_kernel_specs();
 
 }  // namespace moeq::cuda

@@ -87,6 +87,7 @@ GpuVerifier::GpuVerifier(const VerifyCase& c) : state_(std::make_unique<State>()
   g.batched = c.layout == Layout::masked;
   state_->c = c;
   state_->p = generate_problem(c.desc, g);
+  if (c.edit) c.edit(state_->p);
   const HostProblem& p = state_->p;
   state_->dev = upload_problem(p, c.codes);
   state_->oracle = oracle_of(p);

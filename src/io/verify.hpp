@@ -42,6 +42,9 @@ struct VerifyCase {
   int ep_size = 1;            // > 1: this rank holds E_g / ep_size experts, expert_map has -1
   uint64_t seed = 0;
   CodeLayout codes = CodeLayout::canonical;  // prepared: the weights go through prepare_codes
+  // Changes the generated problem before its upload and oracle (e.g. scales no quantizer would
+  // choose); not in the label.
+  std::function<void(HostProblem&)> edit = nullptr;
   std::string label() const;
 };
 

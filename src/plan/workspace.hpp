@@ -41,6 +41,7 @@ struct PlanShape {
   // replace the planner's.
   const TuningEntry* tuned = nullptr;
   bool fp8_tensor_cores = true;  // Options::fp8_tensor_cores
+  bool fp8_wgmma = false;        // Options::fp8_wgmma
 };
 
 // The spec buffers (quanted_gate_up_input, gate_up_output, activation_output,

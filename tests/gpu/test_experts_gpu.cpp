@@ -183,7 +183,7 @@ TEST(ExpertsGpu, E4m3ActivationsOnEveryDirectTileMatchOracle) {
   int case_index = 0, e4m3_tiles = 0;
   for (const cuda::GemmTile& tile : cuda::planner_tiles(WeightFormat::fp8_channel)) {
     if (!tile.direct) continue;
-    if (cuda::gemm_input(tiny, tile, cuda::device_sm()) != cuda::GemmInput::row_scaled_e4m3) continue;
+    if (cuda::gemm_plan(tiny, tiny.w13(), tile, cuda::device_sm(), true).input != cuda::GemmInput::row_scaled_e4m3) continue;
     ++e4m3_tiles;
     TuningTable t;
     t.entries = {{0, int64_t{1} << 30, tile.block_m, tile.to_string(), tile.to_string()}};
@@ -218,6 +218,63 @@ TEST(ExpertsGpu, E4m3ActivationsOnEveryDirectTileMatchOracle) {
     }
   }
   if (cuda::device_sm() >= 89) EXPECT_GT(e4m3_tiles, 0) << "no direct tile took e4m3 activations";
+}
+
+// e4m3 activations on MXFP4 weights (Options::fp8_wgmma; canonical codes, the warp-specialized wgmma tiles:
+// kernels/moe_gemm_ws_e4m3.cuh): each tile shape the e4m3 consumers take (256-channel tiles
+// planned run as 128 channels) as both GEMMs' tile, the three layouts, odd M, bf16 and f16; prepared codes on the
+// same tiles (the 16-bit values path); Qwen3's K = 2048 and I = 768 (16 and 6 K tiles); and MX
+// scales raised by 12 binades in one group of every third row (the fold's widest exact window:
+// the other groups decode at shift 0, the subnormal e4m3 code) or by 13 (those K tiles take one
+// pass per group).
+TEST(ExpertsGpu, E4m3ActivationsOnMxfp4WarpSpecializedTilesMatchOracle) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  if (cuda::device_sm() < 90) GTEST_SKIP() << "no wgmma on sm_" << cuda::device_sm();
+  const ExpertsDesc tiny = layer("mxfp4:fp8-token", Activation::silu);
+  ExpertsDesc wide = tiny;
+  wide.num_experts = 8;
+  wide.top_k = 2;
+  wide.hidden_size = 2048;
+  wide.intermediate_size = 768;
+  int case_index = 0;
+  for (const char* text : {"128x256/1x8x1/4/p", "128x128/1x8x1/6/p", "64x256/1x8x1/8/p", "64x128/1x8x1/4/p"}) {
+    const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
+    ASSERT_EQ(cuda::gemm_plan(tiny, tiny.w13(), tile, cuda::device_sm(), false, true).input,
+              cuda::GemmInput::row_scaled_e4m3)
+        << text;
+    TuningTable t;
+    t.entries = {{0, int64_t{1} << 30, tile.block_m, text, text}};
+    Options o;
+    o.tuning = t;
+    o.fp8_wgmma = true;
+    for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
+      for (int64_t m : {7, 129}) {
+        ExpertsDesc d = tiny;
+        d.act_dtype = case_index % 4 == 3 ? DType::f16 : DType::bf16;
+        io::VerifyCase c{d, layout, m, case_index % 3 == 2 ? 7 : 1, static_cast<uint64_t>(m + 11 * case_index)};
+        c.codes = case_index++ % 5 == 4 ? CodeLayout::prepared : CodeLayout::canonical;
+        const io::VerifyResult r = io::verify_on_gpu(c, o);
+        EXPECT_TRUE(r.passed) << text << " " << c.label() << ": rel " << r.error.rel_err << ", max "
+                              << r.error.max_err_fraction << (r.error.finite ? "" : ", non-finite");
+      }
+    for (int raise : {0, 12, 13}) {
+      io::VerifyCase c{wide, Layout::indexed, 33, 1, static_cast<uint64_t>(raise + 5)};
+      if (raise > 0)
+        c.edit = [raise](io::HostProblem& p) {
+          // Group 4 j + 1 of every third row of w13 (a row's second group of each 128-k tile).
+          ref::QuantizedWeights& w = *p.w13;
+          const int64_t groups = w.desc.k / 32;
+          for (int64_t row = 0; row < w.desc.num_experts * w.desc.n; row += 3)
+            for (int64_t g = 1; g < groups; g += 4) {
+              uint8_t& s = w.scales[static_cast<size_t>(row * groups + g)];
+              s = static_cast<uint8_t>(std::min(s + raise, 250));
+            }
+        };
+      const io::VerifyResult r = io::verify_on_gpu(c, o);
+      EXPECT_TRUE(r.passed) << text << " " << c.label() << " scales +" << raise << ": rel " << r.error.rel_err
+                            << ", max " << r.error.max_err_fraction << (r.error.finite ? "" : ", non-finite");
+    }
+  }
 }
 
 // Runs `p` once on the GPU in `layout` with an error word (zeroed first unless `word` is given)

@@ -6,9 +6,12 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "cuda/layer_kernels.hpp"
 #include "cuda/moe_gemm.hpp"
+#include "device/moeq_dev/format/e2m1_e4m3.cuh"
+#include "reference/formats.hpp"
 #include "io/presets.hpp"
 #include "moeq/error.hpp"
 
@@ -321,7 +324,7 @@ TEST(GemmTiles, ConfigKeyIdentifiesTheGeneratedSource) {
               for (bool segments : {false, true})
                 for (cuda::GemmInput input : {cuda::GemmInput::values, cuda::GemmInput::row_scaled_values,
                                               cuda::GemmInput::row_scaled_e4m3}) {
-                if (input == cuda::GemmInput::row_scaled_e4m3 && !cuda::gemm_takes_e4m3(w, tile, 90)) continue;
+                if (input == cuda::GemmInput::row_scaled_e4m3 && !cuda::gemm_takes_e4m3(w, tile, 90, prepared)) continue;
                 const jit::KernelSpec spec = segments ? cuda::moe_gemm_segments_kernel_spec(w, act, tile, prepared, input)
                                                       : cuda::moe_gemm_kernel_spec(w, act, tile, prepared, input);
                 const std::string text = spec.entry + "\n" + spec.source;
@@ -340,43 +343,88 @@ TEST(GemmTiles, ConfigKeyIdentifiesTheGeneratedSource) {
   EXPECT_EQ(text_of_key.size(), key_of_text.size());
 }
 
-// Which A operand each GEMM of a layer reads (cuda::gemm_input): e4m3 codes only for FP8 per-token
-// activations with FP8 per-channel weights on a direct tile and sm_89+, else the codes' 16-bit
-// values (row-scaled), and plain activations without an activation format.
-TEST(GemmTiles, GemmInputTakesE4m3OnlyWhereTheDirectFp8BodyRuns) {
+// Which tile and A operand each GEMM of a layer plans (cuda::gemm_plan): e4m3 codes only for FP8
+// per-token activations with FP8 per-channel weights on a direct tile (sm_89+) or canonical MXFP4
+// codes on a warp-specialized tile (sm_90+, K % 128 == 0; 128 channels), else the
+// codes' 16-bit values (row-scaled), and plain activations without an activation format.
+TEST(GemmTiles, GemmPlanTakesE4m3OnlyWhereAnE4m3BodyRuns) {
   ExpertsDesc d = io::find_preset("qwen3-30b-a3b").desc;
   io::apply_scheme("fp8-channel:fp8-token", d);
   cuda::GemmTile direct, other;
   bool found_direct = false, found_other = false;
   for (const cuda::GemmTile& t : cuda::planner_tiles(WeightFormat::fp8_channel)) {
     if (t.direct && !found_direct) direct = t, found_direct = true;
-    if (!t.direct && !found_other) other = t, found_other = true;
+    if (!t.direct && !t.producer && !found_other) other = t, found_other = true;
   }
   ASSERT_TRUE(found_direct && found_other);
-  EXPECT_EQ(cuda::gemm_input(d, direct, 90), cuda::GemmInput::row_scaled_e4m3);
-  EXPECT_EQ(cuda::gemm_input(d, direct, 89), cuda::GemmInput::row_scaled_e4m3);
-  EXPECT_EQ(cuda::gemm_input(d, direct, 86), cuda::GemmInput::row_scaled_values);
-  EXPECT_EQ(cuda::gemm_input(d, other, 90), cuda::GemmInput::row_scaled_values);
+  const auto input = [](const ExpertsDesc& desc, const cuda::GemmTile& tile, int sm, bool prepared = true) {
+    return cuda::gemm_plan(desc, desc.w13(), tile, sm, prepared, true).input;
+  };
+  EXPECT_EQ(input(d, direct, 90), cuda::GemmInput::row_scaled_e4m3);
+  EXPECT_EQ(input(d, direct, 89), cuda::GemmInput::row_scaled_e4m3);
+  EXPECT_EQ(input(d, direct, 86), cuda::GemmInput::row_scaled_values);
+  EXPECT_EQ(input(d, other, 90), cuda::GemmInput::row_scaled_values);
+  EXPECT_EQ(cuda::gemm_plan(d, d.w13(), direct, 90, true).tile.to_string(), direct.to_string());
   ExpertsDesc mx = d;
   io::apply_scheme("mxfp4:fp8-token", mx);
-  EXPECT_EQ(cuda::gemm_input(mx, direct, 90), cuda::GemmInput::row_scaled_values);
+  EXPECT_EQ(input(mx, direct, 90), cuda::GemmInput::row_scaled_values);
+  // MXFP4 on the warp-specialized tiles: canonical codes, sm_90, K % 128 == 0 (Qwen3: K = 2048, I = 768).
+  const cuda::GemmTile ws = cuda::parse_gemm_tile("128x256/1x8x1/4/p"), ws64 = cuda::parse_gemm_tile("64x256/1x8x1/8/p");
+  const cuda::GemmPlan plan = cuda::gemm_plan(mx, mx.w13(), ws, 90, false, true);
+  EXPECT_EQ(plan.input, cuda::GemmInput::row_scaled_e4m3);
+  EXPECT_EQ(plan.tile.to_string(), "128x128/1x8x1/4/p");
+  EXPECT_EQ(cuda::gemm_plan(mx, mx.w2(), ws64, 90, false, true).tile.to_string(), "64x128/1x8x1/8/p");
+  EXPECT_EQ(cuda::gemm_plan(mx, mx.w2(), ws64, 90, false, true).input, cuda::GemmInput::row_scaled_e4m3);
+  // Options::fp8_wgmma off (the default): the values path on the planned tile.
+  EXPECT_EQ(cuda::gemm_plan(mx, mx.w13(), ws, 90, false).input, cuda::GemmInput::row_scaled_values);
+  EXPECT_EQ(cuda::gemm_plan(mx, mx.w13(), ws, 90, false).tile.to_string(), ws.to_string());
+  EXPECT_EQ(cuda::gemm_plan(d, d.w13(), direct, 90, true).input, cuda::GemmInput::row_scaled_e4m3);
+  EXPECT_EQ(input(mx, ws, 90, true), cuda::GemmInput::row_scaled_values);   // prepared codes
+  EXPECT_EQ(input(mx, ws, 89, false), cuda::GemmInput::row_scaled_values);  // no wgmma
+  EXPECT_EQ(cuda::gemm_plan(mx, mx.w13(), ws, 89, false, true).tile.to_string(), ws.to_string());
+  ExpertsDesc odd_k = mx;
+  odd_k.hidden_size = 2880;  // gpt-oss: K % 128 != 0
+  EXPECT_EQ(input(odd_k, ws, 90, false), cuda::GemmInput::row_scaled_values);
   ExpertsDesc plain = d;
   io::apply_scheme("fp8-channel", plain);
-  EXPECT_EQ(cuda::gemm_input(plain, direct, 90), cuda::GemmInput::values);
+  EXPECT_EQ(input(plain, direct, 90), cuda::GemmInput::values);
   // Options::fp8_tensor_cores = false plans with sm 0 (src/api/cuda_backend.cpp): no e4m3 GEMM.
-  EXPECT_EQ(cuda::gemm_input(d, direct, 0), cuda::GemmInput::row_scaled_values);
+  EXPECT_EQ(input(d, direct, 0), cuda::GemmInput::row_scaled_values);
   Options no_fp8;
   no_fp8.fp8_tensor_cores = false;
   EXPECT_THAT(no_fp8.to_string(), HasSubstr("no_fp8_tensor_cores"));
   EXPECT_THAT(Options{}.to_string(), Not(HasSubstr("fp8_tensor_cores")));
-  // Both FP8 per-token forms of a direct tile are compiled (the device decides at run time).
-  EXPECT_EQ(cuda::gemm_inputs(d, direct).size(), 2u);
-  EXPECT_EQ(cuda::gemm_inputs(d, other).size(), 1u);
-  try {
-    cuda::moe_gemm_kernel_spec(d.w13(), DType::bf16, other, true, cuda::GemmInput::row_scaled_e4m3);
-    ADD_FAILURE() << "an e4m3 GEMM on a non-direct tile was generated";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr(other.to_string()));
+  Options wgmma;
+  wgmma.fp8_wgmma = true;
+  EXPECT_THAT(wgmma.to_string(), HasSubstr("fp8_wgmma"));
+  EXPECT_THAT(Options{}.to_string(), Not(HasSubstr("fp8_wgmma")));
+  // Both FP8 per-token forms of an e4m3 tile are compiled (the device decides at run time).
+  EXPECT_EQ(cuda::gemm_plans(d, d.w13(), direct, true).size(), 2u);
+  EXPECT_EQ(cuda::gemm_plans(d, d.w13(), other, true).size(), 1u);
+  EXPECT_EQ(cuda::gemm_plans(mx, mx.w13(), ws, false).size(), 2u);
+  EXPECT_EQ(cuda::gemm_plans(mx, mx.w13(), ws, true).size(), 1u);
+  for (const auto& [w, tile, prepared] : {std::tuple{d.w13(), other, true}, std::tuple{mx.w13(), ws, false},
+                                          std::tuple{mx.w13(), plan.tile, true}}) {
+    try {
+      cuda::moe_gemm_kernel_spec(w, DType::bf16, tile, prepared, cuda::GemmInput::row_scaled_e4m3);
+      ADD_FAILURE() << "an e4m3 GEMM was generated for " << tile.to_string() << (prepared ? " prepared" : "");
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(tile.to_string()));
+    }
+  }
+}
+
+// The e2m1 -> e4m3 table of the MXFP4 x FP8 body (format/e2m1_e4m3.cuh): every code at every
+// shift d in [0, 12] is the exact e2m1 value times 2^(d - 6).
+TEST(GemmTiles, E2m1ToE4m3TableIsExact) {
+  for (int d = 0; d <= moeq_dev::kE2m1E4m3MaxShift; ++d) {
+    const moeq_dev::E2m1E4m3Table table = moeq_dev::e2m1_e4m3_table(d);
+    for (unsigned code = 0; code < 16; ++code) {
+      const double want = static_cast<double>(ref::e2m1_to_f32(static_cast<uint8_t>(code))) * std::ldexp(1.0, d - 6);
+      const uint8_t byte = static_cast<uint8_t>(moeq_dev::e2m1_e4m3_byte(code, table));
+      EXPECT_EQ(static_cast<double>(ref::e4m3_to_f32(byte)), want) << "code " << code << " d " << d;
+      if (code == 8) EXPECT_EQ(byte, 0x80) << "-0 keeps its sign";
+    }
   }
 }
 

@@ -42,6 +42,7 @@ struct BenchArgs {
   std::string tuning;  // gemm: a tuning table (JSON) whose tiles replace the planner's where it has the M
   bool no_shipped_tuning = false;  // layer: the planner's rules instead of the shipped table
   bool no_fp8_tensor_cores = false;  // layer: Options::fp8_tensor_cores = false
+  bool fp8_wgmma = false;            // layer: Options::fp8_wgmma
   int trials = 7;
 };
 
@@ -197,24 +198,28 @@ void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string&
 // The whole experts step (Experts::apply) under a CUDA graph; `tuning` replaces the planner's
 // picks where it covers M.
 void bench_layer(const BenchArgs& a, const io::Preset& preset, const std::string& scheme, int64_t M,
-                 const TuningTable& tuning, double copy_gbs, int64_t l2_bytes, cuda::CUstream stream) {
+                 const TuningTable& tuning, const std::string& codes, double copy_gbs, int64_t l2_bytes,
+                 cuda::CUstream stream) {
+  if (codes != "prepared" && codes != "canonical") throw Error("--codes " + codes + " is not prepared or canonical");
   ExpertsDesc d = preset.desc;
   io::apply_scheme(scheme, d);
   Options o;
   o.tuning = tuning;
   o.shipped_tuning = !a.no_shipped_tuning;
   o.fp8_tensor_cores = !a.no_fp8_tensor_cores;
+  o.fp8_wgmma = a.fp8_wgmma;
   o.backend = Backend::cuda;
   if (const auto reasons = can_implement(d, o); !reasons.empty()) {
     std::printf("%-6s %-14s %-10s %6lld  unsupported: %s\n", "layer", preset.name.c_str(), scheme.c_str(),
                 static_cast<long long>(M), reasons.front().c_str());
     return;
   }
-  const LayerTiming t = time_experts_layer(d, o, M, l2_bytes, a.iterations, a.trials, stream);
+  const LayerTiming t = time_experts_layer(d, o, M, l2_bytes, a.iterations, a.trials, stream,
+                                           codes == "prepared" ? CodeLayout::prepared : CodeLayout::canonical);
   const double gbs = t.bytes / (t.us * 1e-6) / 1e9;
-  std::printf("%-6s %-14s %-10s %6lld %10.2f %10.1f %9.1f %7.1f%% %9.1f  %s, %d weight copies\n", "layer",
+  std::printf("%-6s %-14s %-10s %6lld %10.2f %10.1f %9.1f %7.1f%% %9.1f  %s, %s codes, %d weight copies\n", "layer",
               preset.name.c_str(), scheme.c_str(), static_cast<long long>(M), t.us, t.bytes / 1e6, gbs,
-              100.0 * gbs / copy_gbs, t.flops / (t.us * 1e-6) / 1e12, t.plan.c_str(), t.weight_copies);
+              100.0 * gbs / copy_gbs, t.flops / (t.us * 1e-6) / 1e12, t.plan.c_str(), codes.c_str(), t.weight_copies);
   std::fflush(stdout);
 }
 
@@ -273,7 +278,9 @@ int run_bench(const BenchArgs& a) {
     for (const auto& name : a.presets)
       for (const auto& scheme : a.schemes)
         for (int64_t M : a.tokens)
-          if (M > 0) bench_layer(a, io::find_preset(name), scheme, M, tuning, copy_gbs, info.l2_bytes, stream.get());
+          for (const auto& codes : a.codes)
+            if (M > 0)
+              bench_layer(a, io::find_preset(name), scheme, M, tuning, codes, copy_gbs, info.l2_bytes, stream.get());
   }
   return 0;
 }
@@ -288,7 +295,7 @@ Action add_bench_command(CLI::App& app) {
   cmd->add_option("--preset", a->presets, "Model presets")->capture_default_str();
   cmd->add_option("--tokens,-M", a->tokens, "Token counts")->capture_default_str();
   cmd->add_option("--scheme", a->schemes, "Weight schemes of gemm1 / gemm2")->capture_default_str();
-  cmd->add_option("--codes", a->codes, "gemm1 / gemm2: weight code layouts, prepared and/or canonical")
+  cmd->add_option("--codes", a->codes, "gemm1 / gemm2 / layer: weight code layouts, prepared and/or canonical")
       ->capture_default_str();
   cmd->add_option("--tile", a->tiles, "gemm1 / gemm2: tiles to time instead of the planner's, BMxBN/WMxWNxWK/S "
                                       "(e.g. 16x64/1x4x2/8)");
@@ -296,6 +303,8 @@ Action add_bench_command(CLI::App& app) {
                                          "planner's at the M it covers");
   cmd->add_flag("--no-shipped-tuning", a->no_shipped_tuning,
                "layer: plan by the planner's rules, not by the tuning table shipped for the layer and GPU");
+  cmd->add_flag("--fp8-wgmma", a->fp8_wgmma,
+               "layer, FP8 per-token activations on canonical MXFP4 codes: also the e4m3 wgmma body at large M");
   cmd->add_flag("--no-fp8-tensor-cores", a->no_fp8_tensor_cores,
                "layer, FP8 per-token activations: the 16-bit tensor cores everywhere (no e4m3 GEMMs)");
   cmd->add_option("--iterations", a->iterations, "Launches per timed trial")->capture_default_str();

@@ -40,6 +40,7 @@ struct RunArgs {
   std::string tuning;  // a tuning table (JSON) for Options::tuning
   bool no_shipped_tuning = false;  // Options::shipped_tuning = false
   bool no_fp8_tensor_cores = false;  // Options::fp8_tensor_cores = false
+  bool fp8_wgmma = false;            // Options::fp8_wgmma
   bool batch_invariant = false;
   bool f16_accum = false;
   bool check = false;
@@ -151,6 +152,7 @@ int run(const RunArgs& a) {
   if (!a.tuning.empty()) options.tuning = TuningTable::load(a.tuning);
   options.shipped_tuning = !a.no_shipped_tuning;
   options.fp8_tensor_cores = !a.no_fp8_tensor_cores;
+  options.fp8_wgmma = a.fp8_wgmma;
 
   auto t0 = std::chrono::steady_clock::now();
   io::HostProblem p = make_problem(a, options);
@@ -260,6 +262,8 @@ Action add_run_command(CLI::App& app) {
   cmd->add_option("--tuning", a->tuning, "Tuning table (JSON, `moeq tune`): block size and GEMM tiles by M");
   cmd->add_flag("--no-shipped-tuning", a->no_shipped_tuning,
                "GPU: plan by the planner's rules, not by the tuning table shipped for the layer and GPU");
+  cmd->add_flag("--fp8-wgmma", a->fp8_wgmma,
+               "GPU, FP8 per-token activations on canonical MXFP4 codes: also the e4m3 wgmma body at large M");
   cmd->add_flag("--no-fp8-tensor-cores", a->no_fp8_tensor_cores,
                "GPU, FP8 per-token activations: the 16-bit tensor cores everywhere (no e4m3 GEMMs)");
   cmd->add_flag("--batch-invariant", a->batch_invariant, "Bit-identical rows whatever the batch");

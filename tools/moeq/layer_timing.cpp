@@ -16,9 +16,9 @@ using cuda::DeviceBuffer;
 
 void* as_ptr(cuda::CUdeviceptr p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); }
 
-WeightView prepared_view(const cuda::GemmWeights& g) {
+WeightView device_view(const cuda::GemmWeights& g, CodeLayout codes) {
   WeightView v;
-  v.code_layout = CodeLayout::prepared;
+  v.code_layout = codes;
   v.codes = as_ptr(g.codes);
   v.scales = as_ptr(g.scales);
   v.global_scales = static_cast<const float*>(as_ptr(g.global_scales));
@@ -63,7 +63,7 @@ class Graph {
 }  // namespace
 
 LayerTiming time_experts_layer(const ExpertsDesc& d, const Options& options, int64_t M, int64_t l2_bytes,
-                               int iterations, int trials, cuda::CUstream stream) {
+                               int iterations, int trials, cuda::CUstream stream, CodeLayout codes) {
   Options o = options;
   o.backend = Backend::cuda;
   const Experts experts(d, o);
@@ -84,8 +84,9 @@ LayerTiming time_experts_layer(const ExpertsDesc& d, const Options& options, int
   t.flops = 2.0 * static_cast<double>(M * top_k) * static_cast<double>(w13.n * w13.k + w2.n * w2.k);
   t.plan = plan_line(experts, M);
   t.weight_copies = static_cast<int>(std::clamp(std::ceil(3.0 * static_cast<double>(l2_bytes) / t.bytes), 1.0, 16.0));
-  const auto& copies13 = random_weight_copies(w13, t.weight_copies, rng, true);
-  const auto& copies2 = random_weight_copies(w2, t.weight_copies, rng, true);
+  const bool prepared = codes == CodeLayout::prepared;
+  const auto& copies13 = random_weight_copies(w13, t.weight_copies, rng, prepared);
+  const auto& copies2 = random_weight_copies(w2, t.weight_copies, rng, prepared);
 
   DeviceBuffer ids = DeviceBuffer::from_host(ids_host);
   DeviceBuffer weights = DeviceBuffer::from_host(std::vector<float>(static_cast<size_t>(M * top_k), 1.0f / static_cast<float>(top_k)));
@@ -101,7 +102,7 @@ LayerTiming time_experts_layer(const ExpertsDesc& d, const Options& options, int
   in.topk_weights = as_ptr(weights.ptr());
   const int copies = t.weight_copies;
   auto apply = [&](int i) {
-    experts.apply(prepared_view(copies13[i % copies]), prepared_view(copies2[i % copies]), in,
+    experts.apply(device_view(copies13[i % copies], codes), device_view(copies2[i % copies], codes), in,
                   {as_ptr(out.ptr()), 0}, as_ptr(ws1.ptr()), as_ptr(ws2.ptr()), stream);
   };
   const int launches = (std::max(iterations, 1) + copies - 1) / copies * copies;

@@ -17,10 +17,11 @@ struct LayerTiming {
   std::string plan;   // backend, layout and block size (Experts::explain)
 };
 
-// apply on M tokens of a random routing (seeded by M), indexed input, prepared weights rotated
-// over enough copies of the whole layer that every replay reads DRAM; one graph holds
+// apply on M tokens of a random routing (seeded by M), indexed input, weights in `codes` layout
+// rotated over enough copies of the whole layer that every replay reads DRAM; one graph holds
 // `iterations` applies (rounded up to whole rotations), the median of `trials` replays.
 LayerTiming time_experts_layer(const ExpertsDesc& d, const Options& options, int64_t M, int64_t l2_bytes,
-                               int iterations, int trials, cuda::CUstream stream);
+                               int iterations, int trials, cuda::CUstream stream,
+                               CodeLayout codes = CodeLayout::prepared);
 
 }  // namespace moeq::cli

@@ -21,9 +21,12 @@
 // proxy fence, dequantization and MMA all on the same warps; ncu: tensor pipe 28% at M = 4096).
 // Scales: the consumers load their rows' raw scale bits kStages - 1 tiles ahead from global
 // memory into a register ring and decode them per tile, as the other body does.
+// Cfg::kActE4m3 (MXFP4 x FP8 per token): the same producer over e4m3 token codes (128 k per
+// tile), other consumers (kernels/moe_gemm_ws_e4m3.cuh).
 // NOTE: NVRTC-safe: no standard headers.
 #include "moeq_dev/format/prepared.cuh"
 #include "moeq_dev/kernels/moe_gemm_common.cuh"
+#include "moeq_dev/kernels/moe_gemm_ws_e4m3.cuh"
 #include "moeq_dev/ptx/cp_async.cuh"
 #include "moeq_dev/ptx/mbarrier.cuh"
 #include "moeq_dev/ptx/mma.cuh"
@@ -34,6 +37,9 @@ namespace moeq_dev {
 template <class Cfg>
 struct MoeGemmWsShape {
   static constexpr int kBlockM = Cfg::kBlockM, kBlockN = Cfg::kBlockN, kBlockK = 64, kStages = Cfg::kStages;
+  // Codes per K tile: 64 (16-bit tokens, 128 bytes per row), or 128 e4m3 tokens in the same 128
+  // bytes (Cfg::kActE4m3, kernels/moe_gemm_ws_e4m3.cuh).
+  static constexpr int kTileK = Cfg::kActE4m3 ? 128 : kBlockK;
   static constexpr int kConsumers = 2;  // warpgroups, each half of the channels
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kMinCtasPerSm = 1;  // __launch_bounds__: 168 registers at launch, before setmaxnreg
@@ -42,7 +48,7 @@ struct MoeGemmWsShape {
   static constexpr int kTilesN = kConsumerN / 64;  // 64-channel wgmma tiles per consumer
   static constexpr int kTilesM = kBlockM / 8;      // 8-token accumulator groups
   static constexpr int kCodeBits = WeightFormatTraits<Cfg::kFormat>::kCodeBits;
-  static constexpr int kCodeRowBytes = kBlockK * kCodeBits / 8;  // canonical: one channel's codes of a K tile
+  static constexpr int kCodeRowBytes = kTileK * kCodeBits / 8;  // canonical: one channel's codes of a K tile
   static constexpr int kPreparedBlockBytes = kCodeBits * 128;   // prepared: 16 channels x 64 k
   static constexpr int kTokenBytes = kBlockM * kBlockK * 2;     // staging, and again permuted
   static constexpr int kCodeBytes = kBlockN * kCodeRowBytes;
@@ -76,7 +82,10 @@ struct MoeGemmWsShape {
   static constexpr int kSmemBytes = kRingBytes > kEpilogueBytes ? kRingBytes : kEpilogueBytes;
   static_assert(Cfg::kWgmma && Cfg::kWarpsM == 1 && Cfg::kWarpsN == 8 && Cfg::kWarpsK == 1 && Cfg::kSplitK == 1,
                 "producer tiles: two consumer warpgroups of 4 warps along N, wgmma, no split K");
-  static_assert(!Cfg::kActE4m3, "e4m3 activations: the direct-load body only");
+  // NOTE: the e4m3 consumers hold a partial beside the accumulators (gemm_takes_e4m3).
+  static_assert(!Cfg::kActE4m3 || (Cfg::kFormat == WeightFormatId::kMxfp4 && !Cfg::kPreparedCodes && Cfg::kRowScales &&
+                                   kBlockN == 128),
+                "e4m3 activations on producer tiles: canonical MXFP4 codes, row scales, 128 channels");
   static_assert(kBlockM == 64 || kBlockM == 128, "producer tiles: 64 or 128 tokens (the wgmma N)");
   static_assert(kBlockN == 128 || kBlockN == 256, "producer tiles: 128 or 256 channels");
   static_assert(kStages >= 3 && kStages <= 8, "producer tiles: 3 to 8 stages");
@@ -103,6 +112,8 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   // +107 us (GEMM1) and +38 us (GEMM2) against MXFP8 activations on the same tile (ncu,
   // bench/results/2026-12-02-h200-e4m3-direct.md); here they land while the first stage does.
   __shared__ float block_row_scales[Cfg::kRowScales ? BM : 1];
+  // Cfg::kActE4m3: the K tiles that need one pass per MX group (moe_gemm_ws_e4m3_consumers).
+  __shared__ unsigned wide_tiles[Cfg::kActE4m3 ? kE4m3WideWords : 1];
   constexpr int kPermBuffers = S::kPermBuffers;
   // landed and staged (kStages each: copies done, stage free), permuted and retired (kPermBuffers
   // each: tokens permuted, buffer free).
@@ -130,10 +141,11 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
     }
     if constexpr (S::kBulkCodes) fence_mbarrier_init();  // the bulk copies complete through the async proxy
   }
+  if (Cfg::kActE4m3 && tid < kE4m3WideWords) wide_tiles[tid] = 0;  // seen after load_block_rows' barrier
   if (!load_block_rows<BM, S::kThreads>(p, m_block, tid, row_src, row_dst, &block_expert)) return;
 
   const int e = block_expert, N = p.n, K = p.k;
-  const int tiles_n16 = (N + 15) / 16, tiles_k = (K + BK - 1) / BK;
+  const int tiles_n16 = (N + 15) / 16, tiles_k = (K + S::kTileK - 1) / S::kTileK;
   const long long row_bytes = static_cast<long long>(K) * S::kCodeBits / 8;
   const unsigned char* codes_e =
       Cfg::kPreparedCodes ? p.codes + static_cast<long long>(e) * tiles_n16 * tiles_k * S::kPreparedBlockBytes
@@ -176,10 +188,19 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       const unsigned bulk_dst = smem_base + S::kCodeOffset + bulk_block * S::kPreparedBlockBytes;
       const unsigned char* bulk_src =
           codes_e + static_cast<long long>(bulk_bytes != 0 ? n0 / 16 + bulk_block : 0) * tiles_k * S::kPreparedBlockBytes;
+      // NOTE: a_row_stride counts elements: 2 bytes, or 1 (e4m3). The copies below address the
+      // same bytes either way (chunk c of tile it: byte 128 it + 16 c of the row).
+      constexpr int kActBytes = Cfg::kActE4m3 ? 1 : 2;
       for (int r = tid; r < BM; r += kCopyThreads) {
         const int src = row_src[r];
-        row_ptr[(r % kRowsPerPass) * kTokenChunks + r / kRowsPerPass] =
-            p.a + (src >= 0 ? static_cast<long long>(src) * p.a_row_stride : 0);
+        const long long row_elements = src >= 0 ? static_cast<long long>(src) * p.a_row_stride : 0;
+        const unsigned short* row;
+        if constexpr (Cfg::kActE4m3) {
+          row = reinterpret_cast<const unsigned short*>(reinterpret_cast<const unsigned char*>(p.a) + row_elements);
+        } else {
+          row = p.a + row_elements;
+        }
+        row_ptr[(r % kRowsPerPass) * kTokenChunks + r / kRowsPerPass] = row;
       }
       named_barrier_sync(1, kCopyThreads);
       const unsigned row_ptr_base = smem_address(&row_ptr[(tid / 8) * kTokenChunks]);
@@ -194,8 +215,8 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
             cp_async_bulk_to_shared(bulk_dst + stage * S::kStageBytes, bulk_src + static_cast<long long>(it) * S::kPreparedBlockBytes,
                                     S::kPreparedBlockBytes, landed0 + 8 * stage);
         }
-        const int k = it * BK + chunk * 8;
-        const bool k_valid = k < K;  // the partial last K tile zero-fills
+        const int k = it * BK + chunk * 8;     // in 16-bit units of the row
+        const bool k_valid = k * (2 / kActBytes) < K;  // the partial last K tile zero-fills
         // NOTE: r % 8 = (tid / 8) % 8 for every j (kRowsPerPass is a multiple of 8).
         const unsigned token_dst = base + (tid / 8) * 128 + ((chunk ^ ((tid / 8) % 8)) * 16);
         // PERF: 4 row pointers loaded before their 4 copies: one shared-load latency per 4 copies
@@ -212,7 +233,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
             cp_async_16(token_dst + (jb + u) * kRowsPerPass * 128,
                         reinterpret_cast<const unsigned short*>(ptrs[u]) + k, k_valid);
         }
-        const bool code_k_valid = it * BK + code_k < K;
+        const bool code_k_valid = it * S::kTileK + code_k < K;
 #pragma unroll
         for (int j = 0; j < kCodeChunks; ++j) {
           const bool valid = code_k_valid && code_index + j * code_index_step < code_index_end;
@@ -272,190 +293,200 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
     for (int r = ctid; r < BM; r += 128 * S::kConsumers) block_row_scales[r] = a_row_scale(p, row_src[r]);
   // Channel (within the block) of this lane's fragment rows of 64-channel tile nt, half r.
   auto channel_of = [&](int nt, int r) { return consumer * S::kConsumerN + nt * 64 + warp * 16 + g + r * 8; };
-  const LaneScaleRows<Cfg, kTilesN> scale_rows(p.scaling, e, n0, N, K, channel_of);
-  // Fp8BlockFoldable: one multiply per pair instead of two where every scale of this CTA's
-  // channel blocks allows it. Every warp reads the same scales, so all take the same path (the
-  // warps of a warpgroup must issue the same wgmma instructions).
-  bool fold_scales = false;
-  if constexpr (Fp8BlockFoldable<Cfg>::value) {
-    const int blocks_n = (N + 127) / 128, blocks_k = (K + 127) / 128;
-    const int first_block = n0 / 128, last_block = (min(n0 + BN, N) - 1) / 128;
-    const float* block_scales =
-        static_cast<const float*>(p.scaling.scales) + (static_cast<long long>(e) * blocks_n + first_block) * blocks_k;
-    bool foldable = true;
-    for (int i = lane; i < (last_block - first_block + 1) * blocks_k; i += 32)
-      foldable = foldable && fp8_block_scale_foldable(block_scales[i]);
-    fold_scales = __all_sync(0xFFFFFFFFu, foldable);
-  }
-  LaneScale scale_ring[kStages][kTilesN][2];
-  // The scales of a lane's own 16-code run (16 t) of each row.
-  auto load_scales = [&](LaneScale (&slot)[kTilesN][2], int kt) { scale_rows.load(slot, 16 * t + kt * BK, K); };
-#pragma unroll
-  for (int q = 0; q < kStages - 1; ++q)
-    if (q < tiles_k) load_scales(scale_ring[q], q);
-
-  float acc[kTilesN][kTilesM][4];  // written first by tile 0's first MMAs (accumulate = false)
-
-  // This lane's code words of a tile: prepared, one (4-bit) or two (8-bit) 16-byte loads per
-  // 16-channel block; canonical, 8 (4-bit) or 16 (8-bit) bytes of each of its two rows.
-  constexpr int kWords = kFourBit ? 4 : 8;
-  auto load_codes = [&](unsigned codes, unsigned (&words)[kTilesN][kWords]) {
-#pragma unroll
-    for (int nt = 0; nt < kTilesN; ++nt) {
-      if constexpr (Cfg::kPreparedCodes) {
-        const unsigned block = codes + (channel_of(nt, 0) / 16) * S::kPreparedBlockBytes + lane * 16;
-#pragma unroll
-        for (int h = 0; h < kWords / 4; ++h) {
-          const uint4 v = lds_128(block + 512 * h);
-          words[nt][4 * h] = v.x;
-          words[nt][4 * h + 1] = v.y;
-          words[nt][4 * h + 2] = v.z;
-          words[nt][4 * h + 3] = v.w;
-        }
-      } else {
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const unsigned address = codes + channel_of(nt, r) * S::kCodeRowBytes + t * (S::kCodeRowBytes / 4);
-          if constexpr (kFourBit) {
-            const uint2 v = lds_64(address);
-            words[nt][2 * r] = v.x;
-            words[nt][2 * r + 1] = v.y;
-          } else {
-            const uint4 v = lds_128(address);
-            words[nt][4 * r] = v.x;
-            words[nt][4 * r + 1] = v.y;
-            words[nt][4 * r + 2] = v.z;
-            words[nt][4 * r + 3] = v.w;
-          }
-        }
-      }
+  if constexpr (Cfg::kActE4m3) {
+    float acc[kTilesN][kTilesM][4];
+    moe_gemm_ws_e4m3_consumers<Cfg, S>(p, e, n0, tiles_k, smem_base, staged0, permuted0, retired0, wide_tiles, ctid,
+                                       channel_of, acc);
+    named_barrier_sync(2, 128 * S::kConsumers);
+    write_output_tile<Cfg>(p, e, n0, acc, smem, S::kOutRowBytes, 0, t, channel_of, row_src, block_row_scales);
+    named_barrier_sync(2, 128 * S::kConsumers);
+    store_output_rows<BM, BN, 128 * S::kConsumers>(p, smem, S::kOutRowBytes, row_dst, n0, ctid);
+  } else {
+    const LaneScaleRows<Cfg, kTilesN> scale_rows(p.scaling, e, n0, N, K, channel_of);
+    // Fp8BlockFoldable: one multiply per pair instead of two where every scale of this CTA's
+    // channel blocks allows it. Every warp reads the same scales, so all take the same path (the
+    // warps of a warpgroup must issue the same wgmma instructions).
+    bool fold_scales = false;
+    if constexpr (Fp8BlockFoldable<Cfg>::value) {
+      const int blocks_n = (N + 127) / 128, blocks_k = (K + 127) / 128;
+      const int first_block = n0 / 128, last_block = (min(n0 + BN, N) - 1) / 128;
+      const float* block_scales =
+          static_cast<const float*>(p.scaling.scales) + (static_cast<long long>(e) * blocks_n + first_block) * blocks_k;
+      bool foldable = true;
+      for (int i = lane; i < (last_block - first_block + 1) * blocks_k; i += 32)
+        foldable = foldable && fp8_block_scale_foldable(block_scales[i]);
+      fold_scales = __all_sync(0xFFFFFFFFu, foldable);
     }
-  };
-  // A fragments of k16 steps 2h and 2h + 1 (the K order of kernels/moe_gemm.cuh: lane t's
-  // physical k of step s are 16t + 4s + [0, 4)).
-  auto fragments = [&](const unsigned (&words)[kTilesN][kWords], int h, const FragmentScale (&decoded)[kTilesN][2],
-                       DequantPath kPath, unsigned (&a)[kTilesN][2][4]) {
-#pragma unroll
-    for (int nt = 0; nt < kTilesN; ++nt) {
-      if constexpr (Cfg::kPreparedCodes) {
-#pragma unroll
-        for (int q = 0; q < 2; ++q) {
-          const int step = 2 * h + q;
-#pragma unroll
-          for (int pr = 0; pr < 4; ++pr) {
+    LaneScale scale_ring[kStages][kTilesN][2];
+    // The scales of a lane's own 16-code run (16 t) of each row.
+    auto load_scales = [&](LaneScale (&slot)[kTilesN][2], int kt) { scale_rows.load(slot, 16 * t + kt * BK, K); };
+  #pragma unroll
+    for (int q = 0; q < kStages - 1; ++q)
+      if (q < tiles_k) load_scales(scale_ring[q], q);
+
+    float acc[kTilesN][kTilesM][4];  // written first by tile 0's first MMAs (accumulate = false)
+
+    // This lane's code words of a tile: prepared, one (4-bit) or two (8-bit) 16-byte loads per
+    // 16-channel block; canonical, 8 (4-bit) or 16 (8-bit) bytes of each of its two rows.
+    constexpr int kWords = kFourBit ? 4 : 8;
+    auto load_codes = [&](unsigned codes, unsigned (&words)[kTilesN][kWords]) {
+  #pragma unroll
+      for (int nt = 0; nt < kTilesN; ++nt) {
+        if constexpr (Cfg::kPreparedCodes) {
+          const unsigned block = codes + (channel_of(nt, 0) / 16) * S::kPreparedBlockBytes + lane * 16;
+  #pragma unroll
+          for (int h = 0; h < kWords / 4; ++h) {
+            const uint4 v = lds_128(block + 512 * h);
+            words[nt][4 * h] = v.x;
+            words[nt][4 * h + 1] = v.y;
+            words[nt][4 * h + 2] = v.z;
+            words[nt][4 * h + 3] = v.w;
+          }
+        } else {
+  #pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const unsigned address = codes + channel_of(nt, r) * S::kCodeRowBytes + t * (S::kCodeRowBytes / 4);
             if constexpr (kFourBit) {
-              a[nt][q][pr] = dequant_pair4<Cfg>(words[nt][step], pr, decoded[nt][pr & 1], kPath);
+              const uint2 v = lds_64(address);
+              words[nt][2 * r] = v.x;
+              words[nt][2 * r + 1] = v.y;
             } else {
-              a[nt][q][pr] = dequant_pair8<Cfg>(words[nt][2 * step + (pr >> 1)], pr & 1, decoded[nt][pr & 1], kPath);
+              const uint4 v = lds_128(address);
+              words[nt][4 * r] = v.x;
+              words[nt][4 * r + 1] = v.y;
+              words[nt][4 * r + 2] = v.z;
+              words[nt][4 * r + 3] = v.w;
             }
           }
         }
-      } else if constexpr (kFourBit) {
-        unsigned lo[4], hi[4];  // rows g and g + 8: pairs (e0, e1) .. (e6, e7) of k 16t + 8h + [0, 8)
-        dequant_word4<Cfg>(words[nt][h], decoded[nt][0], kPath, lo);
-        dequant_word4<Cfg>(words[nt][2 + h], decoded[nt][1], kPath, hi);
-#pragma unroll
-        for (int q = 0; q < 2; ++q) {
-          a[nt][q][0] = lo[2 * q];
-          a[nt][q][1] = hi[2 * q];
-          a[nt][q][2] = lo[2 * q + 1];
-          a[nt][q][3] = hi[2 * q + 1];
-        }
-      } else {
-#pragma unroll
-        for (int q = 0; q < 2; ++q) {
-          unsigned lo[2], hi[2];
-          dequant_word8<Cfg>(words[nt][2 * h + q], decoded[nt][0], kPath, lo);
-          dequant_word8<Cfg>(words[nt][4 + 2 * h + q], decoded[nt][1], kPath, hi);
-          a[nt][q][0] = lo[0];
-          a[nt][q][1] = hi[0];
-          a[nt][q][2] = lo[1];
-          a[nt][q][3] = hi[1];
+      }
+    };
+    // A fragments of k16 steps 2h and 2h + 1 (the K order of kernels/moe_gemm.cuh: lane t's
+    // physical k of step s are 16t + 4s + [0, 4)).
+    auto fragments = [&](const unsigned (&words)[kTilesN][kWords], int h, const FragmentScale (&decoded)[kTilesN][2],
+                         DequantPath kPath, unsigned (&a)[kTilesN][2][4]) {
+  #pragma unroll
+      for (int nt = 0; nt < kTilesN; ++nt) {
+        if constexpr (Cfg::kPreparedCodes) {
+  #pragma unroll
+          for (int q = 0; q < 2; ++q) {
+            const int step = 2 * h + q;
+  #pragma unroll
+            for (int pr = 0; pr < 4; ++pr) {
+              if constexpr (kFourBit) {
+                a[nt][q][pr] = dequant_pair4<Cfg>(words[nt][step], pr, decoded[nt][pr & 1], kPath);
+              } else {
+                a[nt][q][pr] = dequant_pair8<Cfg>(words[nt][2 * step + (pr >> 1)], pr & 1, decoded[nt][pr & 1], kPath);
+              }
+            }
+          }
+        } else if constexpr (kFourBit) {
+          unsigned lo[4], hi[4];  // rows g and g + 8: pairs (e0, e1) .. (e6, e7) of k 16t + 8h + [0, 8)
+          dequant_word4<Cfg>(words[nt][h], decoded[nt][0], kPath, lo);
+          dequant_word4<Cfg>(words[nt][2 + h], decoded[nt][1], kPath, hi);
+  #pragma unroll
+          for (int q = 0; q < 2; ++q) {
+            a[nt][q][0] = lo[2 * q];
+            a[nt][q][1] = hi[2 * q];
+            a[nt][q][2] = lo[2 * q + 1];
+            a[nt][q][3] = hi[2 * q + 1];
+          }
+        } else {
+  #pragma unroll
+          for (int q = 0; q < 2; ++q) {
+            unsigned lo[2], hi[2];
+            dequant_word8<Cfg>(words[nt][2 * h + q], decoded[nt][0], kPath, lo);
+            dequant_word8<Cfg>(words[nt][4 + 2 * h + q], decoded[nt][1], kPath, hi);
+            a[nt][q][0] = lo[0];
+            a[nt][q][1] = hi[0];
+            a[nt][q][2] = lo[1];
+            a[nt][q][3] = hi[1];
+          }
         }
       }
-    }
-  };
+    };
 
-  // The ring, unrolled by kStages so stage and scale-ring indices are compile-time constants;
-  // one copy per dequantization path (a constant in each, so no branch per pair).
-  auto run_ring = [&](auto path_tag) {
-    constexpr DequantPath kPath = decltype(path_tag)::value;
-    // Tile j's permuted buffer j % kPermBuffers, its phase and its wgmma descriptor, counted along.
-    // PERF: the descriptor built per tile from the buffer's address cost ~25 uniform-datapath
-    // instructions per tile (offline SASS); its address field is advanced instead.
-    const unsigned long long first_descriptor = wgmma_descriptor(smem_base + S::kPermutedOffset, 128, 1024);
-    unsigned long long descriptor = first_descriptor;
-    int buffer = 0, last_buffer = 0;
-    unsigned buffer_parity = 0;
-    for (int j0 = 0; j0 < tiles_k; j0 += kStages) {
-      #pragma unroll
-      for (int q = 0; q < kStages; ++q) {
-        const int j = j0 + q;
-        if (j < tiles_k) {
-          const int prev = (q + kStages - 1) % kStages;  // tile j - 1's scale slot
-          FragmentScale decoded[kTilesN][2];
-          #pragma unroll
-          for (int nt = 0; nt < kTilesN; ++nt)
-            #pragma unroll
-            for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg>(scale_ring[q][nt][r], p.scaling);
-          if (j + kStages - 1 < tiles_k) load_scales(scale_ring[prev], j + kStages - 1);
-          const unsigned base = smem_base + q * S::kStageBytes;
-          // NOTE: the permute warps arrive on `permuted` only after the stage's `landed`, so the
-          // codes of stage q have landed too.
-          mbarrier_wait(permuted0 + 8 * buffer, buffer_parity);
-          unsigned words[kTilesN][kWords];
-          load_codes(base + S::kCodeOffset, words);
-          #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            unsigned a[kTilesN][2][4];
-            fragments(words, h, decoded, kPath, a);
-            if (h == 1) {
-              // Every code word has been dequantized: the stage goes back to the copy warps.
-              __syncwarp();
-              if (lane == 0) mbarrier_arrive(staged0 + 8 * q);
-            }
-            wgmma_fence();  // the A fragments (and the first time the accumulators) come from ordinary instructions
+    // The ring, unrolled by kStages so stage and scale-ring indices are compile-time constants;
+    // one copy per dequantization path (a constant in each, so no branch per pair).
+    auto run_ring = [&](auto path_tag) {
+      constexpr DequantPath kPath = decltype(path_tag)::value;
+      // Tile j's permuted buffer j % kPermBuffers, its phase and its wgmma descriptor, counted along.
+      // PERF: the descriptor built per tile from the buffer's address cost ~25 uniform-datapath
+      // instructions per tile (offline SASS); its address field is advanced instead.
+      const unsigned long long first_descriptor = wgmma_descriptor(smem_base + S::kPermutedOffset, 128, 1024);
+      unsigned long long descriptor = first_descriptor;
+      int buffer = 0, last_buffer = 0;
+      unsigned buffer_parity = 0;
+      for (int j0 = 0; j0 < tiles_k; j0 += kStages) {
+        #pragma unroll
+        for (int q = 0; q < kStages; ++q) {
+          const int j = j0 + q;
+          if (j < tiles_k) {
+            const int prev = (q + kStages - 1) % kStages;  // tile j - 1's scale slot
+            FragmentScale decoded[kTilesN][2];
             #pragma unroll
             for (int nt = 0; nt < kTilesN; ++nt)
               #pragma unroll
-              for (int qq = 0; qq < 2; ++qq)
-                // Core matrices of step s start at 256 s; along K (the two halves) 128 bytes apart,
-                // along the tokens (groups of 8) 1024.
-                wgmma_m64k16_rs<BM, Cfg::kActBf16>(reinterpret_cast<float(&)[BM / 2]>(acc[nt]), a[nt][qq],
-                                                   wgmma_descriptor_advance(descriptor, (2 * h + qq) * 256),
-                                                   j > 0 || h > 0 || qq > 0);
-            wgmma_commit();
-            wgmma_wait<1>();
-            if (h == 0 && j > 0) {
-              // Tile j - 1's MMAs have completed: its permuted tokens go back to the permute warps.
-              __syncwarp();
-              if (lane == 0) mbarrier_arrive(retired0 + 8 * last_buffer);
+              for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg>(scale_ring[q][nt][r], p.scaling);
+            if (j + kStages - 1 < tiles_k) load_scales(scale_ring[prev], j + kStages - 1);
+            const unsigned base = smem_base + q * S::kStageBytes;
+            // NOTE: the permute warps arrive on `permuted` only after the stage's `landed`, so the
+            // codes of stage q have landed too.
+            mbarrier_wait(permuted0 + 8 * buffer, buffer_parity);
+            unsigned words[kTilesN][kWords];
+            load_codes(base + S::kCodeOffset, words);
+            #pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              unsigned a[kTilesN][2][4];
+              fragments(words, h, decoded, kPath, a);
+              if (h == 1) {
+                // Every code word has been dequantized: the stage goes back to the copy warps.
+                __syncwarp();
+                if (lane == 0) mbarrier_arrive(staged0 + 8 * q);
+              }
+              wgmma_fence();  // the A fragments (and the first time the accumulators) come from ordinary instructions
+              #pragma unroll
+              for (int nt = 0; nt < kTilesN; ++nt)
+                #pragma unroll
+                for (int qq = 0; qq < 2; ++qq)
+                  // Core matrices of step s start at 256 s; along K (the two halves) 128 bytes apart,
+                  // along the tokens (groups of 8) 1024.
+                  wgmma_m64k16_rs<BM, Cfg::kActBf16>(reinterpret_cast<float(&)[BM / 2]>(acc[nt]), a[nt][qq],
+                                                     wgmma_descriptor_advance(descriptor, (2 * h + qq) * 256),
+                                                     j > 0 || h > 0 || qq > 0);
+              wgmma_commit();
+              wgmma_wait<1>();
+              if (h == 0 && j > 0) {
+                // Tile j - 1's MMAs have completed: its permuted tokens go back to the permute warps.
+                __syncwarp();
+                if (lane == 0) mbarrier_arrive(retired0 + 8 * last_buffer);
+              }
             }
-          }
-          last_buffer = buffer;
-          descriptor = wgmma_descriptor_advance(descriptor, S::kTokenBytes);
-          if (++buffer == kPermBuffers) {
-            buffer = 0;
-            buffer_parity ^= 1u;
-            descriptor = first_descriptor;
+            last_buffer = buffer;
+            descriptor = wgmma_descriptor_advance(descriptor, S::kTokenBytes);
+            if (++buffer == kPermBuffers) {
+              buffer = 0;
+              buffer_parity ^= 1u;
+              descriptor = first_descriptor;
+            }
           }
         }
       }
+    };
+    if (Fp8BlockFoldable<Cfg>::value && fold_scales) {
+      if constexpr (Fp8BlockFoldable<Cfg>::value) run_ring(DequantPathTag<DequantPath::kFolded>{});
+    } else {
+      run_ring(DequantPathTag<WeightsPath<Cfg>::value>{});
     }
-  };
-  if (Fp8BlockFoldable<Cfg>::value && fold_scales) {
-    if constexpr (Fp8BlockFoldable<Cfg>::value) run_ring(DequantPathTag<DequantPath::kFolded>{});
-  } else {
-    run_ring(DequantPathTag<WeightsPath<Cfg>::value>{});
+    wgmma_wait<0>();
+    // Epilogue, consumers only: the out tile reuses the ring, which the other consumer may still
+    // be reading until it passes this barrier; the producer is done (every tile was consumed).
+    named_barrier_sync(2, 128 * S::kConsumers);
+    write_output_tile<Cfg>(p, e, n0, acc, smem, S::kOutRowBytes, 0, t, channel_of, row_src,
+                           Cfg::kRowScales ? block_row_scales : nullptr);
+    named_barrier_sync(2, 128 * S::kConsumers);
+    store_output_rows<BM, BN, 128 * S::kConsumers>(p, smem, S::kOutRowBytes, row_dst, n0, ctid);
   }
-  wgmma_wait<0>();
-  // Epilogue, consumers only: the out tile reuses the ring, which the other consumer may still
-  // be reading until it passes this barrier; the producer is done (every tile was consumed).
-  named_barrier_sync(2, 128 * S::kConsumers);
-  write_output_tile<Cfg>(p, e, n0, acc, smem, S::kOutRowBytes, 0, t, channel_of, row_src,
-                         Cfg::kRowScales ? block_row_scales : nullptr);
-  named_barrier_sync(2, 128 * S::kConsumers);
-  store_output_rows<BM, BN, 128 * S::kConsumers>(p, smem, S::kOutRowBytes, row_dst, n0, ctid);
 }
 
 }  // namespace moeq_dev

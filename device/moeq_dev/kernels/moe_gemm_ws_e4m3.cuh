@@ -1,0 +1,244 @@
+#pragma once
+// The consumers of the warp-specialized tile (kernels/moe_gemm_ws.cuh) for MXFP4 weights x FP8
+// per-token activations on the e4m3 tensor cores (Cfg::kActE4m3; issue 5, M >= 1024): the
+// producer stages and permutes the token codes exactly as it does 16-bit tokens (a K tile is
+// 128 k of e4m3 in the same 128 bytes per row as 64 k of bf16), the consumers decode their
+// canonical e2m1 codes straight into e4m3 A fragments and issue wgmma m64nBMk32 e4m3.
+// K order: lane t owns the 32 k [32t, 32t + 32) of each 128-k tile, i.e. exactly MX group t of
+// the tile (16 bytes of a canonical code row, one shared load); MMA j takes its word j (codes
+// 32t + 8j + [0, 8): fragment k 4t + [0, 4) and 16 + 4t + [0, 4)), which the permuted token core
+// matrices match word for word (move_token_unit: core matrix (step j, half h) holds physical k
+// 32t + 8j + 4h + [0, 4) at word t).
+// Scales: every MMA mixes the tile's four MX groups, so each row's group scales are folded into
+// the e4m3 codes relative to the row's largest exponent m of the tile (format/e2m1_e4m3.cuh:
+// exact while the four exponents lie within 12 binades), the tile's products land in a zeroed
+// partial and are promoted into the fp32 accumulators once per tile with 2^(m - 133):
+// FP8 tensor-core sums stay within 128 k (the promotion interval DeepGEMM uses for the same
+// reason: the e4m3 MMA's internal accumulation keeps fewer bits than fp32).
+// Tiles where some row's exponents spread wider (or hold the NaN scale 0xFF) are found before
+// the main loop (a bit per K tile in shared memory, the same for every consumer warp, so the
+// warpgroups issue the same MMAs) and run one pass per group, each promoted with its own scale.
+// NOTE: NVRTC-safe: no standard headers.
+#include "moeq_dev/format/e2m1_e4m3.cuh"
+#include "moeq_dev/format/ue8m0.cuh"
+#include "moeq_dev/kernels/moe_gemm_common.cuh"
+#include "moeq_dev/ptx/mbarrier.cuh"
+#include "moeq_dev/ptx/wgmma.cuh"
+
+namespace moeq_dev {
+
+// K tiles per CTA the wide-tile bits cover (K <= 32768; the host admits no larger K).
+constexpr int kE4m3WideWords = 8;
+
+// 2^(m - 133): the promotion factor of a tile whose row's largest scale exponent is m (the codes
+// carry 2^(e - m + 12 - 6) of each group's 2^(e - 127)); fp32 subnormal below m = 7.
+__device__ __forceinline__ float e4m3_fold_scale(int m) {
+  return __uint_as_float(m >= 7 ? static_cast<unsigned>(m - 6) << 23 : 1u << (m + 16));
+}
+
+template <class Cfg, class S, class ChannelOf>
+__device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& p, int e, int n0, int tiles_k,
+                                                           unsigned smem_base, unsigned staged0, unsigned permuted0,
+                                                           unsigned retired0, unsigned* wide_tiles, int ctid,
+                                                           ChannelOf channel_of, float (&acc)[S::kTilesN][S::kTilesM][4]) {
+  constexpr int BM = S::kBlockM, kStages = S::kStages, kTilesN = S::kTilesN, kTilesM = S::kTilesM;
+  constexpr int kConsumerThreads = 128 * S::kConsumers;
+  static_assert(kTilesN == 1, "one 64-channel MMA tile per consumer (a partial beside the accumulators)");
+  const int N = p.n, K = p.k, groups_k = K / 32;
+  const int lane = ctid % 32, t = lane % 4;
+  const unsigned char* scales = static_cast<const unsigned char*>(p.scaling.scales) + static_cast<long long>(e) * N * groups_k;
+
+  // The wide tiles: some row of the block has group exponents more than 12 binades apart there.
+  // (row, tile) pairs past N are copies of row N - 1 (the lanes' rows below), which is in this block.
+  // PERF: kScanBatch pairs' loads in flight per thread: one pair per iteration waited for its
+  // loads each time (a global latency per pair, 8 pairs per thread at Qwen3's K = 2048).
+  constexpr int kScanBatch = 8;
+  const int pairs = S::kBlockN * tiles_k;
+  for (int first = ctid; first < pairs; first += kConsumerThreads * kScanBatch) {
+    unsigned char v[kScanBatch][4];
+#pragma unroll
+    for (int u = 0; u < kScanBatch; ++u) {
+      const int i = first + u * kConsumerThreads, row = i / tiles_k, tile = i - row * tiles_k;
+      const bool valid = i < pairs && n0 + row < N;
+      const unsigned char* s = scales + (valid ? static_cast<long long>(n0 + row) * groups_k + 4 * tile : 0);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) v[u][q] = valid ? s[q] : 0;
+    }
+#pragma unroll
+    for (int u = 0; u < kScanBatch; ++u) {
+      int lo = 255, hi = 0;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        lo = min(lo, static_cast<int>(v[u][q]));
+        hi = max(hi, static_cast<int>(v[u][q]));
+      }
+      const int tile = (first + u * kConsumerThreads) % tiles_k;
+      if (hi == static_cast<int>(kUe8m0NanCode) || hi - lo > kE2m1E4m3MaxShift)
+        atomicOr(&wide_tiles[tile >> 5], 1u << (tile & 31));
+    }
+  }
+  named_barrier_sync(3, kConsumerThreads);
+
+  // This lane's group (t) of row channel_of(nt, r) in tile j: scale_offset[nt][r] + 4 j.
+  int scale_offset[kTilesN][2];
+#pragma unroll
+  for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) scale_offset[nt][r] = min(n0 + channel_of(nt, r), N - 1) * groups_k + t;
+  // The exponents of this lane's group of rows g and g + 8 in tile j (0 past the last tile), kept
+  // as loaded until used: tile j + 1's (`ready`, decoded during iteration j) and tile j + 2's
+  // (`pending`, loaded during iteration j - 1 and waited for one tile later).
+  // PERF: packed into one word as they arrived, each tile's loads were waited for at once (a
+  // global latency per K tile and consumer warp); a ring of kStages of them spilled (ptxas).
+  using Exponents = unsigned char[2];
+  auto load_exponents = [&](int j, Exponents& slot) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) slot[r] = j < tiles_k ? scales[scale_offset[0][r] + 4 * j] : 0;
+  };
+  Exponents ready, pending;
+  load_exponents(1, ready);
+  load_exponents(2, pending);
+
+#pragma unroll
+  for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+    for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[nt][mt][i] = 0.0f;
+  float partial[kTilesM][4];  // one 64-channel tile's products of a K tile (or of one group)
+
+  // A narrow tile's A fragments (MMA j: rows g / g + 8, k halves) and its rows' promotion scales.
+  struct Fragments {
+    unsigned a[4][4];
+    float scale[2];
+  };
+  // Tile j's code words (rows g, g + 8: this lane's 32 codes of each), from ring stage q, once its
+  // permuted buffer is ready (the permute warps arrive on `permuted` only after the stage's
+  // `landed`: the codes have landed too).
+  auto load_words = [&](int q, int buffer, unsigned parity, uint4 (&words)[2]) {
+    mbarrier_wait(permuted0 + 8 * buffer, parity);
+    const unsigned codes = smem_base + q * S::kStageBytes + S::kCodeOffset;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) words[r] = lds_128(codes + channel_of(0, r) * S::kCodeRowBytes + 16 * t);
+  };
+  // The stage goes back to the copy warps once every code word of it has been used.
+  auto release_stage = [&](int q) {
+    __syncwarp();
+    if (lane == 0) mbarrier_arrive(staged0 + 8 * q);
+  };
+  // Decodes 8 codes per word into fragments: each row's groups relative to the row's largest
+  // exponent of the tile (narrow tiles), or, for pass `group` of a wide tile, this lane's words at
+  // 2^0 if it owns that group and zeros otherwise, with the group's own scale.
+  auto decode = [&](const uint4 (&words)[2], const Exponents& exponents, int group, Fragments& f) {
+    E2m1E4m3Table table[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int exponent = exponents[r];
+      if (group < 0) {
+        int m = max(exponent, __shfl_xor_sync(0xFFFFFFFFu, exponent, 1));
+        m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, 2));
+        table[r] = e2m1_e4m3_table(exponent - m + kE2m1E4m3MaxShift);
+        f.scale[r] = e4m3_fold_scale(m);
+      } else {
+        table[r] = e2m1_e4m3_table(6);
+        f.scale[r] = ue8m0_to_f32(__shfl_sync(0xFFFFFFFFu, exponent, (lane & ~3) | group));
+      }
+    }
+    const bool mine = group < 0 || t == group;
+    const unsigned w[2][4] = {{words[0].x, words[0].y, words[0].z, words[0].w},
+                              {words[1].x, words[1].y, words[1].z, words[1].w}};
+#pragma unroll
+    for (int mma = 0; mma < 4; ++mma)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) e2m1x8_to_e4m3(mine ? w[r][mma] : 0u, table[r], f.a[mma][r], f.a[mma][r + 2]);
+  };
+  // The 4 MMAs of a K tile into the zeroed partial (not waited for).
+  auto issue = [&](const Fragments& f, unsigned long long descriptor) {
+    wgmma_fence();  // the fragments were written, and the partial read, by ordinary instructions
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      wgmma_m64k32_e4m3_rs<BM>(reinterpret_cast<float(&)[BM / 2]>(partial), f.a[j],
+                               wgmma_descriptor_advance(descriptor, j * 256), j > 0);
+    wgmma_commit();
+  };
+  auto promote = [&](const float (&scale)[2]) {
+#pragma unroll
+    for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[0][mt][i] = fmaf(partial[mt][i], scale[i >> 1], acc[0][mt][i]);
+  };
+  const auto is_wide = [&](int j) { return ((wide_tiles[j >> 5] >> (j & 31)) & 1u) != 0; };
+
+  // Software-pipelined: tile j's MMAs run while this warpgroup decodes tile j + 1 (into `next`,
+  // since the MMAs read `current`'s registers until they complete); then the wait, the promotion.
+  // PERF: decode, MMAs, wait and promotion in turn ran the Qwen3 MXFP4 x FP8 GEMM1 at M = 4096 in
+  // 670 us against the 16-bit tile's 526 (ncu, bench/results/2026-12-02-h200-e4m3-ws.md).
+  // Wide tiles are not decoded ahead: they run their passes in turn.
+  const unsigned long long first_descriptor = wgmma_descriptor(smem_base + S::kPermutedOffset, 128, 1024);
+  unsigned long long descriptor = first_descriptor;
+  int buffer = 0;
+  unsigned buffer_parity = 0;
+  Fragments current;
+  if (tiles_k > 0 && !is_wide(0)) {
+    uint4 words[2];
+    Exponents first;
+    load_exponents(0, first);
+    load_words(0, 0, 0, words);
+    decode(words, first, -1, current);
+    release_stage(0);
+  }
+  for (int j0 = 0; j0 < tiles_k; j0 += kStages) {
+#pragma unroll
+    for (int q = 0; q < kStages; ++q) {
+      const int j = j0 + q;
+      if (j < tiles_k) {
+        const int next_stage = (q + 1) % kStages;
+        const int next_buffer = buffer + 1 == S::kPermBuffers ? 0 : buffer + 1;
+        const unsigned next_parity = next_buffer == 0 ? buffer_parity ^ 1u : buffer_parity;
+        const bool next_narrow = j + 1 < tiles_k && !is_wide(j + 1);
+        if (!is_wide(j)) {
+          issue(current, descriptor);
+          Fragments next;
+          if (next_narrow) {
+            uint4 words[2];
+            load_words(next_stage, next_buffer, next_parity, words);
+            decode(words, ready, -1, next);
+            release_stage(next_stage);
+          }
+          wgmma_wait<0>();
+          promote(current.scale);
+          if (next_narrow) current = next;
+        } else {
+          uint4 words[2];
+          Exponents exponents;  // waited for here: wide tiles are the slow path
+          load_exponents(j, exponents);
+          load_words(q, buffer, buffer_parity, words);
+          for (int group = 0; group < 4; ++group) {
+            Fragments pass;
+            decode(words, exponents, group, pass);
+            if (group == 0) release_stage(q);  // every code word has been read into a fragment
+            issue(pass, descriptor);
+            wgmma_wait<0>();
+            promote(pass.scale);
+          }
+          if (next_narrow) {
+            load_words(next_stage, next_buffer, next_parity, words);
+            decode(words, ready, -1, current);
+            release_stage(next_stage);
+          }
+        }
+#pragma unroll
+        for (int r = 0; r < 2; ++r) ready[r] = pending[r];
+        load_exponents(j + 3, pending);
+        // Every MMA of tile j has completed (wait_group 0): its permuted tokens go back.
+        __syncwarp();
+        if (lane == 0) mbarrier_arrive(retired0 + 8 * buffer);
+        descriptor = next_buffer == 0 ? first_descriptor : wgmma_descriptor_advance(descriptor, S::kTokenBytes);
+        buffer = next_buffer;
+        buffer_parity = next_parity;
+      }
+    }
+  }
+}
+
+}  // namespace moeq_dev
