@@ -70,7 +70,7 @@ struct Options {
   bool fp8_tensor_cores = true;
   // CUDA backend, FP8 per-token activations with canonical MXFP4 codes, sm_90: also the e4m3
   // warp-specialized body at large M (kernels/moe_gemm_ws_e4m3.cuh). Correct, but slower than the
-  // 16-bit values path on the H200 (Qwen3 M = 4096: 1186 against 1091 us; docs/perf-notes.md), so
+  // 16-bit values path on the H200 (Qwen3 M = 4096: 1190 against 1091 us; docs/perf-notes.md), so
   // off unless asked for (its tests, timing).
   bool fp8_wgmma = false;
   std::string to_string() const;

@@ -327,10 +327,13 @@ int64_t gemm_static_smem_bytes(const GemmTile& tile) {
   // permuted token buffer; mma.sync: a full and an empty one per stage). NOTE: with ptxas's
   // padding (ptxas -v, sm_90a, session 10): 80, 272 and 528 bytes for 8-, 32- and 64-row tiles;
   // 1280 for 64x256/8/p, 2176 for 128x256/4/p and 2304 for 128x256/5/p, which the producer term
-  // bounds with its 128 bytes of slack (2312 for the last).
+  // bounds with its 128 bytes of slack (2312 for the last). Since then the warp-specialized tiles
+  // hold the block's row scales (4 bytes a row, FP8 per-token activations) and the e4m3 body's
+  // wide-tile bits (32 bytes): ptxas 2688 for a row-scaled 128x256/4/p, 2816 for e4m3 128x128/4/p
+  // and 1536 for e4m3 64x128/8/p, bounded here by 2832, 2832 and 1648 (session 24 review).
   const int64_t rows = 2 * int64_t{tile.block_m} * 4 + 16;
   if (tile.producer && !tile.wgmma) return rows + 16 * int64_t{tile.stages} + 16;  // a full and an empty mbarrier per stage
-  return rows + (tile.producer ? 8 * int64_t{tile.block_m} + 24 * int64_t{tile.stages} + 128 : 0);
+  return rows + (tile.producer ? 12 * int64_t{tile.block_m} + 24 * int64_t{tile.stages} + 160 : 0);
 }
 
 int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w, GemmInput input) {
@@ -430,7 +433,9 @@ bool gemm_takes_e4m3(const WeightDesc& w, const GemmTile& tile, int sm, bool pre
   // NOTE: 128 channels (one 64-channel MMA tile per consumer): the e4m3 consumers hold a partial
   // beside their accumulators, and with 256 channels the copy warps' 16 code copies per K tile
   // spilled (ptxas: 52-60 bytes at 64 x 256).
-  return tile.producer && tile.wgmma && tile.block_n == 128 && w.k % 128 == 0 && w.k <= 32768;
+  // NOTE: the e4m3 ring holds twice the codes per stage; a 16-bit tile's legality does not imply it fits.
+  return tile.producer && tile.wgmma && tile.block_n == 128 && w.k % 128 == 0 && w.k <= 32768 &&
+         gemm_smem_bytes(tile, w, GemmInput::row_scaled_e4m3) + gemm_static_smem_bytes(tile) <= 227 * 1024;
 }
 
 GemmTile e4m3_tile_of(const GemmTile& tile) {
@@ -446,7 +451,7 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
   // NOTE: any arch that has the instruction: the caller checks the device (gemm_takes_e4m3).
   if (input == GemmInput::row_scaled_e4m3 && !gemm_takes_e4m3(w, tile, 90, prepared_codes))
     throw Error("moe_gemm: e4m3 activations need FP8 per-channel weights on a direct tile or canonical MXFP4 codes on "
-                "a warp-specialized tile of at most 128 tokens x 128 channels per consumer (K % 128 == 0), not " +
+                "a warp-specialized tile of 128 channels (K % 128 == 0, its ring within 227 KB), not " +
                 std::string(moeq::to_string(w.format)) + (prepared_codes ? " (prepared codes)" : "") + " on " +
                 tile.to_string());
   // NOTE: only INT formats have a choice of scale dtype and zero points; the others always get
@@ -706,8 +711,8 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   if (a.a_e4m3) {
     if (!gemm_takes_e4m3(w, tile, device_sm(), a.prepared_codes))
       throw Error("moe_gemm: e4m3 activations need FP8 per-channel weights on a direct tile (sm_89+) or canonical "
-                  "MXFP4 codes on a warp-specialized tile of at most 128 tokens x 128 channels per consumer (sm_90+, "
-                  "K % 128 == 0), not " +
+                  "MXFP4 codes on a warp-specialized tile of 128 channels (sm_90+, K % 128 == 0, its ring within "
+                  "227 KB), not " +
                   std::string(moeq::to_string(w.format)) + (a.prepared_codes ? " (prepared codes)" : "") + " on " +
                   tile.to_string() + " (sm_" + std::to_string(device_sm()) + ", K = " + std::to_string(w.k) + ")");
     if (a.a_row_scales == 0) throw Error("moe_gemm: e4m3 activations need a_row_scales");

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/driver.hpp"
@@ -226,7 +227,7 @@ TEST(ExpertsGpu, E4m3ActivationsOnEveryDirectTileMatchOracle) {
 // same tiles (the 16-bit values path); Qwen3's K = 2048 and I = 768 (16 and 6 K tiles); and MX
 // scales raised by 12 binades in one group of every third row (the fold's widest exact window:
 // the other groups decode at shift 0, the subnormal e4m3 code) or by 13 (those K tiles take one
-// pass per group).
+// pass per group), in every K tile or every third.
 TEST(ExpertsGpu, E4m3ActivationsOnMxfp4WarpSpecializedTilesMatchOracle) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
   if (cuda::device_sm() < 90) GTEST_SKIP() << "no wgmma on sm_" << cuda::device_sm();
@@ -257,22 +258,25 @@ TEST(ExpertsGpu, E4m3ActivationsOnMxfp4WarpSpecializedTilesMatchOracle) {
         EXPECT_TRUE(r.passed) << text << " " << c.label() << ": rel " << r.error.rel_err << ", max "
                               << r.error.max_err_fraction << (r.error.finite ? "" : ", non-finite");
       }
-    for (int raise : {0, 12, 13}) {
-      io::VerifyCase c{wide, Layout::indexed, 33, 1, static_cast<uint64_t>(raise + 5)};
+    // {raise, every how many K tiles}: 13 on every third tile alternates wide and narrow tiles
+    // (the first wide: no fragments decoded ahead of it).
+    for (const auto& [raise, tile_step] : {std::pair{0, 1}, {12, 1}, {13, 1}, {13, 3}}) {
+      io::VerifyCase c{wide, Layout::indexed, 33, 1, static_cast<uint64_t>(raise + tile_step + 4)};
       if (raise > 0)
-        c.edit = [raise](io::HostProblem& p) {
-          // Group 4 j + 1 of every third row of w13 (a row's second group of each 128-k tile).
+        c.edit = [raise = raise, tile_step = tile_step](io::HostProblem& p) {
+          // Group 4 j + 1 of every third row of w13 (a row's second group of 128-k tile j).
           ref::QuantizedWeights& w = *p.w13;
           const int64_t groups = w.desc.k / 32;
           for (int64_t row = 0; row < w.desc.num_experts * w.desc.n; row += 3)
-            for (int64_t g = 1; g < groups; g += 4) {
+            for (int64_t g = 1; g < groups; g += 4 * tile_step) {
               uint8_t& s = w.scales[static_cast<size_t>(row * groups + g)];
               s = static_cast<uint8_t>(std::min(s + raise, 250));
             }
         };
       const io::VerifyResult r = io::verify_on_gpu(c, o);
-      EXPECT_TRUE(r.passed) << text << " " << c.label() << " scales +" << raise << ": rel " << r.error.rel_err
-                            << ", max " << r.error.max_err_fraction << (r.error.finite ? "" : ", non-finite");
+      EXPECT_TRUE(r.passed) << text << " " << c.label() << " scales +" << raise << " every " << tile_step
+                            << " K tiles: rel " << r.error.rel_err << ", max " << r.error.max_err_fraction
+                            << (r.error.finite ? "" : ", non-finite");
     }
   }
 }

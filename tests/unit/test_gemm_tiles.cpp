@@ -382,6 +382,11 @@ TEST(GemmTiles, GemmPlanTakesE4m3OnlyWhereAnE4m3BodyRuns) {
   EXPECT_EQ(input(mx, ws, 90, true), cuda::GemmInput::row_scaled_values);   // prepared codes
   EXPECT_EQ(input(mx, ws, 89, false), cuda::GemmInput::row_scaled_values);  // no wgmma
   EXPECT_EQ(cuda::gemm_plan(mx, mx.w13(), ws, 89, false, true).tile.to_string(), ws.to_string());
+  // A 16-bit-legal tile whose e4m3 ring (twice the codes per stage) exceeds 227 KB: the values path.
+  const cuda::GemmTile deep = cuda::parse_gemm_tile("128x128/1x8x1/8/p");
+  ASSERT_TRUE(cuda::gemm_tile_reasons(deep, mx.w13()).empty());
+  EXPECT_EQ(input(mx, deep, 90, false), cuda::GemmInput::row_scaled_values);
+  EXPECT_EQ(input(mx, cuda::parse_gemm_tile("128x128/1x8x1/7/p"), 90, false), cuda::GemmInput::row_scaled_e4m3);
   ExpertsDesc odd_k = mx;
   odd_k.hidden_size = 2880;  // gpt-oss: K % 128 != 0
   EXPECT_EQ(input(odd_k, ws, 90, false), cuda::GemmInput::row_scaled_values);

@@ -31,6 +31,12 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 #endif
 }
 
+// Pins a register's value in place across this point: the compiler may not move its definition
+// below, nor its uses above (an A fragment or an accumulator of a wgmma issued after, or read
+// after, the fence).
+__device__ __forceinline__ void wgmma_fence_operand(unsigned& r) { asm volatile("" : "+r"(r)::"memory"); }
+__device__ __forceinline__ void wgmma_fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+
 __device__ __forceinline__ void wgmma_commit() {
 #if MOEQ_WGMMA_AVAILABLE
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
