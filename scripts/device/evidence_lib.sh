@@ -115,6 +115,21 @@ layer_rounds() {
   done
 }
 
+# ncu_scheme_times "RUN ARGS" SCHEME...: ncu's duration of each kernel of one `moeq run RUN_ARGS --scheme S`
+# per scheme into ncu-S.txt (':' as '-'), one line each.
+ncu_scheme_times() {
+  local args="$1" scheme f
+  shift
+  for scheme in "$@"; do
+    f="$out/ncu-${scheme//:/-}.txt"
+    # shellcheck disable=SC2086
+    timeout 100 ncu --clock-control none --metrics gpu__time_duration.sum "$build/moeq" run $args --scheme "$scheme" \
+      >"$f" 2>&1
+    echo "ncu $scheme rc=$? $(($(date +%s) - t0)) s: $(awk '/^  moeq_/{name=$1} /gpu__time_duration.sum/{print name, $NF}' "$f" |
+      sed -n 3,12p | paste -sd' ')"
+  done
+}
+
 # ncu_step_times "RUN ARGS" M...: ncu's duration of each kernel of one `moeq run RUN_ARGS -M m` per M
 # (the applies after the weights' preparation) into ncu-M.txt, one line each.
 ncu_step_times() {

@@ -13,12 +13,6 @@ layer_rounds 2 --preset qwen3-30b-a3b --scheme mxfp4 mxfp4:fp8-token --codes pre
 timeout 60 "$build/moeq" bench --trials 5 --kernel layer --preset qwen3-30b-a3b --scheme mxfp4:fp8-token \
   --codes canonical -M 1024 4096 --no-fp8-tensor-cores >>"$out/layer.txt" 2>&1
 echo "values path rc=$? $(($(date +%s) - t0)) s: $(grep -E "^layer  qwen" "$out/layer.txt" | tail -2 | awk '{print $4, $5}' | paste -sd' ')"
-for scheme in mxfp4:fp8-token mxfp4; do
-  f="$out/ncu-$scheme.txt"
-  timeout 50 ncu --clock-control none --metrics gpu__time_duration.sum "$build/moeq" run --preset qwen3-30b-a3b \
-    --scheme "$scheme" --codes canonical -M 4096 >"$f" 2>&1
-  echo "ncu $scheme rc=$? $(($(date +%s) - t0)) s: $(awk '/^  moeq_/{name=$1} /gpu__time_duration.sum/{print name, $NF}' "$f" |
-    sed -n 3,12p | paste -sd' ')"
-done
+ncu_scheme_times "--preset qwen3-30b-a3b --codes canonical -M 4096" mxfp4:fp8-token mxfp4
 echo "compiled here: $(find "$MOEQ_CACHE_DIR" -name '*.cubin' -newer "$out/.start" | wc -l) kernels"
 echo "done $(($(date +%s) - t0)) s"

@@ -10,13 +10,7 @@ device_setup "$1"
 touch "$out/.start"
 gpu_tests "" 'ExpertsGpu.E4m3ActivationsOnMxfp4WarpSpecializedTilesMatchOracle:ExpertsGpu.RowScalesAfterKGroupsAndSplitK' 120
 layer_rounds 2 --preset qwen3-30b-a3b --scheme mxfp4 mxfp4:fp8-token --codes prepared canonical -M 1024 4096
-for scheme in mxfp4-fp8-token mxfp4; do
-  f="$out/ncu-$scheme.txt"
-  timeout 50 ncu --clock-control none --metrics gpu__time_duration.sum "$build/moeq" run --preset qwen3-30b-a3b \
-    --scheme "${scheme/-fp8/:fp8}" --codes canonical -M 4096 >"$f" 2>&1
-  echo "ncu $scheme rc=$? $(($(date +%s) - t0)) s: $(awk '/^  moeq_/{name=$1} /gpu__time_duration.sum/{print name, $NF}' "$f" |
-    sed -n 3,12p | paste -sd' ')"
-done
+ncu_scheme_times "--preset qwen3-30b-a3b --codes canonical -M 4096" mxfp4:fp8-token mxfp4
 timeout 90 ncu --clock-control none -k moeq_moe_gemm -c 1 --section SpeedOfLight --section WarpStateStats \
   --section ComputeWorkloadAnalysis --section SourceCounters -o "$out/gemm1" "$build/moeq" run --preset qwen3-30b-a3b \
   --scheme mxfp4:fp8-token --codes canonical -M 4096 >"$out/ncu-sections.txt" 2>&1

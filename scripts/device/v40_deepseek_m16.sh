@@ -5,10 +5,4 @@
 # shellcheck source=scripts/device/evidence_lib.sh
 source "$(dirname "$0")/evidence_lib.sh"
 device_setup "$1"
-for scheme in mxfp4 mxfp4-fp8-token; do
-  f="$out/ncu-$scheme.txt"
-  timeout 100 ncu --clock-control none --metrics gpu__time_duration.sum "$build/moeq" run --preset deepseek-v3 \
-    --scheme "${scheme/-fp8/:fp8}" -M 16 >"$f" 2>&1
-  echo "ncu $scheme rc=$? $(($(date +%s) - t0)) s: $(awk '/^  moeq_/{name=$1} /gpu__time_duration.sum/{print name, $NF}' "$f" |
-    tail -8 | paste -sd' ')"
-done
+ncu_scheme_times "--preset deepseek-v3 -M 16" mxfp4 mxfp4:fp8-token

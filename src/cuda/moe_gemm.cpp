@@ -438,6 +438,15 @@ bool gemm_takes_e4m3(const WeightDesc& w, const GemmTile& tile, int sm, bool pre
          gemm_smem_bytes(tile, w, GemmInput::row_scaled_e4m3) + gemm_static_smem_bytes(tile) <= 227 * 1024;
 }
 
+namespace {
+
+// What gemm_takes_e4m3 admits, for the errors that name a refused config.
+constexpr const char* kE4m3Rule =
+    "e4m3 activations need FP8 per-channel weights on a direct tile (sm_89+) or canonical MXFP4 codes on a "
+    "warp-specialized tile of 128 channels (sm_90+, K % 128 == 0, its ring within 227 KB)";
+
+}  // namespace
+
 GemmTile e4m3_tile_of(const GemmTile& tile) {
   GemmTile t = tile;
   if (t.producer && t.wgmma) t.block_n = 128;
@@ -450,10 +459,9 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
                                      GemmInput input) {
   // NOTE: any arch that has the instruction: the caller checks the device (gemm_takes_e4m3).
   if (input == GemmInput::row_scaled_e4m3 && !gemm_takes_e4m3(w, tile, 90, prepared_codes))
-    throw Error("moe_gemm: e4m3 activations need FP8 per-channel weights on a direct tile or canonical MXFP4 codes on "
-                "a warp-specialized tile of 128 channels (K % 128 == 0, its ring within 227 KB), not " +
-                std::string(moeq::to_string(w.format)) + (prepared_codes ? " (prepared codes)" : "") + " on " +
-                tile.to_string());
+    throw Error(std::string("moe_gemm: ") + kE4m3Rule + ", not " + std::string(moeq::to_string(w.format)) +
+                (prepared_codes ? " (prepared codes)" : "") + " on " + tile.to_string() + " (K = " + std::to_string(w.k) +
+                ")");
   // NOTE: only INT formats have a choice of scale dtype and zero points; the others always get
   // the same text, so they share one compiled kernel.
   const bool is_int = w.format == WeightFormat::int4 || w.format == WeightFormat::int8;
@@ -710,11 +718,9 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
                 std::to_string(a.a_scale_row_divisor) + " in [1, 2^31)");
   if (a.a_e4m3) {
     if (!gemm_takes_e4m3(w, tile, device_sm(), a.prepared_codes))
-      throw Error("moe_gemm: e4m3 activations need FP8 per-channel weights on a direct tile (sm_89+) or canonical "
-                  "MXFP4 codes on a warp-specialized tile of 128 channels (sm_90+, K % 128 == 0, its ring within "
-                  "227 KB), not " +
-                  std::string(moeq::to_string(w.format)) + (a.prepared_codes ? " (prepared codes)" : "") + " on " +
-                  tile.to_string() + " (sm_" + std::to_string(device_sm()) + ", K = " + std::to_string(w.k) + ")");
+      throw Error(std::string("moe_gemm: ") + kE4m3Rule + ", not " + std::string(moeq::to_string(w.format)) +
+                  (a.prepared_codes ? " (prepared codes)" : "") + " on " + tile.to_string() + " (sm_" +
+                  std::to_string(device_sm()) + ", K = " + std::to_string(w.k) + ")");
     if (a.a_row_scales == 0) throw Error("moe_gemm: e4m3 activations need a_row_scales");
     if (a.a_row_stride % 16 != 0)
       throw Error("moe_gemm: a_row_stride = " + std::to_string(a.a_row_stride) +
