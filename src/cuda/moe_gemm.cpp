@@ -12,6 +12,7 @@
 #include "cuda/launch.hpp"
 #include "cuda/routing.hpp"
 #include "moeq/error.hpp"
+#include "plan/legality.hpp"
 
 namespace moeq::cuda {
 namespace {
@@ -226,6 +227,13 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
   //   kMxfp4AltMaxWaves of the latter (gemm_alt_fewer_waves).
   // - GEMM v20: MXFP4 (bf16 activations) takes the 4-deep ring where K is whole passes of 2 K tiles
   //   (gemm_mx_pass_scales), ahead of v19's rule; under /o4 since GEMM v21.
+  // - Session 25 (bench/results/2026-12-02-h200-block24.md, call 1): 24-row blocks (plan::choose_block_m,
+  //   4-bit codes near 16 rows per expert) run the direct tile 24x128/1x4x1/4/r (223 registers, 2 CTAs
+  //   per SM, no spills), the fastest of ten 16- to 32-row tiles at Qwen3 M = 256 for MXFP4 and INT4
+  //   (2-deep 24-row tiles: 99.1 / 62.0 us MXFP4 against 92.7 / 59.6). 16-row MXFP4 / NVFP4 blocks
+  //   run the direct 16x128/1x4x1/2/r: gpt-oss-120b M = 256 GEMM1 415.6 us against 494.3 for
+  //   16x128/1x4x1/4, GEMM2 216.9 against 260.8; INT4 keeps 16x128/1x4x1/4 (Qwen3 M = 256: 111.7 /
+  //   66.6 against the direct tile's 126.7 / 77.5).
   const bool four_bit = dtype_bits(weight_format_code_dtype(format)) == 4;
   const bool int4 = format == WeightFormat::int4;
   const char* text;
@@ -246,9 +254,13 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
   } else if (block_m <= 16) {
     if (num_slots <= kFewRoutedRows) {
       text = int4 ? "16x64/1x4x2/8" : "16x64/1x4x4/8";
+    } else if (four_bit) {
+      text = int4 ? "16x128/1x4x1/4" : "16x128/1x4x1/2/r";
     } else {
-      text = four_bit ? "16x128/1x4x1/4" : "16x64/1x4x1/6/p";
+      text = "16x64/1x4x1/6/p";
     }
+  } else if (block_m <= 24) {
+    text = four_bit ? "24x128/1x4x1/4/r" : "24x128/1x4x1/2/r";
   } else if (block_m <= 32) {
     text = four_bit ? "32x128/1x8x1/4/o3" : "32x128/1x8x1/4";
   } else if (block_m <= 64) {
@@ -315,6 +327,10 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            // direct loads into registers (GEMM v13)
                            "8x128/1x4x1/2/r", "8x128/1x4x1/4/r", "8x64/1x2x2/4/r", "8x64/1x2x2/2/r", "8x256/1x8x1/4/r", "8x64/1x4x1/2/r", "8x32/1x1x4/2/r", "8x128/1x4x1/4/o4/r", "8x32/1x1x4/4/o4/r",
                            "16x128/1x4x1/2/r",
+                           // 24 and 32 token rows (session 25: M = 256 on Qwen3, ~16 rows per expert)
+                           "24x128/1x4x1/4/r", "24x128/1x4x1/2/r", "24x64/1x4x1/2/r", "24x128/1x8x1/2/r", "32x64/1x4x1/2/r",
+                           "32x128/1x4x1/2/r",
+                           "16x64/1x4x1/2/r",
                            // 64 channels per warp, MXFP4's alternative many-rows tile (GEMM v19)
                            "8x256/1x4x1/2/r"})
     tiles.push_back(parse_gemm_tile(text));
@@ -361,8 +377,11 @@ int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w, GemmInput inp
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w) {
   std::vector<std::string> r;
   auto bad = [&](const std::string& what) { r.push_back("GEMM tile " + tile.to_string() + ": " + what); };
-  if (tile.block_m != 8 && tile.block_m != 16 && tile.block_m != 32 && tile.block_m != 64 && tile.block_m != 128)
-    bad("block_m must be 8, 16, 32, 64 or 128");
+  if (tile.block_m != 8 && tile.block_m != 16 && tile.block_m != 24 && tile.block_m != 32 && tile.block_m != 64 &&
+      tile.block_m != 128)
+    bad(std::string("block_m must be ") + plan::kGpuBlockMs);
+  else if (tile.block_m == 24 && !tile.direct)
+    bad("24-row blocks run direct (/r) tiles only");
   if (tile.block_n != 32 && tile.block_n != 64 && tile.block_n != 128 && tile.block_n != 256)
     bad("block_n must be 32, 64, 128 or 256");
   if (tile.warps_m < 1 || tile.warps_n < 1 || tile.warps_k < 1 || tile.threads() > 512) {
@@ -380,9 +399,9 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
   if (tile.min_ctas < 0 || tile.min_ctas > 16 || tile.min_ctas * tile.threads() > 2048)
     bad("min_ctas must be 0 to 16, with at most 2048 threads per SM");
   if (tile.direct) {
-    if ((tile.block_m != 8 && tile.block_m != 16) || tile.warps_m != 1 || tile.split_k != 1 || tile.wgmma ||
+    if (tile.block_m > 32 || tile.warps_m != 1 || tile.split_k != 1 || tile.wgmma ||
         tile.producer || tile.stages % 2 != 0 || tile.stages > 8)
-      bad("direct (/r) tiles have 8 or 16 tokens, warps 1xNxK, no split K, and 2, 4, 6 or 8 stages (K tiles in "
+      bad("direct (/r) tiles have 8, 16, 24 or 32 tokens, warps 1xNxK, no split K, and 2, 4, 6 or 8 stages (K tiles in "
           "each lane's register ring)");
     // NOTE: the ring is registers (fully unrolled): a lane holds 16 (4-bit) or 32 (8-bit) bytes per
     // 16-channel tile and stage; past 256 bytes it would spill (the planner's rings hold 128-256).
@@ -504,7 +523,7 @@ jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dty
 
 std::vector<GemmTile> planner_tiles(WeightFormat format) {
   std::vector<GemmTile> tiles;
-  for (int block_m : {8, 16, 32, 64, 128})
+  for (int block_m : {8, 16, 24, 32, 64, 128})
     for (int64_t rows : {kFewRoutedRows, kFewRoutedRows + 1, kTileForAnyRows})
       for (bool few_ctas : {false, true})
         for (bool alt_fewer_waves : {false, true})

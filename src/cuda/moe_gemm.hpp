@@ -25,7 +25,7 @@ namespace moeq::cuda {
 // devices); min_ctas > 0 asks the compiler for registers that let that many CTAs share an SM
 // (__launch_bounds__; it may spill).
 struct GemmTile {
-  int block_m = 16;  // rows (tokens) per CTA: 8, 16, 32, 64 or 128
+  int block_m = 16;  // rows (tokens) per CTA: 8, 16, 24 (direct tiles), 32, 64 or 128
   int block_n = 128;
   int warps_m = 1;
   int warps_n = 4;
@@ -47,7 +47,7 @@ struct GemmTile {
   std::string to_string() const;
 };
 
-// The planner's tile for a weight format, block size (8, 16, 32, 64 or 128 tokens) and routed rows
+// The planner's tile for a weight format, block size (8, 16, 24, 32, 64 or 128 tokens) and routed rows
 // (M * top_k); kTileForAnyRows gives one that does not depend on the rows (batch-invariant mode).
 // few_ctas (gemm_few_ctas): the few-rows tile would leave the SMs short of CTAs.
 // alt_fewer_waves (gemm_alt_fewer_waves): the format's alternative many-rows 8-row tile replaces its
@@ -132,7 +132,7 @@ GemmTile tile_for_device(GemmTile tile);
 // The mma.sync tile that runs a wgmma tile's M block where there is no wgmma (tile_for_device).
 GemmTile mma_sync_tile_of(GemmTile tile);
 // The M block the GPU GEMM of this device runs for the planner's block_m (plan::choose_block_m):
-// 48 -> 64 (the GEMM tiles M by 8, 16, 32, 64 or 128 rows), 128 -> 64 where there is no wgmma
+// 48 -> 64 (the GEMM tiles M by 8, 16, 24, 32, 64 or 128 rows), 128 -> 64 where there is no wgmma
 // (128-row blocks are warp-specialized wgmma tiles; mma.sync runs 64-row ones faster).
 int64_t gemm_block_m(int64_t planned_block_m);
 // Every reason the tile is not a legal kernel config (shapes, warps, shared memory); empty if legal.

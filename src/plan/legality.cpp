@@ -131,7 +131,7 @@ std::vector<std::string> cuda_reasons(const ExpertsDesc& d, const Options& o) {
                     kMaxGpuExperts, ", the GPU routing and segment tables' limit"));
   if (o.f16_accum) r.push_back("f16_accum is not on the CUDA backend yet");
   if (o.block_m != 0 && !is_gpu_block_m(o.block_m))
-    r.push_back(cat("block_m = ", o.block_m, " must be 8, 16, 32, 64 or 128 on the CUDA backend"));
+    r.push_back(cat("block_m = ", o.block_m, " must be ", kGpuBlockMs, " on the CUDA backend"));
   if (d.hidden_size > 0 && d.intermediate_size > 0 && d.num_experts > 0) {
     for (auto& s : cuda::moe_gemm_reasons(d.w13(), d.act_dtype)) r.push_back("w13: " + s);
     for (auto& s : cuda::moe_gemm_reasons(d.w2(), d.act_dtype)) r.push_back("w2: " + s);

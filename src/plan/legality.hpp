@@ -13,9 +13,10 @@ std::vector<std::string> option_reasons(const ExpertsDesc& desc, const Options& 
 // Why the CUDA backend cannot run this layer (no device, pairs and shapes not there yet).
 std::vector<std::string> cuda_reasons(const ExpertsDesc& desc, const Options& options);
 
-// The GEMM M blocks of the CUDA backend: 8, 16, 32, 64 or 128 rows.
+// The GEMM M blocks of the CUDA backend: 8, 16, 24, 32, 64 or 128 rows.
+inline constexpr const char* kGpuBlockMs = "8, 16, 24, 32, 64 or 128";
 inline bool is_gpu_block_m(int64_t block_m) {
-  return block_m == 8 || block_m == 16 || block_m == 32 || block_m == 64 || block_m == 128;
+  return block_m == 8 || block_m == 16 || block_m == 24 || block_m == 32 || block_m == 64 || block_m == 128;
 }
 
 // Throws moeq::Error listing every reason when desc/options cannot run.

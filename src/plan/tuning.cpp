@@ -126,7 +126,7 @@ std::vector<std::string> tuning_reasons(const ExpertsDesc& d, const Options& o) 
     if (e.max_m <= e.min_m) r.push_back(where + ": max_m = " + std::to_string(e.max_m) + " is not above min_m");
     expected_min = e.max_m;
     if (!is_gpu_block_m(e.block_m)) {
-      r.push_back(where + ": block_m = " + std::to_string(e.block_m) + " must be 8, 16, 32, 64 or 128");
+      r.push_back(where + ": block_m = " + std::to_string(e.block_m) + " must be " + kGpuBlockMs);
       continue;
     }
     struct Gemm {

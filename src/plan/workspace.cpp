@@ -173,8 +173,15 @@ int64_t choose_block_m(const ExpertsDesc& d, int64_t num_tokens) {
   // blocks at 1779 us, 8-row copy-warp ones 1644 (call D). (Session 9 had kept 8-bit codes in
   // 16-row blocks from two rows per expert: then the 8-row tile had a copy warp.)
   if (rows_per_expert < 0.9 * 8) return 8;
-  for (int64_t bm : {16, 32, 48, 64})
-    if (rows_per_expert / static_cast<double>(bm) < 0.9) return bm;
+  // PERF: 24-row blocks for 4-bit codes (the direct tile 24x128/1x4x1/4/r, session 25): at ~16 rows
+  // per expert a 16-row block sends ~43% of the experts (Poisson) to two blocks, each reading and
+  // dequantizing the whole expert, and a 32-row one pads half its MMAs. H200, Qwen3-30B-A3B M = 256
+  // (bench/results/2026-12-02-h200-block24.md, call 1): GEMM1 / GEMM2 MXFP4 92.7 / 59.6 us against
+  // 112.2 / 63.2 for 16x128/1x4x1/2/r and 117.5 / 66.4 for 32x128/1x8x1/4/o3; INT4 92.5 / 61.7
+  // against 111.7 / 66.6 (16x128/1x4x1/4) and 120.4 / 69.8. 8-bit codes were not timed there.
+  const bool four_bit = dtype_bits(weight_format_code_dtype(d.weight_format)) == 4;
+  for (int64_t bm : {16, 24, 32, 48, 64})
+    if ((bm != 24 || four_bit) && rows_per_expert / static_cast<double>(bm) < 0.9) return bm;
   // PERF: 128-row blocks (the warp-specialized wgmma tiles of GEMM v7; the CUDA backend caps them
   // at 64 where the device has no wgmma, cuda::gemm_block_m) from 96 rows per expert. H200, Qwen3:
   // at 64 rows (M = 1024) GEMM1 ties and GEMM2 is 18% slower with them (160 us against 135); at

@@ -139,6 +139,33 @@ TEST(ExpertsGpu, TuningTableTilesMatchOracle) {
       }
 }
 
+// Direct (/r) tiles of 24 and 32 token rows (three and four 8-row MMA columns per warp; 24-row
+// blocks are the indexed layout's only non-power-of-two alignment) as both GEMMs' tile: every weight
+// format, FP8 per-token activations (e4m3 MMAs on FP8 per-channel weights, the values path on
+// MXFP4), both code layouts, the three layouts, M that leaves blocks part full and one that fills
+// several blocks per expert.
+TEST(ExpertsGpu, DirectTilesOf24And32RowsMatchOracle) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  int case_index = 0;
+  for (const char* text : {"24x128/1x4x1/2/r", "32x64/1x4x1/2/r"}) {
+    const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
+    TuningTable t;
+    t.entries = {{0, int64_t{1} << 30, tile.block_m, text, text}};
+    Options o;
+    o.tuning = t;
+    for (const char* scheme : {"mxfp4", "nvfp4", "mxfp8", "fp8-channel", "fp8-block", "int4-g128", "int4-g32-zp",
+                               "int8-ch", "int8-g64", "mxfp4:f16", "fp8-channel:fp8-token", "mxfp4:fp8-token"})
+      for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
+        for (int64_t m : {7, 129}) {
+          io::VerifyCase c{layer(scheme, Activation::silu), layout, m, 1, static_cast<uint64_t>(m + 60)};
+          c.codes = case_index++ % 2 == 0 ? CodeLayout::prepared : CodeLayout::canonical;
+          const io::VerifyResult r = io::verify_on_gpu(c, o);
+          EXPECT_TRUE(r.passed) << text << " " << c.label() << ": rel " << r.error.rel_err << ", max "
+                                << r.error.max_err_fraction << (r.error.finite ? "" : ", non-finite");
+        }
+  }
+}
+
 // FP8 per-token row scales on the tiles whose epilogue follows a reduction of partial sums: K groups
 // in one CTA (/1x4x2) and split K over a cluster (/k2), which the planner does not pick; and on the
 // warp-specialized wgmma tiles, whose consumers fetch the block's row scales into shared memory

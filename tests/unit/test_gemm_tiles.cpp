@@ -91,7 +91,7 @@ TEST(GemmTiles, CandidatesAndPlannerTilesAreLegalForEveryFormat) {
                          WeightFormat::fp8_block, WeightFormat::int4, WeightFormat::int8}) {
     const WeightDesc w = desc_of(f);
     for (const auto& t : cuda::gemm_tile_candidates()) EXPECT_TRUE(cuda::gemm_tile_reasons(t, w).empty()) << t.to_string();
-    for (int bm : {8, 16, 32, 64, 128})
+    for (int bm : {8, 16, 24, 32, 64, 128})
       for (int64_t slots : {int64_t{1}, cuda::kFewRoutedRows, cuda::kFewRoutedRows + 1, int64_t{1} << 20, cuda::kTileForAnyRows})
         for (bool few_ctas : {false, true})
           for (int pick = 0; pick < 4; ++pick) {
@@ -110,7 +110,7 @@ TEST(GemmTiles, EveryPlannerTileIsACandidate) {
     const auto tiles = cuda::planner_tiles(f);
     EXPECT_GE(tiles.size(), 4u);
     for (const auto& t : tiles) EXPECT_TRUE(candidates.count(t.to_string())) << t.to_string();
-    for (int bm : {8, 16, 32, 64, 128})
+    for (int bm : {8, 16, 24, 32, 64, 128})
       for (int64_t rows : {int64_t{1}, cuda::kFewRoutedRows + 7, int64_t{100000}})
         for (bool few_ctas : {false, true})
           for (int pick = 0; pick < 4; ++pick) {
@@ -199,6 +199,11 @@ TEST(GemmTiles, MxPassScalesTakeTheFourDeepTile) {
   EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 8, 128, false, false, true).to_string(), "8x128/1x4x1/4/o4/r");
   EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 8, 256, false, true, true).to_string(), "8x128/1x4x1/4/o4/r");
   EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 8, 8, true, false, true).to_string(), "8x32/1x1x4/2/r");  // few rows: 2-deep
+  // 24-row blocks: the 4-deep direct tile for 4-bit codes; 16-row ones direct for MXFP4, not INT4 (session 25).
+  EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 24, 2048).to_string(), "24x128/1x4x1/4/r");
+  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::int4, 24, 2048).to_string(), "24x128/1x4x1/4/r");
+  EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 16, 2048).to_string(), "16x128/1x4x1/2/r");
+  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::int4, 16, 2048).to_string(), "16x128/1x4x1/4");
   EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 16, 256, false, false, true).to_string(),
             cuda::gemm_tile_for(mxfp4, 16, 256, false, false, false).to_string());
   EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::int4, 8, 128, false, false, true).to_string(), "8x128/1x4x1/4/o4/r");
@@ -211,7 +216,9 @@ TEST(GemmTiles, IllegalTilesSayWhy) {
     for (const auto& r : cuda::gemm_tile_reasons(cuda::parse_gemm_tile(text), w)) all += r + "; ";
     return all;
   };
-  EXPECT_THAT(reasons("48x128/1x4x1/4"), HasSubstr("block_m must be 8, 16, 32, 64 or 128"));
+  EXPECT_THAT(reasons("48x128/1x4x1/4"), HasSubstr("block_m must be 8, 16, 24, 32, 64 or 128"));
+  EXPECT_THAT(reasons("24x128/1x4x1/4"), HasSubstr("24-row blocks run direct (/r) tiles only"));
+  EXPECT_EQ(reasons("24x128/1x4x1/2/r"), "");
   EXPECT_THAT(reasons("128x128/1x4x1/4/w"), HasSubstr("wgmma tiles are 64 x"));
   for (const char* bad_ws : {"128x64/1x8x1/4/p", "128x256/1x4x1/4/p", "128x256/1x8x1/2/p",
                              "128x256/1x8x1/4/o1/p"})
@@ -219,7 +226,7 @@ TEST(GemmTiles, IllegalTilesSayWhy) {
   for (const char* bad_copy_warp : {"8x128/1x4x2/4/p", "16x128/1x4x1/4/k2/p", "32x128/2x4x1/4/p"})
     EXPECT_THAT(reasons(bad_copy_warp), HasSubstr("warp-specialized mma.sync (/p) tiles have")) << bad_copy_warp;
   EXPECT_EQ(reasons("8x128/1x4x1/4/p"), "");
-  for (const char* bad_direct : {"32x128/1x4x1/2/r", "8x128/1x4x1/3/r", "8x128/1x4x1/10/r", "8x128/1x4x1/2/k2/r"})
+  for (const char* bad_direct : {"64x128/1x4x1/2/r", "24x128/2x4x1/2/r", "8x128/1x4x1/3/r", "8x128/1x4x1/10/r", "8x128/1x4x1/2/k2/r"})
     EXPECT_THAT(reasons(bad_direct), HasSubstr("direct (/r) tiles have")) << bad_direct;
   EXPECT_EQ(reasons("8x64/1x2x2/2/r"), "");  // the ring is per lane: 2 stages with 2 K groups are fine
   // The register ring: at most 256 bytes of codes per lane (INT4 here: 16 per 16-channel tile and stage).

@@ -436,15 +436,17 @@ TEST(WorkspaceChoice, AutoSwitchesToContiguousAsRowsPerExpertGrow) {
 }
 
 TEST(WorkspaceChoice, BlockM) {
-  // E = 8, top_k = 2: M/4 rows per expert; the smallest BM in {8, 16, 32, 48, 64} with rows/BM < 0.9
-  // (every format), else 64 below 96 rows per expert and 128 from there.
+  // E = 8, top_k = 2: M/4 rows per expert; the smallest BM in {8, 16, 24, 32, 48, 64} with rows/BM < 0.9
+  // (24 for 4-bit codes only), else 64 below 96 rows per expert and 128 from there.
   const auto d = make_desc(WeightFormat::int4, ActFormat::none, Activation::silu, 256, 128, 8, 2);
   EXPECT_EQ(choose_block_m(d, 0), 8);
   EXPECT_EQ(choose_block_m(d, 1), 8);
   EXPECT_EQ(choose_block_m(d, 28), 8);    // 7 / 8 = 0.875
   EXPECT_EQ(choose_block_m(d, 29), 16);   // 7.25 / 8 = 0.906
   EXPECT_EQ(choose_block_m(d, 57), 16);   // 14.25 / 16 = 0.89
-  EXPECT_EQ(choose_block_m(d, 58), 32);   // 14.5 / 16 = 0.906
+  EXPECT_EQ(choose_block_m(d, 58), 24);   // 14.5 / 16 = 0.906
+  EXPECT_EQ(choose_block_m(d, 86), 24);   // 21.5 / 24 = 0.896
+  EXPECT_EQ(choose_block_m(d, 87), 32);   // 21.75 / 24 = 0.906
   EXPECT_EQ(choose_block_m(d, 115), 32);  // 28.75 / 32 = 0.898
   EXPECT_EQ(choose_block_m(d, 116), 48);
   EXPECT_EQ(choose_block_m(d, 172), 48);  // 43 / 48 = 0.896
@@ -458,6 +460,7 @@ TEST(WorkspaceChoice, BlockM) {
   EXPECT_EQ(choose_block_m(f8, 28), 8);
   EXPECT_EQ(choose_block_m(f8, 29), 16);
   EXPECT_EQ(choose_block_m(f8, 57), 16);
+  EXPECT_EQ(choose_block_m(f8, 58), 32);  // no 24-row blocks for 8-bit codes (not timed)
 }
 
 TEST(WorkspaceChoice, ValidShapeM) {

@@ -53,7 +53,7 @@ struct MoeGemmDirectShape {
   static constexpr int kSmemBytes = kReduceBytes + kBlockM * kOutRowBytes;  // the epilogue only
   static_assert(Cfg::kWarpsM == 1 && Cfg::kSplitK == 1 && !Cfg::kWgmma && !Cfg::kProducer,
                 "direct tiles: warps along N (and K groups) only, mma.sync, no split K, no producer");
-  static_assert(kBlockM == 8 || kBlockM == 16, "direct tiles: 8 or 16 tokens");
+  static_assert(kBlockM % 8 == 0 && kBlockM <= 32, "direct tiles: 8, 16, 24 or 32 tokens");
   static_assert(kBlockN % (16 * kWarpsN) == 0, "whole 16-channel tiles per warp");
   static_assert(kDepth == 2 || kDepth == 4 || kDepth == 6 || kDepth == 8, "an even ring depth of 2 to 8 K tiles");
   static_assert(!Cfg::kActE4m3 || (Cfg::kFormat == WeightFormatId::kFp8Channel && Cfg::kRowScales),
