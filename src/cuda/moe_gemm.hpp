@@ -40,7 +40,7 @@ struct GemmTile {
   // the warps_n = 8 consumer warps (two warpgroups), 64 or 128 tokens x 128 or 256 channels; with
   // mma.sync (up to 32 tokens, kernels/moe_gemm.cuh) one copy warp besides the compute warps.
   bool producer = false;
-  // Direct loads (`/r`, kernels/moe_gemm_direct.cuh): 8 or 16 tokens, warps along N (and K groups)
+  // Direct loads (`/r`, kernels/moe_gemm_direct.cuh): 8, 16, 24 or 32 tokens, warps along N (and K groups)
   // only; each lane loads its codes into a register ring of `stages` K tiles, no shared-memory ring.
   bool direct = false;
   int threads() const { return 32 * warps_m * warps_n * warps_k + (producer ? (wgmma ? 128 : 32) : 0); }

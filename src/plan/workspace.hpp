@@ -59,7 +59,7 @@ WorkspacePlan plan_workspaces(const ExpertsDesc& desc, const PlanShape& shape);
 int64_t valid_shape_m(const ExpertsDesc& desc, int64_t global_tokens);
 
 // Indexed-layout alignment: 8 below one expected row per expert (and, for 4-bit weight codes,
-// below 90% of 8 rows), else the smallest of {16, 32, 48, 64} that keeps the expected rows per
+// below 90% of 8 rows), else the smallest of {16, 24 (4-bit codes), 32, 48, 64} that keeps the expected rows per
 // expert under 90% of a block, else 64.
 int64_t choose_block_m(const ExpertsDesc& desc, int64_t num_tokens);
 // block_m in batch-invariant mode (Options::block_m may set another).

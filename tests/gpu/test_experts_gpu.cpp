@@ -142,12 +142,13 @@ TEST(ExpertsGpu, TuningTableTilesMatchOracle) {
 // Direct (/r) tiles of 24 and 32 token rows (three and four 8-row MMA columns per warp; 24-row
 // blocks are the indexed layout's only non-power-of-two alignment) as both GEMMs' tile: every weight
 // format, FP8 per-token activations (e4m3 MMAs on FP8 per-channel weights, the values path on
-// MXFP4), both code layouts, the three layouts, M that leaves blocks part full and one that fills
-// several blocks per expert.
+// MXFP4), both code layouts at each M, the three layouts, M that leaves blocks part full and one that
+// fills several blocks per expert; then the planner's own 24-row choice (no table) at M = 40 (tiny:
+// ~17 rows per expert).
 TEST(ExpertsGpu, DirectTilesOf24And32RowsMatchOracle) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
   int case_index = 0;
-  for (const char* text : {"24x128/1x4x1/2/r", "32x64/1x4x1/2/r"}) {
+  for (const char* text : {"24x128/1x4x1/4/r", "24x128/1x4x1/2/r", "32x64/1x4x1/2/r"}) {
     const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
     TuningTable t;
     t.entries = {{0, int64_t{1} << 30, tile.block_m, text, text}};
@@ -158,12 +159,20 @@ TEST(ExpertsGpu, DirectTilesOf24And32RowsMatchOracle) {
       for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
         for (int64_t m : {7, 129}) {
           io::VerifyCase c{layer(scheme, Activation::silu), layout, m, 1, static_cast<uint64_t>(m + 60)};
-          c.codes = case_index++ % 2 == 0 ? CodeLayout::prepared : CodeLayout::canonical;
+          c.codes = (case_index++ / 2) % 2 == 0 ? CodeLayout::prepared : CodeLayout::canonical;
           const io::VerifyResult r = io::verify_on_gpu(c, o);
           EXPECT_TRUE(r.passed) << text << " " << c.label() << ": rel " << r.error.rel_err << ", max "
                                 << r.error.max_err_fraction << (r.error.finite ? "" : ", non-finite");
         }
   }
+  for (const char* scheme : {"mxfp4", "int4-g128", "nvfp4"})
+    for (Layout layout : {Layout::indexed, Layout::masked})
+      for (CodeLayout codes : {CodeLayout::prepared, CodeLayout::canonical}) {
+        io::VerifyCase c{layer(scheme, Activation::silu), layout, 40, 1, 71};
+        c.codes = codes;
+        const io::VerifyResult r = io::verify_on_gpu(c);
+        EXPECT_TRUE(r.passed) << "planner " << c.label() << ": rel " << r.error.rel_err;
+      }
 }
 
 // FP8 per-token row scales on the tiles whose epilogue follows a reduction of partial sums: K groups

@@ -285,7 +285,7 @@ TEST(GemmTiles, LayerKernelsCoverEveryPlannerPick) {
     io::apply_scheme(scheme, d);
     std::set<std::string> sources;
     for (const jit::KernelSpec& spec : cuda::layer_kernel_specs(d)) sources.insert(spec.source);
-    for (int block_m : {8, 16, 32, 64, 128})
+    for (int block_m : {8, 16, 24, 32, 64, 128})
       for (int64_t rows : {int64_t{1}, cuda::kFewRoutedRows, cuda::kFewRoutedRows + 1, int64_t{100000}, cuda::kTileForAnyRows})
         for (int pick = 0; pick < 8; ++pick) {
           const cuda::GemmTile tile =

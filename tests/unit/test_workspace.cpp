@@ -191,7 +191,7 @@ TEST(WorkspaceShapes, GetThrowsForAbsentBuffer) {
 
 TEST(WorkspaceMetadata, IndexedCapacity) {
   const auto d = make_desc(WeightFormat::int4, ActFormat::none, Activation::silu, 256, 128, 7, 3);
-  for (int64_t bm : {16, 32, 48, 64}) {
+  for (int64_t bm : {16, 24, 32, 48, 64}) {
     for (int64_t M : {0, 1, 13, 100}) {
       const auto plan = plan_workspaces(d, standard(Layout::indexed, M, bm));
       const int64_t cap = ref::align_capacity(M * 3, 7, bm);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -155,10 +156,17 @@ int run_tune(const TuneArgs& a) {
     // masked (whose planner sizes by the routed rows, the masked one by E x T: close at a uniform
     // routing, not equal).
     const cuda::GemmTile planner_tiles[2] = {planner_gemm_tile(d, false, M), planner_gemm_tile(d, true, M)};
-    // The planner's block size and its neighbours: one block size serves both GEMMs.
+    // The planner's block size and its neighbours in the GPU's block sizes (24 is not a power of
+    // two, so not halving and doubling): one block size serves both GEMMs.
+    constexpr int64_t kBlocks[] = {8, 16, 24, 32, 64, 128};
+    std::vector<int64_t> blocks;
+    for (size_t i = 0; i < std::size(kBlocks); ++i)
+      if (kBlocks[i] == planner_block ||
+          (i + 1 < std::size(kBlocks) && kBlocks[i + 1] == planner_block) || (i > 0 && kBlocks[i - 1] == planner_block))
+        blocks.push_back(kBlocks[i]);
     int64_t best_block = 0;
     Timed best[2];
-    for (int64_t block : {planner_block / 2, planner_block, planner_block * 2}) {
+    for (int64_t block : blocks) {
       Timed at_block[2];
       for (const cuda::GemmTile& tile : candidates) {
         if (tile.block_m != block || !checker.passes(tile)) continue;
