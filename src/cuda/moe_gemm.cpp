@@ -377,8 +377,7 @@ int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w, GemmInput inp
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w) {
   std::vector<std::string> r;
   auto bad = [&](const std::string& what) { r.push_back("GEMM tile " + tile.to_string() + ": " + what); };
-  if (tile.block_m != 8 && tile.block_m != 16 && tile.block_m != 24 && tile.block_m != 32 && tile.block_m != 64 &&
-      tile.block_m != 128)
+  if (!plan::is_gpu_block_m(tile.block_m))
     bad(std::string("block_m must be ") + plan::kGpuBlockMs);
   else if (tile.block_m == 24 && !tile.direct)
     bad("24-row blocks run direct (/r) tiles only");
@@ -523,12 +522,12 @@ jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dty
 
 std::vector<GemmTile> planner_tiles(WeightFormat format) {
   std::vector<GemmTile> tiles;
-  for (int block_m : {8, 16, 24, 32, 64, 128})
+  for (int64_t block_m : plan::kGpuBlockSizes)
     for (int64_t rows : {kFewRoutedRows, kFewRoutedRows + 1, kTileForAnyRows})
       for (bool few_ctas : {false, true})
         for (bool alt_fewer_waves : {false, true})
           for (bool mx_pass_scales : {false, true}) {
-            const GemmTile t = gemm_tile_for(format, block_m, rows, few_ctas, alt_fewer_waves, mx_pass_scales);
+            const GemmTile t = gemm_tile_for(format, static_cast<int>(block_m), rows, few_ctas, alt_fewer_waves, mx_pass_scales);
             const bool seen =
                 std::any_of(tiles.begin(), tiles.end(), [&](const GemmTile& o) { return o.to_string() == t.to_string(); });
             if (!seen) tiles.push_back(t);

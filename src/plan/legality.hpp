@@ -14,9 +14,12 @@ std::vector<std::string> option_reasons(const ExpertsDesc& desc, const Options& 
 std::vector<std::string> cuda_reasons(const ExpertsDesc& desc, const Options& options);
 
 // The GEMM M blocks of the CUDA backend: 8, 16, 24, 32, 64 or 128 rows.
+inline constexpr int64_t kGpuBlockSizes[] = {8, 16, 24, 32, 64, 128};
 inline constexpr const char* kGpuBlockMs = "8, 16, 24, 32, 64 or 128";
 inline bool is_gpu_block_m(int64_t block_m) {
-  return block_m == 8 || block_m == 16 || block_m == 24 || block_m == 32 || block_m == 64 || block_m == 128;
+  for (int64_t b : kGpuBlockSizes)
+    if (b == block_m) return true;
+  return false;
 }
 
 // Throws moeq::Error listing every reason when desc/options cannot run.

@@ -16,6 +16,7 @@
 #include "io/presets.hpp"
 #include "io/verify.hpp"
 #include "moeq/error.hpp"
+#include "plan/legality.hpp"
 #include "plan/tuning.hpp"
 #include "plan/workspace.hpp"
 #include "tools/moeq/commands.hpp"
@@ -158,12 +159,11 @@ int run_tune(const TuneArgs& a) {
     const cuda::GemmTile planner_tiles[2] = {planner_gemm_tile(d, false, M), planner_gemm_tile(d, true, M)};
     // The planner's block size and its neighbours in the GPU's block sizes (24 is not a power of
     // two, so not halving and doubling): one block size serves both GEMMs.
-    constexpr int64_t kBlocks[] = {8, 16, 24, 32, 64, 128};
+    const auto& sizes = plan::kGpuBlockSizes;
+    const int64_t at = std::find(std::begin(sizes), std::end(sizes), planner_block) - std::begin(sizes);
     std::vector<int64_t> blocks;
-    for (size_t i = 0; i < std::size(kBlocks); ++i)
-      if (kBlocks[i] == planner_block ||
-          (i + 1 < std::size(kBlocks) && kBlocks[i + 1] == planner_block) || (i > 0 && kBlocks[i - 1] == planner_block))
-        blocks.push_back(kBlocks[i]);
+    for (int64_t i = std::max<int64_t>(at - 1, 0); i <= at + 1 && i < static_cast<int64_t>(std::size(sizes)); ++i)
+      blocks.push_back(sizes[i]);
     int64_t best_block = 0;
     Timed best[2];
     for (int64_t block : blocks) {
