@@ -143,3 +143,13 @@ ncu_step_times() {
       sed -n 3,10p | paste -sd' ')"
   done
 }
+
+# layer_once LABEL PRESET SCHEME M [FLAG...]: one `moeq bench --kernel layer` process (LAYER_TRIALS trials, 5) timing M twice (the first
+# layer a process times runs slow); LABEL, the layer, rc and both times appended to layer.txt.
+layer_once() {
+  local label="$1" preset="$2" scheme="$3" m="$4"
+  shift 4
+  timeout 60 "$build/moeq" bench --trials "${LAYER_TRIALS:-5}" --kernel layer --preset "$preset" --scheme "$scheme" -M "$m" "$m" "$@" \
+    >"$out/l.tmp" 2>&1
+  echo "$label $preset $scheme $m rc=$? $(grep -E '^layer  ' "$out/l.tmp" | awk '{print $5}' | paste -sd' ')" >>"$out/layer.txt"
+}

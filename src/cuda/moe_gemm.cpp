@@ -234,6 +234,10 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
   //   run the direct 16x128/1x4x1/2/r: gpt-oss-120b M = 256 GEMM1 415.6 us against 494.3 for
   //   16x128/1x4x1/4, GEMM2 216.9 against 260.8; INT4 keeps 16x128/1x4x1/4 (Qwen3 M = 256: 111.7 /
   //   66.6 against the direct tile's 126.7 / 77.5).
+  // - Session 26 (bench/results/2026-12-03-h200-block144.md, call 1): 144-row blocks (plan::choose_block_m,
+  //   near 128 or 256 rows per expert) run 144x256/1x8x1/4/p. gpt-oss-120b M = 4096 GEMM1 / GEMM2 1322 / 756 us
+  //   against 1603 / 867 for 128x256/1x8x1/4/p; Qwen3-30B-A3B M = 2048 MXFP4 237 / 155 against 298 / 186,
+  //   M = 4096 475 / 294 against 488 / 303 (INT4 448 / 289 against 474 / 305). 144x128 tiles: 40-50% slower.
   const bool four_bit = dtype_bits(weight_format_code_dtype(format)) == 4;
   const bool int4 = format == WeightFormat::int4;
   const char* text;
@@ -265,8 +269,10 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
     text = four_bit ? "32x128/1x8x1/4/o3" : "32x128/1x8x1/4";
   } else if (block_m <= 64) {
     text = "64x256/1x8x1/8/p";
-  } else {
+  } else if (block_m <= 128) {
     text = "128x256/1x8x1/4/p";
+  } else {
+    text = "144x256/1x8x1/4/p";
   }
   return parse_gemm_tile(text);
 }
@@ -331,6 +337,10 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            "24x128/1x4x1/4/r", "24x128/1x4x1/2/r", "24x64/1x4x1/2/r", "24x128/1x8x1/2/r", "32x64/1x4x1/2/r",
                            "32x128/1x4x1/2/r",
                            "16x64/1x4x1/2/r",
+                           // 144 token rows (session 26: ~128 or ~256 rows per expert, M = 4096 on gpt-oss-120b
+                           // and Qwen3), and the mma.sync tile they run as without wgmma (mma_sync_tile_of)
+                           "144x256/1x8x1/4/p", "144x256/1x8x1/3/p", "144x128/1x8x1/4/p",
+                           "144x128/2x4x1/4",
                            // 64 channels per warp, MXFP4's alternative many-rows tile (GEMM v19)
                            "8x256/1x4x1/2/r"})
     tiles.push_back(parse_gemm_tile(text));
@@ -381,6 +391,9 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
     bad(std::string("block_m must be ") + plan::kGpuBlockMs);
   else if (tile.block_m == 24 && !tile.direct)
     bad("24-row blocks run direct (/r) tiles only");
+  else if (tile.block_m == 144 && !(tile.producer && tile.wgmma) && (tile.direct || tile.producer || tile.wgmma))
+    bad("144-row blocks run warp-specialized wgmma (/p) tiles, or mma.sync ones without /p, /r or /w (where the "
+        "device has no wgmma)");
   if (tile.block_n != 32 && tile.block_n != 64 && tile.block_n != 128 && tile.block_n != 256)
     bad("block_n must be 32, 64, 128 or 256");
   if (tile.warps_m < 1 || tile.warps_n < 1 || tile.warps_k < 1 || tile.threads() > 512) {
@@ -413,10 +426,10 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
     if (tile.block_m > 32 || tile.warps_m != 1 || tile.warps_k != 1 || tile.split_k != 1 || tile.stages > 8)
       bad("warp-specialized mma.sync (/p) tiles have up to 32 tokens, warps 1xNx1, at most 8 stages and no split K");
   } else if (tile.producer) {
-    if ((tile.block_m != 64 && tile.block_m != 128) || (tile.block_n != 128 && tile.block_n != 256) ||
-        tile.warps_m != 1 || tile.warps_n != 8 || tile.warps_k != 1 || tile.split_k != 1 || tile.min_ctas != 0 ||
-        tile.stages < 3 || tile.stages > 8)
-      bad("warp-specialized (/p) tiles are (64 or 128) x (128 or 256) with consumer warps 1x8x1, 3 to 8 stages, "
+    if ((tile.block_m != 64 && tile.block_m != 128 && tile.block_m != 144) ||
+        (tile.block_n != 128 && tile.block_n != 256) || tile.warps_m != 1 || tile.warps_n != 8 || tile.warps_k != 1 ||
+        tile.split_k != 1 || tile.min_ctas != 0 || tile.stages < 3 || tile.stages > 8)
+      bad("warp-specialized (/p) tiles are (64, 128 or 144) x (128 or 256) with consumer warps 1x8x1, 3 to 8 stages, "
           "no split K and no /o");
   } else if (tile.wgmma && (tile.block_m != 64 || tile.warps_m != 1 || tile.warps_n != 4 || tile.warps_k != 1 ||
                             tile.split_k != 1 || tile.block_n % 64 != 0)) {
@@ -452,7 +465,7 @@ bool gemm_takes_e4m3(const WeightDesc& w, const GemmTile& tile, int sm, bool pre
   // beside their accumulators, and with 256 channels the copy warps' 16 code copies per K tile
   // spilled (ptxas: 52-60 bytes at 64 x 256).
   // NOTE: the e4m3 ring holds twice the codes per stage; a 16-bit tile's legality does not imply it fits.
-  return tile.producer && tile.wgmma && tile.block_n == 128 && w.k % 128 == 0 && w.k <= 32768 &&
+  return tile.producer && tile.wgmma && tile.block_n == 128 && tile.block_m != 144 && w.k % 128 == 0 && w.k <= 32768 &&
          gemm_smem_bytes(tile, w, GemmInput::row_scaled_e4m3) + gemm_static_smem_bytes(tile) <= 227 * 1024;
 }
 
@@ -461,7 +474,7 @@ namespace {
 // What gemm_takes_e4m3 admits, for the errors that name a refused config.
 constexpr const char* kE4m3Rule =
     "e4m3 activations need FP8 per-channel weights on a direct tile (sm_89+) or canonical MXFP4 codes on a "
-    "warp-specialized tile of 128 channels (sm_90+, K % 128 == 0, its ring within 227 KB)";
+    "warp-specialized tile of 64 or 128 tokens and 128 channels (sm_90+, K % 128 == 0, its ring within 227 KB)";
 
 }  // namespace
 

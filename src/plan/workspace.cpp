@@ -1,6 +1,7 @@
 #include "plan/workspace.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "moeq/error.hpp"
@@ -186,7 +187,29 @@ int64_t choose_block_m(const ExpertsDesc& d, int64_t num_tokens) {
   // at 64 where the device has no wgmma, cuda::gemm_block_m) from 96 rows per expert. H200, Qwen3:
   // at 64 rows (M = 1024) GEMM1 ties and GEMM2 is 18% slower with them (160 us against 135); at
   // 256 rows (M = 4096) GEMM1 INT4 takes 488 us against 590, GEMM2 311 against 390.
-  return rows_per_expert >= 96.0 ? 128 : 64;
+  if (rows_per_expert < 96.0) return 64;
+  // PERF: 144-row blocks where they pad less: near 128 or 256 rows per expert half the experts
+  // spill into one more 128-row block, while 144 x 1 or 2 holds ~92% / ~98% of them. A block's
+  // fixed cost (row tables, ring fill, epilogue: ~6 us of a ~40 us 128 x 256 CTA at Qwen3 M = 4096,
+  // docs/perf-notes.md, session 24) counts as kBlockOverheadRows.
+  constexpr double kBlockOverheadRows = 20.0;
+  return expected_block_rows(rows_per_expert, 144, kBlockOverheadRows) <
+                 expected_block_rows(rows_per_expert, 128, kBlockOverheadRows)
+             ? 144
+             : 128;
+}
+
+double expected_block_rows(double mean_rows, int64_t block_m, double overhead_rows) {
+  // E[ceil(X / b)] = sum over j >= 0 of P(X > j b).
+  const double sigma = std::sqrt(std::max(mean_rows, 1.0));
+  double blocks = 0.0;
+  for (int64_t j = 0;; ++j) {
+    const double z = (static_cast<double>(j * block_m) - mean_rows) / sigma;
+    const double above = 0.5 * std::erfc(z / std::sqrt(2.0));
+    if (above < 1e-9) break;
+    blocks += above;
+  }
+  return blocks * (static_cast<double>(block_m) + overhead_rows);
 }
 
 Layout choose_layout(const ExpertsDesc& d, Layout requested, int64_t num_tokens, bool batched) {

@@ -58,10 +58,14 @@ WorkspacePlan plan_workspaces(const ExpertsDesc& desc, const PlanShape& shape);
 // ceil(global_tokens * top_k * E / E_g).
 int64_t valid_shape_m(const ExpertsDesc& desc, int64_t global_tokens);
 
-// Indexed-layout alignment: 8 below one expected row per expert (and, for 4-bit weight codes,
-// below 90% of 8 rows), else the smallest of {16, 24 (4-bit codes), 32, 48, 64} that keeps the expected rows per
-// expert under 90% of a block, else 64.
+// The GEMMs' M block (and the indexed layout's alignment): 8 below 90% of 8 expected rows per
+// expert, else the smallest of {16, 24 (4-bit codes), 32, 48, 64} that keeps the expected rows per
+// expert under 90% of a block; from 96 rows per expert 128 or 144, whichever pads the experts
+// less (expected_block_rows), else 64.
 int64_t choose_block_m(const ExpertsDesc& desc, int64_t num_tokens);
+// The rows an expert's blocks of `block_m` span, plus `overhead_rows` per block, expected when its
+// routed rows are Normal(mean, sqrt(mean)) (uniform routing of many tokens).
+double expected_block_rows(double mean_rows, int64_t block_m, double overhead_rows);
 // block_m in batch-invariant mode (Options::block_m may set another).
 constexpr int64_t kBatchInvariantBlockM = 16;
 

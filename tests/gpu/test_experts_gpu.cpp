@@ -17,6 +17,7 @@
 #include "io/presets.hpp"
 #include "io/problem.hpp"
 #include "io/verify.hpp"
+#include "plan/workspace.hpp"
 
 namespace moeq {
 namespace {
@@ -173,6 +174,41 @@ TEST(ExpertsGpu, DirectTilesOf24And32RowsMatchOracle) {
         const io::VerifyResult r = io::verify_on_gpu(c);
         EXPECT_TRUE(r.passed) << "planner " << c.label() << ": rel " << r.error.rel_err;
       }
+}
+
+// 144-row blocks (the warp-specialized wgmma tile with 144 token columns: 18 token rows per copy
+// thread, a last permute pass of 16 rows): 256 and 128 channels as both GEMMs' tile, 4-bit, 8-bit
+// and FP8 per-token inputs, the three layouts, M = 7 (one part block), 129 (~55 rows per expert)
+// and 400 (~171: a whole block and a part one), both code layouts; then the planner's own 144-row
+// choice (M = 300: ~129 rows per expert, plan::choose_block_m).
+TEST(ExpertsGpu, WarpSpecializedTilesOf144RowsMatchOracle) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  if (cuda::device_sm() < 90) GTEST_SKIP() << "no wgmma on sm_" << cuda::device_sm();
+  int case_index = 0;
+  for (const char* text : {"144x256/1x8x1/4/p", "144x128/1x8x1/4/p"}) {
+    TuningTable t;
+    t.entries = {{0, int64_t{1} << 30, 144, text, text}};
+    Options o;
+    o.tuning = t;
+    for (const char* scheme : {"mxfp4", "nvfp4", "mxfp8", "fp8-block", "fp8-channel", "int4-g128", "int4-g32-zp",
+                               "int8-ch", "mxfp4:f16", "mxfp4:fp8-token"})
+      for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
+        for (int64_t m : {7, 129, 400}) {
+          io::VerifyCase c{layer(scheme, Activation::silu), layout, m, 1, static_cast<uint64_t>(m + 90)};
+          c.codes = case_index++ % 2 == 0 ? CodeLayout::prepared : CodeLayout::canonical;
+          const io::VerifyResult r = io::verify_on_gpu(c, o);
+          EXPECT_TRUE(r.passed) << text << " " << c.label() << ": rel " << r.error.rel_err << ", max "
+                                << r.error.max_err_fraction << (r.error.finite ? "" : ", non-finite");
+        }
+  }
+  for (const char* scheme : {"mxfp4", "int4-g128"}) {
+    ASSERT_EQ(plan::choose_block_m(layer(scheme, Activation::silu), 300), 144) << scheme;
+    for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked}) {
+      io::VerifyCase c{layer(scheme, Activation::silu), layout, 300, 1, 73};
+      const io::VerifyResult r = io::verify_on_gpu(c);
+      EXPECT_TRUE(r.passed) << "planner " << c.label() << ": rel " << r.error.rel_err;
+    }
+  }
 }
 
 // FP8 per-token row scales on the tiles whose epilogue follows a reduction of partial sums: K groups

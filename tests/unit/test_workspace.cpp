@@ -437,7 +437,7 @@ TEST(WorkspaceChoice, AutoSwitchesToContiguousAsRowsPerExpertGrow) {
 
 TEST(WorkspaceChoice, BlockM) {
   // E = 8, top_k = 2: M/4 rows per expert; the smallest BM in {8, 16, 24, 32, 48, 64} with rows/BM < 0.9
-  // (24 for 4-bit codes only), else 64 below 96 rows per expert and 128 from there.
+  // (24 for 4-bit codes only), else 64 below 96 rows per expert and 128 or 144 from there.
   const auto d = make_desc(WeightFormat::int4, ActFormat::none, Activation::silu, 256, 128, 8, 2);
   EXPECT_EQ(choose_block_m(d, 0), 8);
   EXPECT_EQ(choose_block_m(d, 1), 8);
@@ -453,7 +453,11 @@ TEST(WorkspaceChoice, BlockM) {
   EXPECT_EQ(choose_block_m(d, 173), 64);
   EXPECT_EQ(choose_block_m(d, 383), 64);     // 95.75 rows per expert
   EXPECT_EQ(choose_block_m(d, 384), 128);    // 96: the 128-row (warp-specialized wgmma) blocks
-  EXPECT_EQ(choose_block_m(d, 100000), 128);
+  // From there 128 or 144, whichever pads the experts less (rows ~ Normal(mean, sqrt(mean))).
+  EXPECT_EQ(choose_block_m(d, 512), 144);  // 128 rows: half the experts would take two 128-row blocks
+  EXPECT_EQ(choose_block_m(d, 768), 128);  // 192: two blocks of 128 hold nearly every expert
+  EXPECT_EQ(choose_block_m(d, 1024), 144);  // 256: two of 144
+  EXPECT_EQ(choose_block_m(d, 100000), 144);
   // 8-bit codes alike (GEMM v13's direct-load tiles).
   const auto f8 = make_desc(WeightFormat::fp8_block, ActFormat::none, Activation::silu, 256, 128, 8, 2);
   EXPECT_EQ(choose_block_m(f8, 8), 8);    // 2 rows per expert
@@ -461,6 +465,15 @@ TEST(WorkspaceChoice, BlockM) {
   EXPECT_EQ(choose_block_m(f8, 29), 16);
   EXPECT_EQ(choose_block_m(f8, 57), 16);
   EXPECT_EQ(choose_block_m(f8, 58), 32);  // no 24-row blocks for 8-bit codes (not timed)
+}
+
+TEST(WorkspaceChoice, ExpectedBlockRows) {
+  // Far from a block boundary an expert takes ceil(mean / b) blocks; on one, half take one more.
+  EXPECT_NEAR(expected_block_rows(60.0, 128, 0.0), 128.0, 1e-6);
+  EXPECT_NEAR(expected_block_rows(128.0, 128, 0.0), 1.5 * 128.0, 1e-6);
+  EXPECT_NEAR(expected_block_rows(256.0, 128, 20.0), 2.5 * 148.0, 0.1);
+  EXPECT_NEAR(expected_block_rows(500.0, 144, 10.0), 4.0 * 154.0, 0.5);
+  EXPECT_NEAR(expected_block_rows(0.0, 64, 0.0), 0.5 * 64.0, 0.5);  // sigma 1: P(X > 0) = 1/2
 }
 
 TEST(WorkspaceChoice, ValidShapeM) {

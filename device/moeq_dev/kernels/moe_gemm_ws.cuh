@@ -86,7 +86,11 @@ struct MoeGemmWsShape {
   static_assert(!Cfg::kActE4m3 || (Cfg::kFormat == WeightFormatId::kMxfp4 && !Cfg::kPreparedCodes && Cfg::kRowScales &&
                                    kBlockN == 128),
                 "e4m3 activations on producer tiles: canonical MXFP4 codes, row scales, 128 channels");
-  static_assert(kBlockM == 64 || kBlockM == 128, "producer tiles: 64 or 128 tokens (the wgmma N)");
+  // PERF: 144 tokens: rows per expert near 128 or 256 (gpt-oss-120b and Qwen3-30B-A3B at M = 4096)
+  // fill one or two 144-row blocks where 128-row ones pad about half the experts to a block more
+  // (plan::choose_block_m).
+  static_assert(kBlockM == 64 || kBlockM == 128 || kBlockM == 144, "producer tiles: 64, 128 or 144 tokens (the wgmma N)");
+  static_assert(!Cfg::kActE4m3 || kBlockM != 144, "e4m3 activations on producer tiles: 64 or 128 tokens");
   static_assert(kBlockN == 128 || kBlockN == 256, "producer tiles: 128 or 256 channels");
   static_assert(kStages >= 3 && kStages <= 8, "producer tiles: 3 to 8 stages");
 };
@@ -165,7 +169,8 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       // across the K loop spilled (ptxas -v), so they live in shared memory (row_ptr).
       const int chunk = tid % 8;
       constexpr int kRowsPerPass = kCopyThreads / 8, kTokenChunks = BM / kRowsPerPass;
-      static_assert(kRowsPerPass % 8 == 0 && kTokenChunks % 4 == 0, "a copy thread's rows share r % 8 (its swizzle)");
+      static_assert(kRowsPerPass % 8 == 0, "a copy thread's rows share r % 8 (its swizzle)");
+      static_assert(kTokenChunks % 2 == 0, "row pointers read in pairs (16-byte shared loads)");
       constexpr int kCodeChunks = S::kBulkCodes ? 0 : S::kCodeBytes / 16 / kCopyThreads;
       constexpr int kChunksPerUnit = Cfg::kPreparedCodes ? S::kPreparedBlockBytes / 16 : S::kCodeRowBytes / 16;
       static_assert(kCopyThreads % kChunksPerUnit == 0, "whole blocks or rows per pass of the copy threads");
@@ -221,15 +226,18 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
         const unsigned token_dst = base + (tid / 8) * 128 + ((chunk ^ ((tid / 8) % 8)) * 16);
         // PERF: 4 row pointers loaded before their 4 copies: one shared-load latency per 4 copies
         // (one per copy, GEMM v7 run 4: the copy warps issued at 0.14 IPC on short-scoreboard stalls).
+        // (A 144-row block ends on one pair: 18 rows per copy thread.)
 #pragma unroll
         for (int jb = 0; jb < kTokenChunks; jb += 4) {
-          const uint4 two_a = lds_128(row_ptr_base + jb * 8), two_b = lds_128(row_ptr_base + jb * 8 + 16);
+          const int pairs = jb + 4 <= kTokenChunks ? 2 : 1;
+          const uint4 two_a = lds_128(row_ptr_base + jb * 8);
+          const uint4 two_b = pairs == 2 ? lds_128(row_ptr_base + jb * 8 + 16) : make_uint4(0, 0, 0, 0);
           const unsigned long long ptrs[4] = {two_a.x | static_cast<unsigned long long>(two_a.y) << 32,
                                               two_a.z | static_cast<unsigned long long>(two_a.w) << 32,
                                               two_b.x | static_cast<unsigned long long>(two_b.y) << 32,
                                               two_b.z | static_cast<unsigned long long>(two_b.w) << 32};
 #pragma unroll
-          for (int u = 0; u < 4; ++u)
+          for (int u = 0; u < 2 * pairs; ++u)
             cp_async_16(token_dst + (jb + u) * kRowsPerPass * 128,
                         reinterpret_cast<const unsigned short*>(ptrs[u]) + k, k_valid);
         }
@@ -251,8 +259,9 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       // from tile to tile computed once: the thread's rows are ptid + 64 i, all with r % 8 = x.
       // PERF: permute_token_tile's per-tile address arithmetic (and spills at 56 registers) cost
       // 165 instructions per tile and warp (ncu, GEMM v7 run 2); this is ~45.
-      constexpr int kPermuteThreads = 128 - kCopyThreads, kRowPasses = BM / kPermuteThreads;
-      static_assert(kPermuteThreads == 64 && BM % 64 == 0, "64 permute threads, whole row passes");
+      // A 144-row block's last pass has 16 rows: the first half of the first permute warp.
+      constexpr int kPermuteThreads = 128 - kCopyThreads, kRowPasses = (BM + kPermuteThreads - 1) / kPermuteThreads;
+      static_assert(kPermuteThreads == 64 && BM % 16 == 0, "64 permute threads, rows in whole quarter warps");
       const int ptid = tid - kCopyThreads, x = ptid % 8;
       unsigned read_offset[2][4];  // step pair sp, thread chunk tt: chunk 2 tt + sp of row ptid
 #pragma unroll
@@ -271,6 +280,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
 #pragma unroll
           for (int pass = 0; pass < kRowPasses; ++pass) {
             // Row ptid + 64 pass: 64 rows = 8 KB of staging and 8 token groups = 8 KB permuted further.
+            if (BM % kPermuteThreads != 0 && pass == kRowPasses - 1 && ptid >= BM % kPermuteThreads) continue;
             unsigned read[4];
 #pragma unroll
             for (int tt = 0; tt < 4; ++tt) read[tt] = base + read_offset[sp][tt] + pass * 8192;
