@@ -238,6 +238,9 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
   //   near 128 or 256 rows per expert) run 144x256/1x8x1/4/p. gpt-oss-120b M = 4096 GEMM1 / GEMM2 1322 / 756 us
   //   against 1603 / 867 for 128x256/1x8x1/4/p; Qwen3-30B-A3B M = 2048 MXFP4 237 / 155 against 298 / 186,
   //   M = 4096 475 / 294 against 488 / 303 (INT4 448 / 289 against 474 / 305). 144x128 tiles: 40-50% slower.
+  //   80- and 96-row blocks (near 64 rows per expert) run 80x256/1x8x1/6/p and 96x256/1x8x1/6/p (call 5):
+  //   gpt-oss-120b M = 2048 893 / 499 us against 1159 / 618 (64x256/1x8x1/8/p), Qwen3 M = 1024 167 / 110
+  //   against 219 / 132; the 4-stage rings within 1-4%, 96 rows 5-7% behind 80 there.
   const bool four_bit = dtype_bits(weight_format_code_dtype(format)) == 4;
   const bool int4 = format == WeightFormat::int4;
   const char* text;
@@ -269,6 +272,10 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
     text = four_bit ? "32x128/1x8x1/4/o3" : "32x128/1x8x1/4";
   } else if (block_m <= 64) {
     text = "64x256/1x8x1/8/p";
+  } else if (block_m <= 80) {
+    text = "80x256/1x8x1/6/p";
+  } else if (block_m <= 96) {
+    text = "96x256/1x8x1/6/p";
   } else if (block_m <= 128) {
     text = "128x256/1x8x1/4/p";
   } else {
@@ -341,6 +348,8 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            // and Qwen3), and the mma.sync tile they run as without wgmma (mma_sync_tile_of)
                            "144x256/1x8x1/4/p", "144x256/1x8x1/3/p", "144x128/1x8x1/4/p",
                            "144x128/2x4x1/4",
+                           // 80 and 96 token rows (session 26: ~64 rows per expert, gpt-oss-120b M = 2048, Qwen3 M = 1024)
+                           "80x256/1x8x1/6/p", "80x256/1x8x1/4/p", "96x256/1x8x1/6/p", "96x256/1x8x1/4/p",
                            // 64 channels per warp, MXFP4's alternative many-rows tile (GEMM v19)
                            "8x256/1x4x1/2/r"})
     tiles.push_back(parse_gemm_tile(text));
@@ -391,9 +400,10 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
     bad(std::string("block_m must be ") + plan::kGpuBlockMs);
   else if (tile.block_m == 24 && !tile.direct)
     bad("24-row blocks run direct (/r) tiles only");
-  else if (tile.block_m == 144 && !(tile.producer && tile.wgmma) && (tile.direct || tile.producer || tile.wgmma))
-    bad("144-row blocks run warp-specialized wgmma (/p) tiles, or mma.sync ones without /p, /r or /w (where the "
-        "device has no wgmma)");
+  else if ((tile.block_m == 80 || tile.block_m == 96 || tile.block_m == 144) && !(tile.producer && tile.wgmma) &&
+           (tile.direct || tile.producer || tile.wgmma))
+    bad("80-, 96- and 144-row blocks run warp-specialized wgmma (/p) tiles, or mma.sync ones without /p, /r or /w "
+        "(where the device has no wgmma)");
   if (tile.block_n != 32 && tile.block_n != 64 && tile.block_n != 128 && tile.block_n != 256)
     bad("block_n must be 32, 64, 128 or 256");
   if (tile.warps_m < 1 || tile.warps_n < 1 || tile.warps_k < 1 || tile.threads() > 512) {
@@ -426,11 +436,11 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
     if (tile.block_m > 32 || tile.warps_m != 1 || tile.warps_k != 1 || tile.split_k != 1 || tile.stages > 8)
       bad("warp-specialized mma.sync (/p) tiles have up to 32 tokens, warps 1xNx1, at most 8 stages and no split K");
   } else if (tile.producer) {
-    if ((tile.block_m != 64 && tile.block_m != 128 && tile.block_m != 144) ||
+    if ((tile.block_m != 64 && tile.block_m != 80 && tile.block_m != 96 && tile.block_m != 128 && tile.block_m != 144) ||
         (tile.block_n != 128 && tile.block_n != 256) || tile.warps_m != 1 || tile.warps_n != 8 || tile.warps_k != 1 ||
         tile.split_k != 1 || tile.min_ctas != 0 || tile.stages < 3 || tile.stages > 8)
-      bad("warp-specialized (/p) tiles are (64, 128 or 144) x (128 or 256) with consumer warps 1x8x1, 3 to 8 stages, "
-          "no split K and no /o");
+      bad("warp-specialized (/p) tiles are (64, 80, 96, 128 or 144) x (128 or 256) with consumer warps 1x8x1, 3 to 8 "
+          "stages, no split K and no /o");
   } else if (tile.wgmma && (tile.block_m != 64 || tile.warps_m != 1 || tile.warps_n != 4 || tile.warps_k != 1 ||
                             tile.split_k != 1 || tile.block_n % 64 != 0)) {
     bad("wgmma tiles are 64 x (64, 128 or 256) with warps 1x4x1 and no split K");
@@ -465,7 +475,8 @@ bool gemm_takes_e4m3(const WeightDesc& w, const GemmTile& tile, int sm, bool pre
   // beside their accumulators, and with 256 channels the copy warps' 16 code copies per K tile
   // spilled (ptxas: 52-60 bytes at 64 x 256).
   // NOTE: the e4m3 ring holds twice the codes per stage; a 16-bit tile's legality does not imply it fits.
-  return tile.producer && tile.wgmma && tile.block_n == 128 && tile.block_m != 144 && w.k % 128 == 0 && w.k <= 32768 &&
+  return tile.producer && tile.wgmma && tile.block_n == 128 && (tile.block_m == 64 || tile.block_m == 128) &&
+         w.k % 128 == 0 && w.k <= 32768 &&
          gemm_smem_bytes(tile, w, GemmInput::row_scaled_e4m3) + gemm_static_smem_bytes(tile) <= 227 * 1024;
 }
 

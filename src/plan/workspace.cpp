@@ -183,20 +183,22 @@ int64_t choose_block_m(const ExpertsDesc& d, int64_t num_tokens) {
   const bool four_bit = dtype_bits(weight_format_code_dtype(d.weight_format)) == 4;
   for (int64_t bm : {16, 24, 32, 48, 64})
     if ((bm != 24 || four_bit) && rows_per_expert / static_cast<double>(bm) < 0.9) return bm;
-  // PERF: 128-row blocks (the warp-specialized wgmma tiles of GEMM v7; the CUDA backend caps them
-  // at 64 where the device has no wgmma, cuda::gemm_block_m) from 96 rows per expert. H200, Qwen3:
-  // at 64 rows (M = 1024) GEMM1 ties and GEMM2 is 18% slower with them (160 us against 135); at
-  // 256 rows (M = 4096) GEMM1 INT4 takes 488 us against 590, GEMM2 311 against 390.
-  if (rows_per_expert < 96.0) return 64;
-  // PERF: 144-row blocks where they pad less: near 128 or 256 rows per expert half the experts
-  // spill into one more 128-row block, while 144 x 1 or 2 holds ~92% / ~98% of them. A block's
-  // fixed cost (row tables, ring fill, epilogue: ~6 us of a ~40 us 128 x 256 CTA at Qwen3 M = 4096,
-  // docs/perf-notes.md, session 24) counts as kBlockOverheadRows.
+  // PERF: from 90% of 64 rows per expert the warp-specialized wgmma blocks (GEMM v7; the CUDA backend caps
+  // them at 64 where the device has no wgmma, cuda::gemm_block_m) of 64, 80, 96, 128 or 144 rows, whichever
+  // gives the fewest expected rows per expert; a block's fixed cost (row tables, ring fill, epilogue: ~6 us
+  // of a ~40 us 128 x 256 CTA at Qwen3 M = 4096, docs/perf-notes.md, session 24) counts as kBlockOverheadRows.
+  // H200, Qwen3: at 64 rows per expert (M = 1024) 128-row blocks tied GEMM1 and lost GEMM2 by 18% (160 us
+  // against 135); at 256 (M = 4096) GEMM1 INT4 took 488 us against 590 for 64 rows, GEMM2 311 against 390
+  // (GEMM v7). 144 rows near 128 or 256 per expert, where half the experts would spill into one more
+  // 128-row block (session 26: gpt-oss-120b M = 4096 GEMMs -18% / -13%, bench/results/2026-12-03-h200-block144.md);
+  // 80 and 96 near 64 the same way (the same file).
   constexpr double kBlockOverheadRows = 20.0;
-  return expected_block_rows(rows_per_expert, 144, kBlockOverheadRows) <
-                 expected_block_rows(rows_per_expert, 128, kBlockOverheadRows)
-             ? 144
-             : 128;
+  int64_t best = 64;
+  for (int64_t bm : {80, 96, 128, 144})
+    if (expected_block_rows(rows_per_expert, bm, kBlockOverheadRows) <
+        expected_block_rows(rows_per_expert, best, kBlockOverheadRows))
+      best = bm;
+  return best;
 }
 
 double expected_block_rows(double mean_rows, int64_t block_m, double overhead_rows) {

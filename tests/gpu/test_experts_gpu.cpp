@@ -176,18 +176,19 @@ TEST(ExpertsGpu, DirectTilesOf24And32RowsMatchOracle) {
       }
 }
 
-// 144-row blocks (the warp-specialized wgmma tile with 144 token columns: 18 token rows per copy
-// thread, a last permute pass of 16 rows): 256 and 128 channels as both GEMMs' tile, 4-bit, 8-bit
-// and FP8 per-token inputs, the three layouts, M = 7 (one part block), 129 (~55 rows per expert)
-// and 400 (~171: a whole block and a part one), both code layouts; then the planner's own 144-row
-// choice (M = 300: ~129 rows per expert, plan::choose_block_m).
-TEST(ExpertsGpu, WarpSpecializedTilesOf144RowsMatchOracle) {
+// 80-, 96- and 144-row blocks (the warp-specialized wgmma tile with 80, 96 or 144 token columns: 10, 12
+// or 18 token rows per copy thread, a last permute pass of 16, 32 or 16 rows): 256 channels (144: also
+// 128) as both GEMMs' tile, 4-bit, 8-bit and FP8 per-token inputs, the three layouts, M = 7 (one part
+// block), 129 (~55 rows per expert) and 400 (~171: whole blocks and a part one), both code layouts; then
+// the planner's own 80- and 144-row choices (M = 150 and 300: ~64 and ~129 rows per expert).
+TEST(ExpertsGpu, WarpSpecializedTilesOf80To144RowsMatchOracle) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
   if (cuda::device_sm() < 90) GTEST_SKIP() << "no wgmma on sm_" << cuda::device_sm();
   int case_index = 0;
-  for (const char* text : {"144x256/1x8x1/4/p", "144x128/1x8x1/4/p"}) {
+  for (const char* text : {"144x256/1x8x1/4/p", "144x128/1x8x1/4/p", "80x256/1x8x1/6/p", "96x256/1x8x1/6/p"}) {
+    const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
     TuningTable t;
-    t.entries = {{0, int64_t{1} << 30, 144, text, text}};
+    t.entries = {{0, int64_t{1} << 30, tile.block_m, text, text}};
     Options o;
     o.tuning = t;
     for (const char* scheme : {"mxfp4", "nvfp4", "mxfp8", "fp8-block", "fp8-channel", "int4-g128", "int4-g32-zp",
@@ -201,14 +202,15 @@ TEST(ExpertsGpu, WarpSpecializedTilesOf144RowsMatchOracle) {
                                 << r.error.max_err_fraction << (r.error.finite ? "" : ", non-finite");
         }
   }
-  for (const char* scheme : {"mxfp4", "int4-g128"}) {
-    ASSERT_EQ(plan::choose_block_m(layer(scheme, Activation::silu), 300), 144) << scheme;
-    for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked}) {
-      io::VerifyCase c{layer(scheme, Activation::silu), layout, 300, 1, 73};
-      const io::VerifyResult r = io::verify_on_gpu(c);
-      EXPECT_TRUE(r.passed) << "planner " << c.label() << ": rel " << r.error.rel_err;
+  for (const auto& [m, block] : {std::pair<int64_t, int64_t>{150, 80}, {300, 144}})
+    for (const char* scheme : {"mxfp4", "int4-g128"}) {
+      ASSERT_EQ(plan::choose_block_m(layer(scheme, Activation::silu), m), block) << scheme << " M=" << m;
+      for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked}) {
+        io::VerifyCase c{layer(scheme, Activation::silu), layout, m, 1, static_cast<uint64_t>(73 + m)};
+        const io::VerifyResult r = io::verify_on_gpu(c);
+        EXPECT_TRUE(r.passed) << "planner " << c.label() << ": rel " << r.error.rel_err;
+      }
     }
-  }
 }
 
 // FP8 per-token row scales on the tiles whose epilogue follows a reduction of partial sums: K groups

@@ -298,10 +298,11 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
                                   text == "128x256/1x8x1/4/p" || text == "8x128/1x4x1/2/r" || text == "8x64/1x2x2/2/r" ||
                                   text == "8x32/1x1x4/2/r" || text == "8x128/1x4x1/4/o4/r" ||
                                   text == "8x32/1x1x4/4/o4/r" || text == "144x256/1x8x1/4/p" ||
-                                  text == "144x128/2x4x1/4";
+                                  text == "144x128/2x4x1/4" || text == "80x256/1x8x1/6/p" ||
+                                  text == "96x256/1x8x1/6/p";
       if (!plan.all_tiles && !few_tiles_tile && !selected) continue;
-      // M = 250: ~190 rows per expert, a whole 128- or 144-row block and a part one.
-      for (int64_t M : {int64_t{1}, int64_t{45}, int64_t{tile.block_m >= 128 ? 250 : 0}}) {
+      // M = 250: ~190 rows per expert, whole blocks of 80 to 144 rows and a part one.
+      for (int64_t M : {int64_t{1}, int64_t{45}, int64_t{tile.block_m >= 80 ? 250 : 0}}) {
         if (M == 0) continue;
         std::vector<uint16_t> canonical_out, prepared_out;
         const std::mt19937 inputs(rng());  // the same routing and activations for both layouts

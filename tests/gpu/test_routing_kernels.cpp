@@ -188,7 +188,7 @@ TEST(RoutingGpu, AlignMatchesReference) {
   SKIP_WITHOUT_GPU();
   cu::Stream stream;
   for (const Routing& r : sweep_and_threshold())
-    for (const int64_t block_m : {16, 24, 64, 128, 144})
+    for (const int64_t block_m : {16, 24, 64, 80, 96, 128, 144})
       for (const cu::RoutingPath path : kPaths) check_align(r, block_m, stream.get(), path);
 }
 

@@ -190,7 +190,7 @@ TEST(RoutingAlign, RandomCasesMatchBruteForce) {
   for (int64_t m : {0, 1, 7, 129, 1000})
     for (int64_t top_k : {1, 2, 8})
       for (int64_t e : {1, 7, 8, 256})
-        for (int64_t bm : {16, 24, 64, 128, 144})
+        for (int64_t bm : {16, 24, 64, 80, 96, 128, 144})
           for (bool non_local : {false, true}) {
             SCOPED_TRACE("M=" + std::to_string(m) + " top_k=" + std::to_string(top_k) + " E=" +
                          std::to_string(e) + " BM=" + std::to_string(bm) + " non_local=" + std::to_string(non_local));

@@ -437,7 +437,7 @@ TEST(WorkspaceChoice, AutoSwitchesToContiguousAsRowsPerExpertGrow) {
 
 TEST(WorkspaceChoice, BlockM) {
   // E = 8, top_k = 2: M/4 rows per expert; the smallest BM in {8, 16, 24, 32, 48, 64} with rows/BM < 0.9
-  // (24 for 4-bit codes only), else 64 below 96 rows per expert and 128 or 144 from there.
+  // (24 for 4-bit codes only), else by expected_block_rows among 64, 80, 96, 128 and 144.
   const auto d = make_desc(WeightFormat::int4, ActFormat::none, Activation::silu, 256, 128, 8, 2);
   EXPECT_EQ(choose_block_m(d, 0), 8);
   EXPECT_EQ(choose_block_m(d, 1), 8);
@@ -451,11 +451,14 @@ TEST(WorkspaceChoice, BlockM) {
   EXPECT_EQ(choose_block_m(d, 116), 48);
   EXPECT_EQ(choose_block_m(d, 172), 48);  // 43 / 48 = 0.896
   EXPECT_EQ(choose_block_m(d, 173), 64);
-  EXPECT_EQ(choose_block_m(d, 383), 64);     // 95.75 rows per expert
-  EXPECT_EQ(choose_block_m(d, 384), 128);    // 96: the 128-row (warp-specialized wgmma) blocks
-  // From there 128 or 144, whichever pads the experts less (rows ~ Normal(mean, sqrt(mean))).
-  EXPECT_EQ(choose_block_m(d, 512), 144);  // 128 rows: half the experts would take two 128-row blocks
-  EXPECT_EQ(choose_block_m(d, 768), 128);  // 192: two blocks of 128 hold nearly every expert
+  EXPECT_EQ(choose_block_m(d, 230), 64);  // 57.5 rows per expert: 57.5 / 64 = 0.898
+  // From 57.6 rows the warp-specialized blocks of 64, 80, 96, 128 or 144 rows, whichever pads the experts
+  // least (rows ~ Normal(mean, sqrt(mean)), 20 rows more per block).
+  EXPECT_EQ(choose_block_m(d, 256), 80);   // 64 rows: half the experts would take two 64-row blocks
+  EXPECT_EQ(choose_block_m(d, 360), 96);   // 90
+  EXPECT_EQ(choose_block_m(d, 384), 128);  // 96
+  EXPECT_EQ(choose_block_m(d, 512), 144);  // 128: half the experts would take two 128-row blocks
+  EXPECT_EQ(choose_block_m(d, 768), 96);   // 192: 2.5 blocks of 96 against 2 of 128 (290 against 296 rows)
   EXPECT_EQ(choose_block_m(d, 1024), 144);  // 256: two of 144
   EXPECT_EQ(choose_block_m(d, 100000), 144);
   // 8-bit codes alike (GEMM v13's direct-load tiles).

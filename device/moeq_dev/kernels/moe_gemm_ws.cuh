@@ -86,11 +86,12 @@ struct MoeGemmWsShape {
   static_assert(!Cfg::kActE4m3 || (Cfg::kFormat == WeightFormatId::kMxfp4 && !Cfg::kPreparedCodes && Cfg::kRowScales &&
                                    kBlockN == 128),
                 "e4m3 activations on producer tiles: canonical MXFP4 codes, row scales, 128 channels");
-  // PERF: 144 tokens: rows per expert near 128 or 256 (gpt-oss-120b and Qwen3-30B-A3B at M = 4096)
-  // fill one or two 144-row blocks where 128-row ones pad about half the experts to a block more
-  // (plan::choose_block_m).
-  static_assert(kBlockM == 64 || kBlockM == 128 || kBlockM == 144, "producer tiles: 64, 128 or 144 tokens (the wgmma N)");
-  static_assert(!Cfg::kActE4m3 || kBlockM != 144, "e4m3 activations on producer tiles: 64 or 128 tokens");
+  // PERF: 80, 96 and 144 tokens: rows per expert near 64, 128 or 256 (gpt-oss-120b at M = 2048 and 4096,
+  // Qwen3-30B-A3B at M = 4096) fill one or two such blocks where 64- and 128-row ones pad about half
+  // the experts to a block more (plan::choose_block_m).
+  static_assert(kBlockM == 64 || kBlockM == 80 || kBlockM == 96 || kBlockM == 128 || kBlockM == 144,
+                "producer tiles: 64, 80, 96, 128 or 144 tokens (the wgmma N)");
+  static_assert(!Cfg::kActE4m3 || kBlockM == 64 || kBlockM == 128, "e4m3 activations on producer tiles: 64 or 128 tokens");
   static_assert(kBlockN == 128 || kBlockN == 256, "producer tiles: 128 or 256 channels");
   static_assert(kStages >= 3 && kStages <= 8, "producer tiles: 3 to 8 stages");
 };
@@ -226,7 +227,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
         const unsigned token_dst = base + (tid / 8) * 128 + ((chunk ^ ((tid / 8) % 8)) * 16);
         // PERF: 4 row pointers loaded before their 4 copies: one shared-load latency per 4 copies
         // (one per copy, GEMM v7 run 4: the copy warps issued at 0.14 IPC on short-scoreboard stalls).
-        // (A 144-row block ends on one pair: 18 rows per copy thread.)
+        // (80- and 144-row blocks end on one pair: 10 or 18 rows per copy thread.)
 #pragma unroll
         for (int jb = 0; jb < kTokenChunks; jb += 4) {
           const int pairs = jb + 4 <= kTokenChunks ? 2 : 1;
@@ -259,7 +260,8 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       // from tile to tile computed once: the thread's rows are ptid + 64 i, all with r % 8 = x.
       // PERF: permute_token_tile's per-tile address arithmetic (and spills at 56 registers) cost
       // 165 instructions per tile and warp (ncu, GEMM v7 run 2); this is ~45.
-      // A 144-row block's last pass has 16 rows: the first half of the first permute warp.
+      // An 80- or 144-row block's last pass has 16 rows (the first half of the first permute warp), a
+      // 96-row block's 32.
       constexpr int kPermuteThreads = 128 - kCopyThreads, kRowPasses = (BM + kPermuteThreads - 1) / kPermuteThreads;
       static_assert(kPermuteThreads == 64 && BM % 16 == 0, "64 permute threads, rows in whole quarter warps");
       const int ptid = tid - kCopyThreads, x = ptid % 8;
