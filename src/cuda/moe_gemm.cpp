@@ -299,7 +299,7 @@ GemmTile parse_gemm_tile(const std::string& text) {
     if (key == 'r') {
       t.direct = true;
     } else if (key == 'w' || key == 'p') {
-      // /p: warp-specialized; wgmma consumers for 64 and 128 tokens, mma.sync ones below.
+      // /p: warp-specialized; wgmma consumers from 64 tokens, mma.sync ones below.
       t.producer = key == 'p';
       t.wgmma = key == 'w' || t.block_m >= 64;
     } else {
@@ -350,6 +350,7 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            "144x128/2x4x1/4",
                            // 80 and 96 token rows (session 26: ~64 rows per expert, gpt-oss-120b M = 2048, Qwen3 M = 1024)
                            "80x256/1x8x1/6/p", "80x256/1x8x1/4/p", "96x256/1x8x1/6/p", "96x256/1x8x1/4/p",
+                           "80x128/2x4x1/4", "96x128/2x4x1/4",
                            // 64 channels per warp, MXFP4's alternative many-rows tile (GEMM v19)
                            "8x256/1x4x1/2/r"})
     tiles.push_back(parse_gemm_tile(text));
@@ -661,7 +662,7 @@ uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& t
   };
   put(static_cast<uint64_t>(w.format), 4);
   put(act_dtype == DType::bf16, 1);
-  put(static_cast<uint64_t>(tile.block_m), 8);  // <= 128
+  put(static_cast<uint64_t>(tile.block_m), 8);  // <= 144
   put(static_cast<uint64_t>(tile.block_n), 10);  // <= 256
   put(static_cast<uint64_t>(tile.warps_m), 5);   // threads <= 512: <= 16 warps
   put(static_cast<uint64_t>(tile.warps_n), 5);
@@ -729,9 +730,10 @@ GemmTile mma_sync_tile_of(GemmTile tile) {
   if (tile.producer && !tile.wgmma) {
     tile.producer = false;  // the same tile with the copies shared by every warp
   } else if (tile.producer) {
-    // The same M block on mma.sync: 64 tokens and 32 channels per warp (v6's 64-row tile).
+    // The same M block on mma.sync: 64 tokens and 32 channels per warp (v6's 64-row tile); 80-144
+    // tokens in two warps along M (80 or 96 in one warp took 232-255 registers, spilling, ptxas sm_80).
     tile.block_n = 128;
-    tile.warps_m = tile.block_m / 64;
+    tile.warps_m = tile.block_m >= 80 ? 2 : 1;
     tile.warps_n = 4;
     tile.stages = 4;
     tile.producer = false;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "moeq/error.hpp"
@@ -184,17 +185,18 @@ int64_t choose_block_m(const ExpertsDesc& d, int64_t num_tokens) {
   for (int64_t bm : {16, 24, 32, 48, 64})
     if ((bm != 24 || four_bit) && rows_per_expert / static_cast<double>(bm) < 0.9) return bm;
   // PERF: from 90% of 64 rows per expert the warp-specialized wgmma blocks (GEMM v7; the CUDA backend caps
-  // them at 64 where the device has no wgmma, cuda::gemm_block_m) of 64, 80, 96, 128 or 144 rows, whichever
-  // gives the fewest expected rows per expert; a block's fixed cost (row tables, ring fill, epilogue: ~6 us
-  // of a ~40 us 128 x 256 CTA at Qwen3 M = 4096, docs/perf-notes.md, session 24) counts as kBlockOverheadRows.
+  // them at 64 where the device has no wgmma, cuda::gemm_block_m) of 80, 96, 128 or 144 rows, whichever
+  // gives the fewest expected rows per expert (64 rows never do from there), a block's fixed cost (row
+  // tables, ring fill, epilogue) counted as kBlockOverheadRows: fitted to session 26's call 5 at ~64 rows
+  // per expert (64-, 80-, 96- and 128-row tiles: 60-100 rows; bench/results/2026-12-03-h200-block144.md).
   // H200, Qwen3: at 64 rows per expert (M = 1024) 128-row blocks tied GEMM1 and lost GEMM2 by 18% (160 us
   // against 135); at 256 (M = 4096) GEMM1 INT4 took 488 us against 590 for 64 rows, GEMM2 311 against 390
   // (GEMM v7). 144 rows near 128 or 256 per expert, where half the experts would spill into one more
   // 128-row block (session 26: gpt-oss-120b M = 4096 GEMMs -18% / -13%, bench/results/2026-12-03-h200-block144.md);
   // 80 and 96 near 64 the same way (the same file).
-  constexpr double kBlockOverheadRows = 20.0;
-  int64_t best = 64;
-  for (int64_t bm : {80, 96, 128, 144})
+  constexpr double kBlockOverheadRows = 70.0;
+  int64_t best = 80;
+  for (int64_t bm : {96, 128, 144})
     if (expected_block_rows(rows_per_expert, bm, kBlockOverheadRows) <
         expected_block_rows(rows_per_expert, best, kBlockOverheadRows))
       best = bm;
@@ -202,10 +204,12 @@ int64_t choose_block_m(const ExpertsDesc& d, int64_t num_tokens) {
 }
 
 double expected_block_rows(double mean_rows, int64_t block_m, double overhead_rows) {
-  // E[ceil(X / b)] = sum over j >= 0 of P(X > j b).
+  if (!std::isfinite(mean_rows) || block_m <= 0) return std::numeric_limits<double>::infinity();
+  // E[ceil(X / b)] = sum over j >= 0 of P(X > j b); the terms 10 sigma below the mean are 1.
   const double sigma = std::sqrt(std::max(mean_rows, 1.0));
-  double blocks = 0.0;
-  for (int64_t j = 0;; ++j) {
+  const int64_t first = static_cast<int64_t>(std::max(0.0, std::floor((mean_rows - 10.0 * sigma) / static_cast<double>(block_m))));
+  double blocks = static_cast<double>(first);
+  for (int64_t j = first;; ++j) {
     const double z = (static_cast<double>(j * block_m) - mean_rows) / sigma;
     const double above = 0.5 * std::erfc(z / std::sqrt(2.0));
     if (above < 1e-9) break;

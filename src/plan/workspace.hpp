@@ -60,11 +60,12 @@ int64_t valid_shape_m(const ExpertsDesc& desc, int64_t global_tokens);
 
 // The GEMMs' M block (and the indexed layout's alignment): 8 below 90% of 8 expected rows per
 // expert, else the smallest of {16, 24 (4-bit codes), 32, 48, 64} that keeps the expected rows per
-// expert under 90% of a block; from 96 rows per expert 128 or 144, whichever pads the experts
-// less (expected_block_rows), else 64.
+// expert under 90% of a block; beyond, 80, 96, 128 or 144, whichever gives the fewest expected rows
+// per expert with a block's fixed cost counted in rows (expected_block_rows).
 int64_t choose_block_m(const ExpertsDesc& desc, int64_t num_tokens);
 // The rows an expert's blocks of `block_m` span, plus `overhead_rows` per block, expected when its
-// routed rows are Normal(mean, sqrt(mean)) (uniform routing of many tokens).
+// routed rows are Normal(mean, sqrt(mean)) (uniform routing of many tokens); infinity for a mean that
+// is not finite.
 double expected_block_rows(double mean_rows, int64_t block_m, double overhead_rows);
 // block_m in batch-invariant mode (Options::block_m may set another).
 constexpr int64_t kBatchInvariantBlockM = 16;

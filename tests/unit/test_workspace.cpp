@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -452,13 +454,14 @@ TEST(WorkspaceChoice, BlockM) {
   EXPECT_EQ(choose_block_m(d, 172), 48);  // 43 / 48 = 0.896
   EXPECT_EQ(choose_block_m(d, 173), 64);
   EXPECT_EQ(choose_block_m(d, 230), 64);  // 57.5 rows per expert: 57.5 / 64 = 0.898
-  // From 57.6 rows the warp-specialized blocks of 64, 80, 96, 128 or 144 rows, whichever pads the experts
-  // least (rows ~ Normal(mean, sqrt(mean)), 20 rows more per block).
+  // From 57.6 rows the warp-specialized blocks of 80, 96, 128 or 144 rows, whichever pads the experts
+  // least (rows ~ Normal(mean, sqrt(mean)), 70 rows more per block).
   EXPECT_EQ(choose_block_m(d, 256), 80);   // 64 rows: half the experts would take two 64-row blocks
-  EXPECT_EQ(choose_block_m(d, 360), 96);   // 90
-  EXPECT_EQ(choose_block_m(d, 384), 128);  // 96
+  EXPECT_EQ(choose_block_m(d, 300), 96);   // 75: 28% of the experts past 80
+  EXPECT_EQ(choose_block_m(d, 360), 128);  // 90
   EXPECT_EQ(choose_block_m(d, 512), 144);  // 128: half the experts would take two 128-row blocks
-  EXPECT_EQ(choose_block_m(d, 768), 96);   // 192: 2.5 blocks of 96 against 2 of 128 (290 against 296 rows)
+  EXPECT_EQ(choose_block_m(d, 600), 80);   // 150: ~2.2 blocks of 80 against ~1.7 of 144
+  EXPECT_EQ(choose_block_m(d, 768), 128);  // 192: two of 128
   EXPECT_EQ(choose_block_m(d, 1024), 144);  // 256: two of 144
   EXPECT_EQ(choose_block_m(d, 100000), 144);
   // 8-bit codes alike (GEMM v13's direct-load tiles).
@@ -477,6 +480,9 @@ TEST(WorkspaceChoice, ExpectedBlockRows) {
   EXPECT_NEAR(expected_block_rows(256.0, 128, 20.0), 2.5 * 148.0, 0.1);
   EXPECT_NEAR(expected_block_rows(500.0, 144, 10.0), 4.0 * 154.0, 0.5);
   EXPECT_NEAR(expected_block_rows(0.0, 64, 0.0), 0.5 * 64.0, 0.5);  // sigma 1: P(X > 0) = 1/2
+  EXPECT_NEAR(expected_block_rows(1e9, 100, 0.0), 1e9 + 50.0, 1.0);    // far blocks counted, not summed
+  EXPECT_TRUE(std::isinf(expected_block_rows(std::nan(""), 64, 0.0)));
+  EXPECT_TRUE(std::isinf(expected_block_rows(std::numeric_limits<double>::infinity(), 64, 0.0)));
 }
 
 TEST(WorkspaceChoice, ValidShapeM) {
