@@ -153,3 +153,21 @@ layer_once() {
     >"$out/l.tmp" 2>&1
   echo "$label $preset $scheme $m rc=$? $(grep -E '^layer  ' "$out/l.tmp" | awk '{print $5}' | paste -sd' ')" >>"$out/layer.txt"
 }
+
+# tune_layers SECONDS "PRESET SCHEME M ..." ...: `moeq tune` of each case (at most SECONDS each) into
+# tables/PRESET_SCHEME.json, then tables.tar, and its log into tune.txt.
+tune_layers() {
+  local seconds="$1" case p s
+  shift
+  mkdir -p "$out/tables"
+  for case in "$@"; do
+    # shellcheck disable=SC2086
+    set -- $case
+    p="$1" s="$2"
+    shift 2
+    timeout "$seconds" "$build/moeq" tune --preset "$p" --scheme "$s" -M "$@" --out "$out/tables/${p}_${s}.json" \
+      >>"$out/tune.txt" 2>&1
+    echo "tune $p $s rc=$? $(($(date +%s) - t0)) s"
+  done
+  (cd "$out" && tar cf tables.tar tables && rm -rf tables)
+}

@@ -8,15 +8,8 @@
 # shellcheck source=scripts/device/evidence_lib.sh
 source "$(dirname "$0")/evidence_lib.sh"
 device_setup "$1"
-mkdir -p "$out/tables"
-for case in "qwen3-30b-a3b mxfp4" "qwen3-30b-a3b int4-g128" "gpt-oss-120b mxfp4" "qwen3-30b-a3b fp8-block"; do
-  # shellcheck disable=SC2086
-  set -- $case
-  timeout 100 "$build/moeq" tune --preset "$1" --scheme "$2" -M 2048 4096 8192 --out "$out/tables/${1}_${2}.json" \
-    >>"$out/tune.txt" 2>&1
-  echo "tune $1 $2 rc=$? $(($(date +%s) - t0)) s"
-done
-(cd "$out" && tar cf tables.tar tables && rm -rf tables)
+tune_layers 100 "qwen3-30b-a3b mxfp4 2048 4096 8192" "qwen3-30b-a3b int4-g128 2048 4096 8192" \
+  "gpt-oss-120b mxfp4 2048 4096 8192" "qwen3-30b-a3b fp8-block 2048 4096 8192"
 "$(dirname "$0")/warm_parallel.sh" "$build/moeq" 16 >"$out/warm.txt" 2>&1
 echo "warm rc=$? $(($(date +%s) - t0)) s"
 timeout 60 "$build/moeq_gpu_warmup_test" >"$out/warmup.txt" 2>&1

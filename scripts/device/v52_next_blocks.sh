@@ -9,12 +9,4 @@
 source "$(dirname "$0")/evidence_lib.sh"
 device_setup "$1"
 gpu_tests "80x128/2x4x1/4 96x128/2x4x1/4 80x256/1x8x1/4/p 96x256/1x8x1/4/p" 'MoeGemmGpu.EveryTile*' 200
-mkdir -p "$out/tables"
-for case in "qwen3-30b-a3b int4-g128 512 1024" "qwen3-30b-a3b fp8-block 512 1024" "deepseek-v3 mxfp4 2048 4096"; do
-  # shellcheck disable=SC2086
-  set -- $case
-  p="$1" s="$2"; shift 2
-  timeout 150 "$build/moeq" tune --preset "$p" --scheme "$s" -M "$@" --out "$out/tables/${p}_${s}.json" >>"$out/tune.txt" 2>&1
-  echo "tune $p $s rc=$? $(($(date +%s) - t0)) s"
-done
-(cd "$out" && tar cf tables.tar tables && rm -rf tables)
+tune_layers 150 "qwen3-30b-a3b int4-g128 512 1024" "qwen3-30b-a3b fp8-block 512 1024" "deepseek-v3 mxfp4 2048 4096"

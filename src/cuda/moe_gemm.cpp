@@ -401,10 +401,6 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
     bad(std::string("block_m must be ") + plan::kGpuBlockMs);
   else if (tile.block_m == 24 && !tile.direct)
     bad("24-row blocks run direct (/r) tiles only");
-  else if ((tile.block_m == 80 || tile.block_m == 96 || tile.block_m == 144) && !(tile.producer && tile.wgmma) &&
-           (tile.direct || tile.producer || tile.wgmma))
-    bad("80-, 96- and 144-row blocks run warp-specialized wgmma (/p) tiles, or mma.sync ones without /p, /r or /w "
-        "(where the device has no wgmma)");
   if (tile.block_n != 32 && tile.block_n != 64 && tile.block_n != 128 && tile.block_n != 256)
     bad("block_n must be 32, 64, 128 or 256");
   if (tile.warps_m < 1 || tile.warps_n < 1 || tile.warps_k < 1 || tile.threads() > 512) {
@@ -437,9 +433,9 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
     if (tile.block_m > 32 || tile.warps_m != 1 || tile.warps_k != 1 || tile.split_k != 1 || tile.stages > 8)
       bad("warp-specialized mma.sync (/p) tiles have up to 32 tokens, warps 1xNx1, at most 8 stages and no split K");
   } else if (tile.producer) {
-    if ((tile.block_m != 64 && tile.block_m != 80 && tile.block_m != 96 && tile.block_m != 128 && tile.block_m != 144) ||
-        (tile.block_n != 128 && tile.block_n != 256) || tile.warps_m != 1 || tile.warps_n != 8 || tile.warps_k != 1 ||
-        tile.split_k != 1 || tile.min_ctas != 0 || tile.stages < 3 || tile.stages > 8)
+    // NOTE: every GPU block size from 64 up (is_gpu_block_m above); below 64 /p is the mma.sync copy-warp tile.
+    if (tile.block_m < 64 || (tile.block_n != 128 && tile.block_n != 256) || tile.warps_m != 1 || tile.warps_n != 8 ||
+        tile.warps_k != 1 || tile.split_k != 1 || tile.min_ctas != 0 || tile.stages < 3 || tile.stages > 8)
       bad("warp-specialized (/p) tiles are (64, 80, 96, 128 or 144) x (128 or 256) with consumer warps 1x8x1, 3 to 8 "
           "stages, no split K and no /o");
   } else if (tile.wgmma && (tile.block_m != 64 || tile.warps_m != 1 || tile.warps_n != 4 || tile.warps_k != 1 ||
