@@ -218,11 +218,11 @@ double expected_block_rows(double mean_rows, int64_t block_m, double overhead_ro
   return blocks * (static_cast<double>(block_m) + overhead_rows);
 }
 
-Layout choose_layout(const ExpertsDesc& d, Layout requested, int64_t num_tokens, bool batched) {
+// NOTE: desc and num_tokens are kept for rules by shape; none is measured to beat indexed yet.
+Layout choose_layout(const ExpertsDesc& /*desc*/, Layout requested, int64_t /*num_tokens*/, bool batched) {
   if (batched) return Layout::masked;
   if (requested != Layout::auto_select) return requested;
-  const int64_t rows_per_expert = valid_shape_m(d, num_tokens) / d.num_experts;
-  return rows_per_expert < kContiguousMinRowsPerExpert ? Layout::indexed : Layout::contiguous;
+  return Layout::indexed;
 }
 
 }  // namespace moeq::plan

@@ -70,9 +70,12 @@ double expected_block_rows(double mean_rows, int64_t block_m, double overhead_ro
 // block_m in batch-invariant mode (Options::block_m may set another).
 constexpr int64_t kBatchInvariantBlockM = 16;
 
-// Layout for `auto`: indexed while the expected rows per expert stay under
-// kContiguousMinRowsPerExpert, contiguous beyond.
-inline constexpr int64_t kContiguousMinRowsPerExpert = 64;
+// Layout for `auto`: masked for batched input, else indexed at every M.
+// PERF: the contiguous layout's permute kernel costs more than GEMM1's row gather saves: the whole
+// step with indexed against contiguous on the H200, same process, alternating (session 27,
+// bench/results/2026-12-03-h200-layouts.md): Qwen3-30B-A3B MXFP4 M = 512 / 1024 / 2048 / 4096
+// -2% / -4.5% / -6.5% / -8%, INT4 M = 4096 -8%, gpt-oss-120b M = 2048 / 4096 -5%, DeepSeek-V3
+// MXFP4 M = 4096 -5%. (Contiguous from 64 rows per expert was a guess, never measured.)
 Layout choose_layout(const ExpertsDesc& desc, Layout requested, int64_t num_tokens, bool batched);
 
 }  // namespace moeq::plan

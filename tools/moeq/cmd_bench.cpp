@@ -43,6 +43,7 @@ struct BenchArgs {
   bool no_shipped_tuning = false;  // layer: the planner's rules instead of the shipped table
   bool no_fp8_tensor_cores = false;  // layer: Options::fp8_tensor_cores = false
   bool fp8_wgmma = false;            // layer: Options::fp8_wgmma
+  std::string layout = "auto";       // layer: Options::layout
   int trials = 7;
 };
 
@@ -208,6 +209,9 @@ void bench_layer(const BenchArgs& a, const io::Preset& preset, const std::string
   o.shipped_tuning = !a.no_shipped_tuning;
   o.fp8_tensor_cores = !a.no_fp8_tensor_cores;
   o.fp8_wgmma = a.fp8_wgmma;
+  const auto layout = parse_layout(a.layout);
+  if (!layout || *layout == Layout::masked) throw Error("--layout " + a.layout + " is not auto, indexed or contiguous");
+  o.layout = *layout;
   o.backend = Backend::cuda;
   if (const auto reasons = can_implement(d, o); !reasons.empty()) {
     std::printf("%-6s %-14s %-10s %6lld  unsupported: %s\n", "layer", preset.name.c_str(), scheme.c_str(),
@@ -307,6 +311,7 @@ Action add_bench_command(CLI::App& app) {
                "layer, FP8 per-token activations on canonical MXFP4 codes: also the e4m3 wgmma body at large M");
   cmd->add_flag("--no-fp8-tensor-cores", a->no_fp8_tensor_cores,
                "layer, FP8 per-token activations: the 16-bit tensor cores everywhere (no e4m3 GEMMs)");
+  cmd->add_option("--layout", a->layout, "layer: auto | indexed | contiguous (the layer's token layout)")->capture_default_str();
   cmd->add_option("--iterations", a->iterations, "Launches per timed trial")->capture_default_str();
   cmd->add_option("--trials", a->trials, "Timed trials (the median is reported)")->capture_default_str();
   return [a] { return run_bench(*a); };
