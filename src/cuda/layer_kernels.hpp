@@ -15,16 +15,21 @@ namespace moeq::cuda {
 // `tile`, values. FP8 per-token activations (both GEMM inputs quantized per token, rows scaled in
 // the epilogue): the e4m3 codes on e4m3_tile_of(tile) where gemm_takes_e4m3 admits it, else
 // their 16-bit values on `tile`. The warp-specialized e4m3 body (canonical MXFP4) only with
-// wgmma_e4m3 (Options::fp8_wgmma: measured slower than the values path).
+// wgmma_e4m3 (Options::fp8_wgmma: measured slower than the values path). fuse_activation (GEMM1,
+// Options::fuse_activation): the activation in the GEMM's epilogue where gemm_fuses_activation
+// admits the tile (as the device runs it) and the input.
 struct GemmPlan {
   GemmTile tile;
   GemmInput input = GemmInput::values;
+  bool fused_activation = false;
 };
 GemmPlan gemm_plan(const ExpertsDesc& desc, const WeightDesc& w, const GemmTile& tile, int sm, bool prepared_codes,
-                   bool wgmma_e4m3 = false);
+                   bool wgmma_e4m3 = false, bool fuse_activation = false);
 // Every plan a tile can take on some device or with some options (both FP8 per-token forms where
-// the tile admits e4m3): what the kernel lists compile.
-std::vector<GemmPlan> gemm_plans(const ExpertsDesc& desc, const WeightDesc& w, const GemmTile& tile, bool prepared_codes);
+// the tile admits e4m3; for GEMM1, first_gemm, with and without the fused activation): what the
+// kernel lists compile.
+std::vector<GemmPlan> gemm_plans(const ExpertsDesc& desc, const WeightDesc& w, const GemmTile& tile, bool prepared_codes,
+                                 bool first_gemm = false);
 
 // Every kernel the layer's experts step can launch, for any M, layout and ids dtype: routing
 // (align, permute, reduce; every ids and weights dtype), both GEMMs at every tile the planner
@@ -41,8 +46,8 @@ std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& desc, const T
 
 // Loads every kernel of layer_kernel_specs (no extra tiles) on the current device, compiling
 // what the disk cache lacks, as their first launches would, each GEMM as gemm_plan(desc, w, tile,
-// sm, either code layout, wgmma_e4m3) runs it: sm is the device's (device_sm), or 0 where the
-// caller turned the e4m3 GEMMs off.
-void load_layer_kernels(const ExpertsDesc& desc, int sm, bool wgmma_e4m3 = false);
+// sm, either code layout, wgmma_e4m3, fuse_activation for GEMM1) runs it: sm is the device's
+// (device_sm), or 0 where the caller turned the e4m3 GEMMs off.
+void load_layer_kernels(const ExpertsDesc& desc, int sm, bool wgmma_e4m3 = false, bool fuse_activation = false);
 
 }  // namespace moeq::cuda
