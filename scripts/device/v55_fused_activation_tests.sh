@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GEMM1 with the activation in its epilogue (session 27), first call: the device headers changed, so the kernel
 # cache is rebuilt here on 16 cores (the tests' kernels and the benchmarked layers'), then every ExpertsGpu test
-# (FusedActivationIsBitIdenticalToTheActivationKernel among them; every warp-specialized case with 16-bit
-# activations outside the contiguous layout now runs fused), MoeGemmGpu on the warp-specialized tiles (their
+# (FusedActivationIsBitIdenticalToTheActivationKernel among them; when this ran, fusion was on by default, so
+# every warp-specialized case with 16-bit activations outside the contiguous layout ran fused), MoeGemmGpu on the warp-specialized tiles (their
 # producer and Fp8BlockFoldable code changed for the split), and the warm-up test.
 # Usage: v55_fused_activation_tests.sh BUILD   (env OUT)
 # shellcheck source=scripts/device/evidence_lib.sh

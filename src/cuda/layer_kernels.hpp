@@ -34,7 +34,8 @@ std::vector<GemmPlan> gemm_plans(const ExpertsDesc& desc, const WeightDesc& w, c
 // Every kernel the layer's experts step can launch, for any M, layout and ids dtype: routing
 // (align, permute, reduce; every ids and weights dtype), both GEMMs at every tile the planner
 // can pick for the format (gemm_tile_for over block sizes and row counts), with canonical and
-// prepared codes, and their segment-table builders, the code transform, the activation and the
+// prepared codes, and their segment-table builders (GEMM1 also with the activation in its epilogue
+// where gemm_plan can fuse it, Options::fuse_activation), the code transform, the activation and the
 // activation quantizer. `extra_tiles` (legal for the layer, else moeq::Error) are added to the
 // GEMM tiles, e.g. ahead of `moeq bench --tile`.
 std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& desc, const std::vector<GemmTile>& extra_tiles = {});
@@ -44,8 +45,9 @@ std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& desc, const s
 // their segment-table builders; what `moeq compile --tuning` adds to layer_kernel_specs.
 std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& desc, const TuningTable& tuning);
 
-// Loads every kernel of layer_kernel_specs (no extra tiles) on the current device, compiling
-// what the disk cache lacks, as their first launches would, each GEMM as gemm_plan(desc, w, tile,
+// Loads the kernels of layer_kernel_specs (no extra tiles; the fused GEMM1 variants only with
+// fuse_activation) on the current device, compiling what the disk cache lacks, as their first
+// launches would, each GEMM as gemm_plan(desc, w, tile,
 // sm, either code layout, wgmma_e4m3, fuse_activation for GEMM1) runs it: sm is the device's
 // (device_sm), or 0 where the caller turned the e4m3 GEMMs off.
 void load_layer_kernels(const ExpertsDesc& desc, int sm, bool wgmma_e4m3 = false, bool fuse_activation = false);

@@ -16,8 +16,8 @@
 
 namespace moeq_dev {
 
-// activation_value of a run-time kind: one compiled GEMM serves every activation (the branch is
-// uniform, once per 8 outputs).
+// activation_value of a run-time kind: one compiled GEMM serves every activation (a uniform
+// branch per output, in the epilogue only).
 __device__ __forceinline__ float activation_of(int kind, float g, float u, const ActivationArgs& a) {
   switch (static_cast<ActivationKind>(kind)) {
     case ActivationKind::kSilu: return activation_value<ActivationKind::kSilu>(g, u, a);
