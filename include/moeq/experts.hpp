@@ -73,13 +73,6 @@ struct Options {
   // 16-bit values path on the H200 (Qwen3 M = 4096: 1190 against 1091 us; docs/perf-notes.md), so
   // off unless asked for (its tests, timing).
   bool fp8_wgmma = false;
-  // CUDA backend, 16-bit activations: GEMM1 applies the activation in its epilogue where its tile
-  // has that epilogue (the warp-specialized tiles of large M, sm_90) and the layout is not
-  // contiguous, so the activation kernel and the gate/up output are skipped; the result is bit for
-  // bit the same. Off unless asked for: slower on the H200 (Qwen3-30B-A3B MXFP4 step M = 4096
-  // +3.5%, M = 1024 +10%; docs/perf-notes.md), the accurate activation math of 8 consumer warps
-  // per SM adds more to GEMM1 than the activation kernel costs.
-  bool fuse_activation = false;
   std::string to_string() const;
 };
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# GEMM1 with the activation in its epilogue (session 27), first call: the device headers changed, so the kernel
+# GEMM1 with the activation in its epilogue (session 27; the tree of commit 1276bf7, whose code was reverted after
+# the measurement, bench/results/2026-12-03-h200-layouts.md), first call: the device headers changed, so the kernel
 # cache is rebuilt here on 16 cores (the tests' kernels and the benchmarked layers'), then every ExpertsGpu test
 # (FusedActivationIsBitIdenticalToTheActivationKernel among them; when this ran, fusion was on by default, so
 # every warp-specialized case with 16-bit activations outside the contiguous layout ran fused), MoeGemmGpu on the warp-specialized tiles (their

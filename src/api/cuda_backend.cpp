@@ -137,21 +137,13 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   // MXFP4 codes) or as their 16-bit values, the row scales in the GEMM's epilogue either way.
   // NOTE: sm 0 admits no e4m3 GEMM (Options::fp8_tensor_cores false).
   const int sm = shape.fp8_tensor_cores ? cuda::device_sm() : 0;
-  // GEMM1 fuses the activation where its plan admits it (16-bit activations, a tile with that
-  // epilogue), except in the contiguous layout.
-  // NOTE: there GEMM1 reads permuted_hidden in workspace 1, where activation_output lies too
-  // (src/plan/workspace.cpp): a fused GEMM1 would overwrite rows other CTAs still read.
-  const bool may_fuse = shape.fuse_activation && shape.layout != Layout::contiguous;
-  const auto plan_gemm = [&](cuda::MoeGemmArgs& g, bool first) {
-    const cuda::GemmPlan plan = cuda::gemm_plan(d, g.weights_desc, cuda::tile_for_device(g.tile), sm, g.prepared_codes,
-                                                shape.fp8_wgmma, first && may_fuse);
+  const auto plan_gemm = [&](cuda::MoeGemmArgs& g) {
+    const cuda::GemmPlan plan =
+        cuda::gemm_plan(d, g.weights_desc, cuda::tile_for_device(g.tile), sm, g.prepared_codes, shape.fp8_wgmma);
     g.tile = plan.tile;
-    g.fused_activation = plan.fused_activation;
-    g.activation = d.activation;
-    g.interleaved_gate_up = d.interleaved_gate_up;
     return plan.input;
   };
-  const cuda::GemmInput input1 = plan_gemm(g1, true), input2 = plan_gemm(g2, false);
+  const cuda::GemmInput input1 = plan_gemm(g1), input2 = plan_gemm(g2);
   const auto set_row_scales = [&](cuda::MoeGemmArgs& g, cuda::GemmInput input, CUdeviceptr scales) {
     g.a_e4m3 = input == cuda::GemmInput::row_scaled_e4m3;
     g.a_row_scales = input != cuda::GemmInput::values ? scales : 0;
@@ -186,16 +178,6 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   // rows); x = 0: g1 already holds it (the contiguous layout's quantized rows).
   const auto run_chain = [&](CUdeviceptr x, int64_t stride, int64_t rows_in, int64_t rows) {
     if (x != 0) set_gemm_input(g1, input1, x, stride, rows_in, K, "quanted_gate_up_input", "dequantized_gate_up_input");
-    if (g1.fused_activation) {
-      // GEMM1 writes the activation's output itself (16-bit activations only: gemm_plan).
-      const CUdeviceptr activation_output = buffer("activation_output");
-      g1.c = activation_output;
-      g1.c_row_stride = I;
-      cuda::moe_gemm(g1, stream);
-      set_gemm_input(g2, input2, activation_output, I, rows, I, "quanted_down_input", "dequantized_down_input");
-      cuda::moe_gemm(g2, stream);
-      return;
-    }
     cuda::moe_gemm(g1, stream);
     if (d.act_format == ActFormat::none) {
       const CUdeviceptr activation_output = buffer("activation_output");
@@ -320,20 +302,17 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   cuda::topk_reduce(reduce, stream);
 }
 
-void warm_up_cuda(const ExpertsDesc& desc, const TuningTable& tuning, bool fp8_tensor_cores, bool fp8_wgmma,
-                  bool fuse_activation) {
+void warm_up_cuda(const ExpertsDesc& desc, const TuningTable& tuning, bool fp8_tensor_cores, bool fp8_wgmma) {
   const int sm = fp8_tensor_cores ? cuda::device_sm() : 0;  // as apply_cuda
-  cuda::load_layer_kernels(desc, sm, fp8_wgmma, fuse_activation);
+  cuda::load_layer_kernels(desc, sm, fp8_wgmma);
   // Each tuned tile for its own GEMM only: a GEMM1 tile need not be legal for GEMM2's weights.
   for (const TuningEntry& e : tuning.entries) {
     for (bool second : {false, true}) {
       const cuda::GemmTile tile = cuda::parse_gemm_tile(second ? e.gemm2_tile : e.gemm1_tile);
       const WeightDesc& w = second ? desc.w2() : desc.w13();
       for (bool prepared : {false, true}) {
-        const cuda::GemmPlan plan =
-            cuda::gemm_plan(desc, w, cuda::tile_for_device(tile), sm, prepared, fp8_wgmma, !second && fuse_activation);
-        cuda::load_moe_gemm(w, desc.act_dtype, plan.tile, plan.input);  // the contiguous layout's GEMM1
-        if (plan.fused_activation) cuda::load_moe_gemm(w, desc.act_dtype, plan.tile, plan.input, true);
+        const cuda::GemmPlan plan = cuda::gemm_plan(desc, w, cuda::tile_for_device(tile), sm, prepared, fp8_wgmma);
+        cuda::load_moe_gemm(w, desc.act_dtype, plan.tile, plan.input);
       }
     }
   }

@@ -19,7 +19,7 @@ void validate_device_workspaces(const void* workspace1, const void* workspace2);
 
 // Experts::warm_up on the CUDA backend: every kernel of the layer loaded (cuda/layer_kernels.hpp).
 void warm_up_cuda(const ExpertsDesc& desc, const TuningTable& tuning, bool fp8_tensor_cores = true,
-                  bool fp8_wgmma = false, bool fuse_activation = false);
+                  bool fp8_wgmma = false);
 
 void apply_cuda(const ExpertsDesc& desc, const plan::PlanShape& shape, const plan::WorkspacePlan& plan,
                 const WeightView& w13, const WeightView& w2, const ExpertsInputs& inputs, const ExpertsOutput& output,

@@ -82,7 +82,6 @@ struct Experts::Impl {
     p.batch_invariant = options.batch_invariant;
     p.fp8_tensor_cores = options.fp8_tensor_cores;
     p.fp8_wgmma = options.fp8_wgmma;
-    p.fuse_activation = options.fuse_activation;
     p.tuned = tuning.serves(p.layout) ? tuning.find(plan::valid_shape_m(desc, block_m_tokens)) : nullptr;
     if (p.tuned != nullptr) {
       p.block_m = p.tuned->block_m;  // as the caller's block_m: its tiles run it on every device
@@ -127,8 +126,7 @@ WorkspaceSizes Experts::workspace_bytes(int64_t num_tokens, int64_t batched_toke
 std::string describe_input_errors(int32_t bits) { return cuda::describe_routing_errors(bits); }
 
 void Experts::warm_up() const {
-  if (impl_->backend == Backend::cuda) api::warm_up_cuda(impl_->desc, impl_->tuning, impl_->options.fp8_tensor_cores, impl_->options.fp8_wgmma,
-                        impl_->options.fuse_activation);
+  if (impl_->backend == Backend::cuda) api::warm_up_cuda(impl_->desc, impl_->tuning, impl_->options.fp8_tensor_cores, impl_->options.fp8_wgmma);
 }
 
 void Experts::apply(const WeightView& w13, const WeightView& w2, const ExpertsInputs& inputs,

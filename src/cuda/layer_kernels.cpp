@@ -48,12 +48,7 @@ std::vector<jit::KernelSpec> other_kernel_specs(const ExpertsDesc& d) {
 }  // namespace
 
 GemmPlan gemm_plan(const ExpertsDesc& d, const WeightDesc& w, const GemmTile& tile, int sm, bool prepared_codes,
-                   bool wgmma_e4m3, bool fuse_activation) {
-  if (d.act_format == ActFormat::none) {
-    const bool fused = fuse_activation && gemm_fuses_activation(w, tile, prepared_codes, GemmInput::values,
-                                                                d.activation.kind, d.interleaved_gate_up);
-    return {tile, GemmInput::values, fused};
-  }
+                   bool wgmma_e4m3) {
   if (d.act_format != ActFormat::fp8_token) return {tile, GemmInput::values};
   const GemmTile e4m3 = e4m3_tile_of(tile);
   if (gemm_takes_e4m3(w, e4m3, sm, prepared_codes) && (!e4m3.producer || wgmma_e4m3))
@@ -61,16 +56,12 @@ GemmPlan gemm_plan(const ExpertsDesc& d, const WeightDesc& w, const GemmTile& ti
   return {tile, GemmInput::row_scaled_values};
 }
 
-std::vector<GemmPlan> gemm_plans(const ExpertsDesc& d, const WeightDesc& w, const GemmTile& tile, bool prepared_codes,
-                                 bool first_gemm) {
+std::vector<GemmPlan> gemm_plans(const ExpertsDesc& d, const WeightDesc& w, const GemmTile& tile, bool prepared_codes) {
   // Without e4m3 MMAs (sm 0) and with every kind of them (sm_90: mma.sync and wgmma e4m3).
   const GemmPlan without = gemm_plan(d, w, tile, 0, prepared_codes),
                  with = gemm_plan(d, w, tile, 90, prepared_codes, true);
-  std::vector<GemmPlan> plans{without};
-  if (without.input != with.input) plans.push_back(with);
-  if (const GemmPlan fused = gemm_plan(d, w, tile, 90, prepared_codes, false, true); first_gemm && fused.fused_activation)
-    plans.push_back(fused);
-  return plans;
+  if (without.input == with.input) return {without};
+  return {without, with};
 }
 
 std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std::vector<GemmTile>& extra_tiles) {
@@ -82,14 +73,12 @@ std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std:
     if (seen.insert(spec.entry + "\n" + spec.source).second) specs.push_back(std::move(spec));
   };
   for (const GemmTile& tile : layer_tiles(d, extra_tiles))
-    for (bool first : {true, false}) {
-      const WeightDesc w = first ? d.w13() : d.w2();
+    for (const WeightDesc& w : {d.w13(), d.w2()})
       for (bool prepared : {true, false})
-        for (const GemmPlan& plan : gemm_plans(d, w, tile, prepared, first)) {
-          add(moe_gemm_kernel_spec(w, d.act_dtype, plan.tile, prepared, plan.input, plan.fused_activation));
-          add(moe_gemm_segments_kernel_spec(w, d.act_dtype, plan.tile, prepared, plan.input, plan.fused_activation));
+        for (const GemmPlan& plan : gemm_plans(d, w, tile, prepared)) {
+          add(moe_gemm_kernel_spec(w, d.act_dtype, plan.tile, prepared, plan.input));
+          add(moe_gemm_segments_kernel_spec(w, d.act_dtype, plan.tile, prepared, plan.input));
         }
-    }
   return specs;
 }
 
@@ -107,27 +96,24 @@ std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& d, const Tuni
       if (tile.wgmma) tiles.push_back(mma_sync_tile_of(tile));
       for (const GemmTile& t : tiles)
         for (bool prepared : {true, false})
-          for (const GemmPlan& plan : gemm_plans(d, w, t, prepared, !second)) {
-            add(moe_gemm_kernel_spec(w, d.act_dtype, plan.tile, prepared, plan.input, plan.fused_activation));
-            add(moe_gemm_segments_kernel_spec(w, d.act_dtype, plan.tile, prepared, plan.input, plan.fused_activation));
+          for (const GemmPlan& plan : gemm_plans(d, w, t, prepared)) {
+            add(moe_gemm_kernel_spec(w, d.act_dtype, plan.tile, prepared, plan.input));
+            add(moe_gemm_segments_kernel_spec(w, d.act_dtype, plan.tile, prepared, plan.input));
           }
     }
   return specs;
 }
 
-void load_layer_kernels(const ExpertsDesc& d, int sm, bool wgmma_e4m3, bool fuse_activation) {
+void load_layer_kernels(const ExpertsDesc& d, int sm, bool wgmma_e4m3) {
   for (const jit::KernelSpec& spec : other_kernel_specs(d)) jit::kernel_cache().function(spec);
   // NOTE: through the GEMM's own loader: it also raises the shared-memory limit of each
   // function, which a first launch would otherwise do (under a graph capture).
   // (load_moe_gemm loads the tile this device runs, so the mma.sync stand-ins need no entry.)
   for (const GemmTile& tile : planner_tiles(d.weight_format))
-    for (bool first : {true, false})
+    for (const WeightDesc& w : {d.w13(), d.w2()})
       for (bool prepared : {false, true}) {
-        const WeightDesc w = first ? d.w13() : d.w2();
-        const GemmPlan plan = gemm_plan(d, w, tile_for_device(tile), sm, prepared, wgmma_e4m3, first && fuse_activation);
-        // The unfused GEMM1 too: the contiguous layout runs it.
+        const GemmPlan plan = gemm_plan(d, w, tile_for_device(tile), sm, prepared, wgmma_e4m3);
         load_moe_gemm(w, d.act_dtype, plan.tile, plan.input);
-        if (plan.fused_activation) load_moe_gemm(w, d.act_dtype, plan.tile, plan.input, true);
       }
 }
 

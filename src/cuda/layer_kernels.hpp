@@ -15,27 +15,21 @@ namespace moeq::cuda {
 // `tile`, values. FP8 per-token activations (both GEMM inputs quantized per token, rows scaled in
 // the epilogue): the e4m3 codes on e4m3_tile_of(tile) where gemm_takes_e4m3 admits it, else
 // their 16-bit values on `tile`. The warp-specialized e4m3 body (canonical MXFP4) only with
-// wgmma_e4m3 (Options::fp8_wgmma: measured slower than the values path). fuse_activation (GEMM1,
-// Options::fuse_activation): the activation in the GEMM's epilogue where gemm_fuses_activation
-// admits the tile (as the device runs it) and the input.
+// wgmma_e4m3 (Options::fp8_wgmma: measured slower than the values path).
 struct GemmPlan {
   GemmTile tile;
   GemmInput input = GemmInput::values;
-  bool fused_activation = false;
 };
 GemmPlan gemm_plan(const ExpertsDesc& desc, const WeightDesc& w, const GemmTile& tile, int sm, bool prepared_codes,
-                   bool wgmma_e4m3 = false, bool fuse_activation = false);
+                   bool wgmma_e4m3 = false);
 // Every plan a tile can take on some device or with some options (both FP8 per-token forms where
-// the tile admits e4m3; for GEMM1, first_gemm, with and without the fused activation): what the
-// kernel lists compile.
-std::vector<GemmPlan> gemm_plans(const ExpertsDesc& desc, const WeightDesc& w, const GemmTile& tile, bool prepared_codes,
-                                 bool first_gemm = false);
+// the tile admits e4m3): what the kernel lists compile.
+std::vector<GemmPlan> gemm_plans(const ExpertsDesc& desc, const WeightDesc& w, const GemmTile& tile, bool prepared_codes);
 
 // Every kernel the layer's experts step can launch, for any M, layout and ids dtype: routing
 // (align, permute, reduce; every ids and weights dtype), both GEMMs at every tile the planner
 // can pick for the format (gemm_tile_for over block sizes and row counts), with canonical and
-// prepared codes, and their segment-table builders (GEMM1 also with the activation in its epilogue
-// where gemm_plan can fuse it, Options::fuse_activation), the code transform, the activation and the
+// prepared codes, and their segment-table builders, the code transform, the activation and the
 // activation quantizer. `extra_tiles` (legal for the layer, else moeq::Error) are added to the
 // GEMM tiles, e.g. ahead of `moeq bench --tile`.
 std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& desc, const std::vector<GemmTile>& extra_tiles = {});
@@ -45,11 +39,10 @@ std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& desc, const s
 // their segment-table builders; what `moeq compile --tuning` adds to layer_kernel_specs.
 std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& desc, const TuningTable& tuning);
 
-// Loads the kernels of layer_kernel_specs (no extra tiles; the fused GEMM1 variants only with
-// fuse_activation) on the current device, compiling what the disk cache lacks, as their first
-// launches would, each GEMM as gemm_plan(desc, w, tile,
-// sm, either code layout, wgmma_e4m3, fuse_activation for GEMM1) runs it: sm is the device's
-// (device_sm), or 0 where the caller turned the e4m3 GEMMs off.
-void load_layer_kernels(const ExpertsDesc& desc, int sm, bool wgmma_e4m3 = false, bool fuse_activation = false);
+// Loads every kernel of layer_kernel_specs (no extra tiles) on the current device, compiling
+// what the disk cache lacks, as their first launches would, each GEMM as gemm_plan(desc, w, tile,
+// sm, either code layout, wgmma_e4m3) runs it: sm is the device's (device_sm), or 0 where the
+// caller turned the e4m3 GEMMs off.
+void load_layer_kernels(const ExpertsDesc& desc, int sm, bool wgmma_e4m3 = false);
 
 }  // namespace moeq::cuda

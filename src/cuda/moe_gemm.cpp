@@ -48,9 +48,6 @@ struct DeviceGemmParams {
   const float* a_row_scales;
   const int* a_scale_rows;
   int a_scale_row_divisor;
-  int act_kind;
-  int act_gate_up;
-  float act_swiglu_alpha, act_swiglu_limit, act_silu_clamp;  // moeq_dev::ActivationArgs
 };
 
 template <typename T>
@@ -81,7 +78,7 @@ constexpr int kFuncAttributeMaxDynamicSharedBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX
 // against the device and the GEMM's dynamic shared-memory limit raised (the attribute is per
 // function) only at a config's first use in the process.
 CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared, bool segments,
-                         GemmInput input = GemmInput::values, bool fused = false);
+                         GemmInput input = GemmInput::values);
 
 // NOTE: the device is selected once per process, so its attributes are queried once.
 const DeviceInfo& this_device() {
@@ -497,19 +494,8 @@ GemmTile e4m3_tile_of(const GemmTile& tile) {
 
 int device_sm() { return this_device().cc_major * 10 + this_device().cc_minor; }
 
-bool gemm_fuses_activation(const WeightDesc& w, const GemmTile& device_tile, bool prepared_codes, GemmInput input,
-                           Activation kind, bool interleaved_gate_up) {
-  if (!device_tile.producer || !device_tile.wgmma || input != GemmInput::values) return false;
-  if (!is_gated(kind)) return !interleaved_gate_up;
-  if (interleaved_gate_up) return true;
-  return w.n % 2 == 0 && (!prepared_codes || (w.n / 2) % 16 == 0);
-}
-
 jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes,
-                                     GemmInput input, bool fused_activation) {
-  if (fused_activation && (!tile.producer || !tile.wgmma || input != GemmInput::values))
-    throw Error("moe_gemm: the fused activation needs a warp-specialized wgmma tile and 16-bit activations, not " +
-                tile.to_string());
+                                     GemmInput input) {
   // NOTE: any arch that has the instruction: the caller checks the device (gemm_takes_e4m3).
   if (input == GemmInput::row_scaled_e4m3 && !gemm_takes_e4m3(w, tile, 90, prepared_codes))
     throw Error(std::string("moe_gemm: ") + kE4m3Rule + ", not " + std::string(moeq::to_string(w.format)) +
@@ -539,7 +525,6 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "  static constexpr bool kZeroPoints = " << (is_int && w.has_zero_point ? "true" : "false") << ";\n"
     << "  static constexpr bool kRowScales = " << (input != GemmInput::values ? "true" : "false") << ";\n"
     << "  static constexpr bool kActE4m3 = " << (input == GemmInput::row_scaled_e4m3 ? "true" : "false") << ";\n"
-    << "  static constexpr bool kFusedActivation = " << (fused_activation ? "true" : "false") << ";\n"
     << "};\n"
     << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n"
     << "static_assert(moeq_dev::MoeGemmKernel<MoeGemmCfg>::Shape::kSmemBytes == " << gemm_smem_bytes(tile, w, input)
@@ -550,8 +535,8 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
 }
 
 jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile,
-                                              bool prepared_codes, GemmInput input, bool fused_activation) {
-  jit::KernelSpec spec = moe_gemm_kernel_spec(w, act_dtype, tile, prepared_codes, input, fused_activation);
+                                              bool prepared_codes, GemmInput input) {
+  jit::KernelSpec spec = moe_gemm_kernel_spec(w, act_dtype, tile, prepared_codes, input);
   spec.entry = "moeq_moe_gemm_segments";
   return spec;
 }
@@ -574,8 +559,8 @@ std::vector<GemmTile> planner_tiles(WeightFormat format) {
 std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
   std::vector<jit::KernelSpec> specs;
   auto add = [&](const WeightDesc& w, DType act, const GemmTile& tile, bool prepared,
-                 GemmInput input = GemmInput::values, bool fused = false) {
-    jit::KernelSpec spec = moe_gemm_kernel_spec(w, act, tile, prepared, input, fused);
+                 GemmInput input = GemmInput::values) {
+    jit::KernelSpec spec = moe_gemm_kernel_spec(w, act, tile, prepared, input);
     const bool seen = std::any_of(specs.begin(), specs.end(), [&](const jit::KernelSpec& o) { return o.source == spec.source; });
     if (!seen) specs.push_back(std::move(spec));
   };
@@ -586,10 +571,7 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
       w.format = f;
       if (is_int) w.scale_dtype = act;  // the default INT scale dtype is the activation dtype
       for (const GemmTile& tile : planner_tiles(f))
-        for (bool prepared : {false, true}) {
-          add(w, act, tile, prepared);
-          if (tile.producer && tile.wgmma) add(w, act, tile, prepared, GemmInput::values, true);
-        }
+        for (bool prepared : {false, true}) add(w, act, tile, prepared);
       // The INT scale storage is compile-time (Cfg::kScaleDtype, kZeroPoints): the other
       // variants the legality admits (f32 scales for INT8 only, zero points for INT4 only) once,
       // on the 8-row tile of many rows.
@@ -665,7 +647,7 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
 }
 
 uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes, bool segments,
-                         GemmInput input, bool fused_activation) {
+                         GemmInput input) {
   // NOTE: mirrors moe_gemm_kernel_spec: only INT formats have a scale dtype and zero points.
   const bool is_int = w.format == WeightFormat::int4 || w.format == WeightFormat::int8;
   uint64_t key = 0;
@@ -692,26 +674,25 @@ uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& t
   put(is_int && w.has_zero_point, 1);
   put(segments, 1);
   put(static_cast<uint64_t>(input), 2);
-  put(fused_activation, 1);
   return key;
 }
 
 namespace {
 
 CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared, bool segments,
-                         GemmInput input, bool fused) {
+                         GemmInput input) {
   static std::mutex mutex;
   static std::unordered_map<uint64_t, CUfunction> table;
-  const uint64_t key = gemm_config_key(w, act_dtype, tile, prepared, segments, input, fused);
+  const uint64_t key = gemm_config_key(w, act_dtype, tile, prepared, segments, input);
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = table.find(key); it != table.end()) return it->second;
   const int64_t smem = gemm_smem_bytes(tile, w, input), static_smem = gemm_static_smem_bytes(tile);
   if (const int max_smem = this_device().max_smem_per_block_optin; !segments && smem + static_smem > max_smem)
     throw Error("moe_gemm: tile " + tile.to_string() + " needs " + std::to_string(smem + static_smem) +
                 " bytes of shared memory; this device allows " + std::to_string(max_smem));
-  const CUfunction f = jit::kernel_cache().function(
-      segments ? moe_gemm_segments_kernel_spec(w, act_dtype, tile, prepared, input, fused)
-               : moe_gemm_kernel_spec(w, act_dtype, tile, prepared, input, fused));
+  const CUfunction f = jit::kernel_cache().function(segments ? moe_gemm_segments_kernel_spec(w, act_dtype, tile, prepared,
+                                                                                           input)
+                                                             : moe_gemm_kernel_spec(w, act_dtype, tile, prepared, input));
   // NOTE: the 48 KB default covers static plus dynamic shared memory.
   if (!segments && smem + static_smem > 48 * 1024)
     check(driver().cuFuncSetAttribute(f, kFuncAttributeMaxDynamicSharedBytes, static_cast<int>(smem)),
@@ -722,14 +703,12 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
 
 }  // namespace
 
-void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& requested, GemmInput input, bool fused_activation) {
+void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& requested, GemmInput input) {
   const GemmTile tile = tile_for_device(requested);
-  // NOTE: a fused variant only where the device runs a tile that has the epilogue.
-  const bool fused = fused_activation && tile.producer && tile.wgmma && input == GemmInput::values;
   for (bool prepared : {false, true})
     if (input != GemmInput::row_scaled_e4m3 || gemm_takes_e4m3(w, tile, 90, prepared))
-      gemm_function(w, act_dtype, tile, prepared, false, input, fused);
-  gemm_function(w, act_dtype, tile, false, true, input);  // build_segments' module: the unfused config
+      gemm_function(w, act_dtype, tile, prepared, false, input);
+  gemm_function(w, act_dtype, tile, false, true, input);
 }
 
 int64_t gemm_block_m(int64_t planned_block_m) {
@@ -817,33 +796,15 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   p.a_row_scales = as_ptr<const float>(a.a_row_scales);
   p.a_scale_rows = as_ptr<const int>(a.a_scale_rows);
   p.a_scale_row_divisor = static_cast<int>(a.a_scale_row_divisor);
-  const bool gated = is_gated(a.activation.kind);
-  const bool split = a.fused_activation && gated && !a.interleaved_gate_up;
-  if (a.fused_activation) {
-    if (!gemm_fuses_activation(w, tile, a.prepared_codes, a.a_e4m3 || a.a_row_scales != 0 ? GemmInput::row_scaled_values
-                                                                                           : GemmInput::values,
-                               a.activation.kind, a.interleaved_gate_up))
-      throw Error("moe_gemm: the activation " + std::string(to_string(a.activation.kind)) +
-                  (a.interleaved_gate_up ? " (interleaved)" : "") + " does not fuse into " + tile.to_string() +
-                  " with these weights (n = " + std::to_string(w.n) + ", " +
-                  (a.prepared_codes ? "prepared" : "canonical") + " codes, 16-bit activations only)");
-    p.act_kind = static_cast<int>(a.activation.kind);
-    p.act_gate_up = !gated ? 0 : a.interleaved_gate_up ? 2 : 1;  // moeq_dev::kActNotGated, kActGateUpSplit, ..Interleaved
-    p.act_swiglu_alpha = a.activation.swiglu_alpha;
-    p.act_swiglu_limit = a.activation.swiglu_limit;
-    p.act_silu_clamp = a.activation.silu_clamp;
-  }
 
   const GemmInput input = a.a_e4m3 ? GemmInput::row_scaled_e4m3
                           : a.a_row_scales != 0 ? GemmInput::row_scaled_values
                                                 : GemmInput::values;
-  const CUfunction f = gemm_function(w, a.act_dtype, tile, a.prepared_codes, false, input, a.fused_activation);
+  const CUfunction f = gemm_function(w, a.act_dtype, tile, a.prepared_codes, false, input);
   const int64_t smem = gemm_smem_bytes(tile, w, input);
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(m_blocks);
-  // A split fused CTA covers block_n / 2 gates and their ups.
-  shape.grid_y = static_cast<unsigned>(split ? (w.n / 2 + tile.block_n / 2 - 1) / (tile.block_n / 2)
-                                             : (w.n + tile.block_n - 1) / tile.block_n);
+  shape.grid_y = static_cast<unsigned>((w.n + tile.block_n - 1) / tile.block_n);
   shape.grid_z = static_cast<unsigned>(tile.split_k);
   shape.block_x = static_cast<unsigned>(tile.threads());
   shape.smem_bytes = static_cast<unsigned>(smem);

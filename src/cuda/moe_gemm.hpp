@@ -12,7 +12,6 @@
 
 #include "cuda/driver.hpp"
 #include "jit/compiler.hpp"
-#include "moeq/experts.hpp"
 #include "moeq/types.hpp"
 #include "moeq/weights.hpp"
 #include "reference/routing.hpp"
@@ -182,13 +181,6 @@ bool gemm_takes_e4m3(const WeightDesc& w, const GemmTile& tile, int sm, bool pre
 GemmTile e4m3_tile_of(const GemmTile& tile);
 // The device's compute capability as gemm_takes_e4m3 takes it.
 int device_sm();
-// Whether GEMM1 (weights w = w13 of a layer whose activation is `kind`) on this tile as the device
-// runs it can write the activation of its products instead of them (MoeGemmArgs::fused_activation):
-// warp-specialized wgmma tiles (kernels/gemm_activation.cuh) reading 16-bit activations; gated
-// [gate; up] weights need an even n, and with prepared codes n / 2 a multiple of 16 (the up
-// half starts on a 16-channel block).
-bool gemm_fuses_activation(const WeightDesc& w, const GemmTile& device_tile, bool prepared_codes, GemmInput input,
-                           Activation kind, bool interleaved_gate_up);
 
 struct MoeGemmArgs {
   WeightDesc weights_desc;
@@ -210,12 +202,6 @@ struct MoeGemmArgs {
   bool a_e4m3 = false;
   CUdeviceptr c = 0;
   int64_t c_row_stride = 0;  // elements
-  // GEMM1 where gemm_fuses_activation holds: C receives act(products) (CONTRACT §6), [rows, n / 2]
-  // for a gated activation, else [rows, n], bit for bit what the activation kernel makes of the
-  // products an unfused GEMM1 writes.
-  bool fused_activation = false;
-  ActivationParams activation;
-  bool interleaved_gate_up = false;
   GemmTile tile;
   bool gather = true;  // indexed layout; else segments (contiguous, masked)
   // gather: align outputs built with block_m == tile.block_m
@@ -246,32 +232,27 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
 
 // input: what A holds (GemmInput); compile-time, so 16-bit layers keep the epilogue without row
 // scales. row_scaled_e4m3 needs a tile and weights gemm_takes_e4m3 admits (else moeq::Error).
-// fused_activation: the GEMM1 variant whose epilogue applies the activation (its kind a run-time
-// parameter; gemm_fuses_activation).
 jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes = false,
-                                     GemmInput input = GemmInput::values, bool fused_activation = false);
+                                     GemmInput input = GemmInput::values);
 // The segment-table builder lives in the same module as the GEMM of that config.
 jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile,
-                                              bool prepared_codes = false, GemmInput input = GemmInput::values,
-                                              bool fused_activation = false);
+                                              bool prepared_codes = false, GemmInput input = GemmInput::values);
 // The compile-time config of a GEMM (or of its segment-table builder) as one integer: equal keys
 // <=> equal generated sources (moe_gemm_kernel_spec). The launch path finds loaded functions by
 // it, so a launch builds no source text (PERF: 1.4 us per GEMM launch on the host). The tile
 // must be legal (gemm_tile_reasons empty): its fields are packed in fixed widths.
 uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes, bool segments,
-                         GemmInput input = GemmInput::values, bool fused_activation = false);
+                         GemmInput input = GemmInput::values);
 // Loads (compiling what the disk cache lacks) the kernels a GEMM of this tile launches on this
 // device, for both code layouts (the layouts gemm_takes_e4m3 admits, for e4m3 input), and its
 // segment-table builder, exactly as their first launches would (shared-memory limit included),
 // so that later launches load nothing.
-void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& tile, GemmInput input = GemmInput::values,
-                   bool fused_activation = false);
+void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& tile, GemmInput input = GemmInput::values);
 // Every config the planner can emit (planner_tiles, canonical and prepared codes, bf16 and f16,
 // INT scales in the activation dtype), plus the other INT scale dtypes and zero points on one
 // tile, the row-scale epilogue on each GEMM body once, the e4m3 input on FP8 per-channel direct
 // tiles and on each MXFP4 warp-specialized tile e4m3_tile_of gives; the source text does not
-// depend on bias, global scales or the layout; and the fused-activation variant of each warp-specialized
-// planner tile (16-bit activations).
+// depend on bias, global scales or the layout.
 std::vector<jit::KernelSpec> moe_gemm_kernel_specs();
 
 }  // namespace moeq::cuda

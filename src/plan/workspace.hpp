@@ -42,7 +42,6 @@ struct PlanShape {
   const TuningEntry* tuned = nullptr;
   bool fp8_tensor_cores = true;  // Options::fp8_tensor_cores
   bool fp8_wgmma = false;        // Options::fp8_wgmma
-  bool fuse_activation = false;  // Options::fuse_activation
 };
 
 // The spec buffers (quanted_gate_up_input, gate_up_output, activation_output,

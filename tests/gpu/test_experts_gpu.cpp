@@ -213,48 +213,6 @@ TEST(ExpertsGpu, WarpSpecializedTilesOf80To144RowsMatchOracle) {
     }
 }
 
-// GEMM1 with the activation in its epilogue (warp-specialized tiles, 16-bit activations) gives the
-// unfused step's output bit for bit, and passes the oracle: every activation (the gated ones with
-// [gate; up] and with interleaved rows), I = 224 (not a multiple of a CTA's 64 or 128 gates: a
-// part last CTA) and 384, 4- and 8-bit codes (prepared 8-bit codes go by bulk copies), both code layouts, the
-// indexed and masked layouts, 128 and 256 channels per CTA.
-TEST(ExpertsGpu, FusedActivationIsBitIdenticalToTheActivationKernel) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device";
-  if (cuda::device_sm() < 90) GTEST_SKIP() << "no wgmma on sm_" << cuda::device_sm();
-  const char* schemes[] = {"mxfp4", "fp8-block", "int4-g128", "mxfp4:f16"};
-  int case_index = 0, fused_cases = 0;
-  for (const char* text : {"144x128/1x8x1/4/p", "80x256/1x8x1/6/p"}) {
-    const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
-    TuningTable t;
-    t.entries = {{0, int64_t{1} << 30, tile.block_m, text, text}};
-    Options fused, unfused;
-    fused.tuning = unfused.tuning = t;
-    fused.fuse_activation = true;
-    unfused.fuse_activation = false;
-    for (Activation act : all_values<Activation>())
-      for (bool interleaved : {false, true}) {
-        if (interleaved && !is_gated(act)) continue;
-        for (int64_t intermediate : {224, 384})
-          for (Layout layout : {Layout::indexed, Layout::masked}) {
-            ExpertsDesc d = layer(schemes[case_index % 4], act);
-            d.interleaved_gate_up = interleaved;
-            d.intermediate_size = intermediate;
-            io::VerifyCase c{d, layout, 129, 1, static_cast<uint64_t>(500 + case_index)};
-            c.codes = case_index++ % 3 == 0 ? CodeLayout::canonical : CodeLayout::prepared;
-            const bool prepared = c.codes == CodeLayout::prepared;
-            ASSERT_TRUE(cuda::gemm_plan(d, d.w13(), tile, cuda::device_sm(), prepared, false, true).fused_activation)
-                << text << " " << c.label();
-            ++fused_cases;
-            const io::VerifyResult a = io::verify_on_gpu(c, fused), b = io::verify_on_gpu(c, unfused);
-            EXPECT_TRUE(a.passed) << text << " fused " << c.label() << ": rel " << a.error.rel_err;
-            EXPECT_TRUE(b.passed) << text << " unfused " << c.label() << ": rel " << b.error.rel_err;
-            EXPECT_TRUE(a.output == b.output) << text << " " << c.label() << ": fused and unfused outputs differ";
-          }
-      }
-  }
-  EXPECT_GT(fused_cases, 100);
-}
-
 // FP8 per-token row scales on the tiles whose epilogue follows a reduction of partial sums: K groups
 // in one CTA (/1x4x2) and split K over a cluster (/k2), which the planner does not pick; and on the
 // warp-specialized wgmma tiles, whose consumers fetch the block's row scales into shared memory

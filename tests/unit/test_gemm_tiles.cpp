@@ -330,15 +330,12 @@ TEST(GemmTiles, ConfigKeyIdentifiesTheGeneratedSource) {
             for (bool prepared : {false, true})
               for (bool segments : {false, true})
                 for (cuda::GemmInput input : {cuda::GemmInput::values, cuda::GemmInput::row_scaled_values,
-                                              cuda::GemmInput::row_scaled_e4m3})
-                for (bool fused : {false, true}) {
+                                              cuda::GemmInput::row_scaled_e4m3}) {
                 if (input == cuda::GemmInput::row_scaled_e4m3 && !cuda::gemm_takes_e4m3(w, tile, 90, prepared)) continue;
-                if (fused && (!tile.producer || !tile.wgmma || input != cuda::GemmInput::values)) continue;
-                const jit::KernelSpec spec =
-                    segments ? cuda::moe_gemm_segments_kernel_spec(w, act, tile, prepared, input, fused)
-                             : cuda::moe_gemm_kernel_spec(w, act, tile, prepared, input, fused);
+                const jit::KernelSpec spec = segments ? cuda::moe_gemm_segments_kernel_spec(w, act, tile, prepared, input)
+                                                      : cuda::moe_gemm_kernel_spec(w, act, tile, prepared, input);
                 const std::string text = spec.entry + "\n" + spec.source;
-                const uint64_t key = cuda::gemm_config_key(w, act, tile, prepared, segments, input, fused);
+                const uint64_t key = cuda::gemm_config_key(w, act, tile, prepared, segments, input);
                 ++configs;
                 const auto [k, new_key] = text_of_key.emplace(key, text);
                 EXPECT_TRUE(new_key || k->second == text) << "key " << key << " names two sources, one of tile "
@@ -351,43 +348,6 @@ TEST(GemmTiles, ConfigKeyIdentifiesTheGeneratedSource) {
   }
   EXPECT_GT(configs, 1000u);
   EXPECT_EQ(text_of_key.size(), key_of_text.size());
-}
-
-// Where GEMM1 takes the activation into its epilogue (cuda::gemm_fuses_activation, gemm_plan):
-// warp-specialized wgmma tiles reading 16-bit activations, any activation; [gate; up] rows of
-// prepared codes need n / 2 on a 16-channel block. The layer's kernel lists hold both GEMM1 variants.
-TEST(GemmTiles, ActivationFusesIntoWarpSpecializedGemm1Only) {
-  const cuda::GemmTile ws = cuda::parse_gemm_tile("128x256/1x8x1/4/p"), direct = cuda::parse_gemm_tile("8x128/1x4x1/4/r"),
-                       mma = cuda::parse_gemm_tile("32x128/1x4x2/8"), copy_warp = cuda::mma_sync_tile_of(ws);
-  WeightDesc w = desc_of(WeightFormat::mxfp4);
-  w.n = 1536;
-  for (Activation act : all_values<Activation>()) {
-    EXPECT_TRUE(cuda::gemm_fuses_activation(w, ws, true, cuda::GemmInput::values, act, false)) << to_string(act);
-    EXPECT_EQ(cuda::gemm_fuses_activation(w, ws, false, cuda::GemmInput::values, act, true), is_gated(act)) << to_string(act);
-    for (const cuda::GemmTile& other : {direct, mma, copy_warp})
-      EXPECT_FALSE(cuda::gemm_fuses_activation(w, other, true, cuda::GemmInput::values, act, false)) << other.to_string();
-    EXPECT_FALSE(cuda::gemm_fuses_activation(w, ws, true, cuda::GemmInput::row_scaled_values, act, false));
-  }
-  w.n = 2 * 40;  // the up half would start inside a 16-channel block of prepared codes
-  EXPECT_FALSE(cuda::gemm_fuses_activation(w, ws, true, cuda::GemmInput::values, Activation::silu, false));
-  EXPECT_TRUE(cuda::gemm_fuses_activation(w, ws, false, cuda::GemmInput::values, Activation::silu, false));
-  EXPECT_TRUE(cuda::gemm_fuses_activation(w, ws, true, cuda::GemmInput::values, Activation::silu, true));
-
-  ExpertsDesc d = io::find_preset("qwen3-30b-a3b").desc;
-  io::apply_scheme("mxfp4", d);
-  EXPECT_TRUE(cuda::gemm_plan(d, d.w13(), ws, 90, true, false, true).fused_activation);
-  EXPECT_FALSE(cuda::gemm_plan(d, d.w13(), ws, 90, true, false, false).fused_activation);
-  EXPECT_FALSE(cuda::gemm_plan(d, d.w13(), direct, 90, true, false, true).fused_activation);
-  std::set<std::string> sources;
-  for (const jit::KernelSpec& spec : cuda::layer_kernel_specs(d)) sources.insert(spec.source);
-  for (bool prepared : {false, true}) {
-    EXPECT_TRUE(sources.count(cuda::moe_gemm_kernel_spec(d.w13(), d.act_dtype, ws, prepared).source));
-    EXPECT_TRUE(sources.count(cuda::moe_gemm_kernel_spec(d.w13(), d.act_dtype, ws, prepared, cuda::GemmInput::values, true).source));
-  }
-  ExpertsDesc quantized = d;
-  io::apply_scheme("mxfp4:fp8-token", quantized);
-  EXPECT_FALSE(cuda::gemm_plan(quantized, quantized.w13(), ws, 90, true, false, true).fused_activation);
-  EXPECT_THROW(cuda::moe_gemm_kernel_spec(d.w13(), d.act_dtype, direct, true, cuda::GemmInput::values, true), Error);
 }
 
 // Which tile and A operand each GEMM of a layer plans (cuda::gemm_plan): e4m3 codes only for FP8

@@ -44,7 +44,6 @@ struct BenchArgs {
   bool no_fp8_tensor_cores = false;  // layer: Options::fp8_tensor_cores = false
   bool fp8_wgmma = false;            // layer: Options::fp8_wgmma
   std::string layout = "auto";       // layer: Options::layout
-  bool fuse_activation = false;      // layer: Options::fuse_activation
   int trials = 7;
 };
 
@@ -210,7 +209,6 @@ void bench_layer(const BenchArgs& a, const io::Preset& preset, const std::string
   o.shipped_tuning = !a.no_shipped_tuning;
   o.fp8_tensor_cores = !a.no_fp8_tensor_cores;
   o.fp8_wgmma = a.fp8_wgmma;
-  o.fuse_activation = a.fuse_activation;
   const auto layout = parse_layout(a.layout);
   if (!layout || *layout == Layout::masked) throw Error("--layout " + a.layout + " is not auto, indexed or contiguous");
   o.layout = *layout;
@@ -313,8 +311,6 @@ Action add_bench_command(CLI::App& app) {
                "layer, FP8 per-token activations on canonical MXFP4 codes: also the e4m3 wgmma body at large M");
   cmd->add_flag("--no-fp8-tensor-cores", a->no_fp8_tensor_cores,
                "layer, FP8 per-token activations: the 16-bit tensor cores everywhere (no e4m3 GEMMs)");
-  cmd->add_flag("--fuse-activation", a->fuse_activation,
-               "layer, 16-bit activations: the activation in GEMM1's epilogue on warp-specialized tiles (A/B timing)");
   cmd->add_option("--layout", a->layout, "layer: auto | indexed | contiguous (the layer's token layout)")->capture_default_str();
   cmd->add_option("--iterations", a->iterations, "Launches per timed trial")->capture_default_str();
   cmd->add_option("--trials", a->trials, "Timed trials (the median is reported)")->capture_default_str();

@@ -65,7 +65,6 @@
 //     static constexpr bool kZeroPoints = false;     // INT4: zero points given
 //     static constexpr bool kRowScales = false;      // output rows times MoeGemmParams::a_row_scales
 //     static constexpr bool kActE4m3 = false;        // A is e4m3 codes (direct tiles, FP8 per channel, sm_89+)
-//     static constexpr bool kFusedActivation = false;  // C = act(products) (/p tiles; kernels/gemm_activation.cuh)
 //   };
 // With prepared codes a lane reads its 32 codes of a 16-channel tile (16 per fragment row) with
 // one 16-byte load (4-bit) or two (8-bit), and every 32-bit word is whole fragment registers: no
@@ -76,8 +75,7 @@
 // compile every one for every arch.
 // Host preconditions (src/cuda/moe_gemm.cpp): K % 32 == 0, N % 2 == 0, 16-byte aligned A rows
 // and code rows, 4-byte aligned C rows, dynamic shared memory = MoeGemmShape::kSmemBytes, grid
-// = (the largest possible number of M blocks, ceil(N / BN) (kFusedActivation with [gate; up] rows:
-// ceil((N / 2) / (BN / 2))), kSplitK) in clusters of (1, 1,
+// = (the largest possible number of M blocks, ceil(N / BN), kSplitK) in clusters of (1, 1,
 // kSplitK): blocks past the device-side count exit at once (a cluster's CTAs share the M block,
 // so they exit together), so a captured graph stays valid for any routing.
 #include "moeq_dev/format/prepared.cuh"
@@ -606,9 +604,6 @@ template <class Cfg>
 constexpr int moe_gemm_body() {
   return Cfg::kDirect ? 2 : Cfg::kProducer && Cfg::kWgmma ? 1 : 0;
 }
-// NOTE: only the warp-specialized body has the fused activation epilogue (gemm_fuses_activation on the host).
-static_assert(!MoeGemmCfg::kFusedActivation || moe_gemm_body<MoeGemmCfg>() == 1,
-              "the activation fuses into warp-specialized (/p) GEMM tiles only");
 template <class Cfg, int = moe_gemm_body<Cfg>()>
 struct MoeGemmKernel {
   using Shape = MoeGemmShape<Cfg>;

@@ -6,7 +6,6 @@
 // the K groups' sums and the epilogue.
 // NOTE: NVRTC-safe: no standard headers.
 #include "moeq_dev/format/weights_fragment.cuh"
-#include "moeq_dev/moe/activation.cuh"
 #include "moeq_dev/ptx/cp_async.cuh"
 
 namespace moeq_dev {
@@ -33,15 +32,7 @@ struct MoeGemmParams {
   const float* a_row_scales;     // Cfg::kRowScales: the scale of each A row
   const int* a_scale_rows;       // Cfg::kRowScales: A row r's scale is a_row_scales[a_scale_rows[r] / divisor];
   int a_scale_row_divisor;       // null: a_row_scales[r]
-  // Cfg::kFusedActivation (GEMM1 of a 16-bit step; kernels/gemm_activation.cuh): C receives
-  // act(products) [rows, n / 2 gated, else n] instead of the products.
-  int act_kind;     // ActivationKind
-  int act_gate_up;  // kActNotGated, kActGateUpSplit ([gate; up]: up row i at n / 2 + i) or kActGateUpInterleaved
-  ActivationArgs act_args;
 };
-
-// MoeGemmParams::act_gate_up.
-enum : int { kActNotGated = 0, kActGateUpSplit = 1, kActGateUpInterleaved = 2 };
 
 __device__ __forceinline__ float load_bias_value(const void* bias, long long index, int dtype) {
   if (dtype == 1) return static_cast<const float*>(bias)[index];

@@ -25,7 +25,6 @@
 // tile), other consumers (kernels/moe_gemm_ws_e4m3.cuh).
 // NOTE: NVRTC-safe: no standard headers.
 #include "moeq_dev/format/prepared.cuh"
-#include "moeq_dev/kernels/gemm_activation.cuh"
 #include "moeq_dev/kernels/moe_gemm_common.cuh"
 #include "moeq_dev/kernels/moe_gemm_ws_e4m3.cuh"
 #include "moeq_dev/ptx/cp_async.cuh"
@@ -95,9 +94,6 @@ struct MoeGemmWsShape {
   static_assert(!Cfg::kActE4m3 || kBlockM == 64 || kBlockM == 128, "e4m3 activations on producer tiles: 64 or 128 tokens");
   static_assert(kBlockN == 128 || kBlockN == 256, "producer tiles: 128 or 256 channels");
   static_assert(kStages >= 3 && kStages <= 8, "producer tiles: 3 to 8 stages");
-  // Cfg::kFusedActivation with [gate; up] rows: consumer 0 holds the gates, consumer 1 their ups.
-  static_assert(!Cfg::kFusedActivation || !Cfg::kActE4m3, "the activation fuses into GEMM1 of 16-bit steps only");
-  static_assert(kConsumerN == kBlockN / 2, "a fused split CTA: one consumer per half");
 };
 
 template <class Cfg>
@@ -130,10 +126,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
 
   const int tid = threadIdx.x;
   const int m_block = blockIdx.x;
-  // The CTA's first weight row, and how far its up products' rows lie beyond the tile columns
-  // (Cfg::kFusedActivation with [gate; up] rows: kernels/gemm_activation.cuh; else 0).
-  const int n0 = fused_weight_n0<BN>(p, Cfg::kFusedActivation);
-  const int up_shift = fused_up_shift<BN>(p, Cfg::kFusedActivation);
+  const int n0 = blockIdx.y * BN;
   constexpr int kCopyThreads = S::kCopyThreads;
   const unsigned landed0 = smem_address(&barriers[0]), staged0 = landed0 + 8 * kStages,
                  permuted0 = staged0 + 8 * kStages, retired0 = permuted0 + 8 * kPermBuffers;
@@ -189,27 +182,18 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       const long long unit_bytes = Cfg::kPreparedCodes ? static_cast<long long>(tiles_k) * S::kPreparedBlockBytes : row_bytes;
       const unsigned char* code_base = codes_e + code_index * unit_bytes + (tid % kChunksPerUnit) * 16;
       const long long code_stride = code_index_step * unit_bytes;  // bytes between chunks j and j + 1 (same K tile)
-      // Chunks of the CTA's second half of units (j code_index_step >= kHalfUnits: the thread's own
-      // offset is below one step) lie up_units further with a split fused activation.
-      constexpr int kHalfUnits = (Cfg::kPreparedCodes ? BN / 16 : BN) / 2;
-      static_assert(kHalfUnits % code_index_step == 0, "each chunk j wholly in one half of the CTA's units");
-      // NOTE: the host splits prepared codes only where n / 2 is a multiple of 16.
-      const int up_units = Cfg::kPreparedCodes ? up_shift / 16 : up_shift;
-      const long long up_bytes = up_units * unit_bytes;
       // Canonical codes of a partial last K tile: this thread's chunks start at code k code_k.
       const int code_k = Cfg::kPreparedCodes ? 0 : (tid % kChunksPerUnit) * (128 / S::kCodeBits);
       constexpr int kCodeTileBytes = Cfg::kPreparedCodes ? S::kPreparedBlockBytes : S::kCodeRowBytes;
       // Bulk copies: lane l < kBulkLanes of copy warp w copies 16-channel block w kBulkLanes + l
       // (blocks past N are not copied: their channels' products are never stored).
       // NOTE: few live registers: the producer runs on kProducerRegisters.
-      // Copy warp 1's blocks are the CTA's second half (up_units further with a split).
       const int bulk_block = (tid / 32) * S::kBulkLanes + tid % 32;
-      const int bulk_global = n0 / 16 + bulk_block + (tid / 32 == 1 ? up_units : 0);
       const bool bulk_lane = S::kBulkCodes && tid % 32 < S::kBulkLanes;
-      const unsigned bulk_bytes = bulk_lane && bulk_global < tiles_n16 ? S::kPreparedBlockBytes : 0;
+      const unsigned bulk_bytes = bulk_lane && n0 / 16 + bulk_block < tiles_n16 ? S::kPreparedBlockBytes : 0;
       const unsigned bulk_dst = smem_base + S::kCodeOffset + bulk_block * S::kPreparedBlockBytes;
       const unsigned char* bulk_src =
-          codes_e + static_cast<long long>(bulk_bytes != 0 ? bulk_global : 0) * tiles_k * S::kPreparedBlockBytes;
+          codes_e + static_cast<long long>(bulk_bytes != 0 ? n0 / 16 + bulk_block : 0) * tiles_k * S::kPreparedBlockBytes;
       // NOTE: a_row_stride counts elements: 2 bytes, or 1 (e4m3). The copies below address the
       // same bytes either way (chunk c of tile it: byte 128 it + 16 c of the row).
       constexpr int kActBytes = Cfg::kActE4m3 ? 1 : 2;
@@ -261,9 +245,8 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
         const bool code_k_valid = it * S::kTileK + code_k < K;
 #pragma unroll
         for (int j = 0; j < kCodeChunks; ++j) {
-          const bool up = j * code_index_step >= kHalfUnits;
-          const bool valid = code_k_valid && code_index + j * code_index_step + (up ? up_units : 0) < code_index_end;
-          const unsigned char* from = valid ? code_base + j * code_stride + (up ? up_bytes : 0) + it * kCodeTileBytes : p.codes;
+          const bool valid = code_k_valid && code_index + j * code_index_step < code_index_end;
+          const unsigned char* from = valid ? code_base + j * code_stride + it * kCodeTileBytes : p.codes;
           cp_async_16(base + S::kCodeOffset + (tid + j * kCopyThreads) * 16, from, valid);
         }
         // The barrier's phase completes when every copy thread's copies so far have landed.
@@ -320,10 +303,8 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   // Seen by the epilogue after its first named barrier.
   if constexpr (Cfg::kRowScales)
     for (int r = ctid; r < BM; r += 128 * S::kConsumers) block_row_scales[r] = a_row_scale(p, row_src[r]);
-  // Channel (within the block) of this lane's fragment rows of 64-channel tile nt, half r; the
-  // weight row is weight_n0 + that (consumer 1: the up half, up_shift further with a split).
+  // Channel (within the block) of this lane's fragment rows of 64-channel tile nt, half r.
   auto channel_of = [&](int nt, int r) { return consumer * S::kConsumerN + nt * 64 + warp * 16 + g + r * 8; };
-  const int weight_n0 = n0 + (consumer == 1 ? up_shift : 0);
   if constexpr (Cfg::kActE4m3) {
     float acc[kTilesN][kTilesM][4];
     moe_gemm_ws_e4m3_consumers<Cfg, S>(p, e, n0, tiles_k, smem_base, staged0, permuted0, retired0, wide_tiles, ctid,
@@ -333,24 +314,19 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
     named_barrier_sync(2, 128 * S::kConsumers);
     store_output_rows<BM, BN, 128 * S::kConsumers>(p, smem, S::kOutRowBytes, row_dst, n0, ctid);
   } else {
-    const LaneScaleRows<Cfg, kTilesN> scale_rows(p.scaling, e, weight_n0, N, K, channel_of);
+    const LaneScaleRows<Cfg, kTilesN> scale_rows(p.scaling, e, n0, N, K, channel_of);
     // Fp8BlockFoldable: one multiply per pair instead of two where every scale of this CTA's
     // channel blocks allows it. Every warp reads the same scales, so all take the same path (the
     // warps of a warpgroup must issue the same wgmma instructions).
     bool fold_scales = false;
     if constexpr (Fp8BlockFoldable<Cfg>::value) {
       const int blocks_n = (N + 127) / 128, blocks_k = (K + 127) / 128;
+      const int first_block = n0 / 128, last_block = (min(n0 + BN, N) - 1) / 128;
+      const float* block_scales =
+          static_cast<const float*>(p.scaling.scales) + (static_cast<long long>(e) * blocks_n + first_block) * blocks_k;
       bool foldable = true;
-      // The CTA's two halves of channels (with a split fused activation, up_shift apart).
-      for (int half = 0; half < 2; ++half) {
-        const int first = n0 + half * (BN / 2 + up_shift);
-        if (first >= N) continue;
-        const int first_block = first / 128, last_block = (min(first + BN / 2, N) - 1) / 128;
-        const float* block_scales =
-            static_cast<const float*>(p.scaling.scales) + (static_cast<long long>(e) * blocks_n + first_block) * blocks_k;
-        for (int i = lane; i < (last_block - first_block + 1) * blocks_k; i += 32)
-          foldable = foldable && fp8_block_scale_foldable(block_scales[i]);
-      }
+      for (int i = lane; i < (last_block - first_block + 1) * blocks_k; i += 32)
+        foldable = foldable && fp8_block_scale_foldable(block_scales[i]);
       fold_scales = __all_sync(0xFFFFFFFFu, foldable);
     }
     LaneScale scale_ring[kStages][kTilesN][2];
@@ -518,14 +494,10 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
     // Epilogue, consumers only: the out tile reuses the ring, which the other consumer may still
     // be reading until it passes this barrier; the producer is done (every tile was consumed).
     named_barrier_sync(2, 128 * S::kConsumers);
-    write_output_tile<Cfg>(p, e, weight_n0, acc, smem, S::kOutRowBytes, 0, t, channel_of, row_src,
+    write_output_tile<Cfg>(p, e, n0, acc, smem, S::kOutRowBytes, 0, t, channel_of, row_src,
                            Cfg::kRowScales ? block_row_scales : nullptr);
     named_barrier_sync(2, 128 * S::kConsumers);
-    if constexpr (Cfg::kFusedActivation) {
-      store_activated_rows<BM, BN, 128 * S::kConsumers, Cfg::kActBf16>(p, smem, S::kOutRowBytes, row_dst, ctid);
-    } else {
-      store_output_rows<BM, BN, 128 * S::kConsumers>(p, smem, S::kOutRowBytes, row_dst, n0, ctid);
-    }
+    store_output_rows<BM, BN, 128 * S::kConsumers>(p, smem, S::kOutRowBytes, row_dst, n0, ctid);
   }
 }
 
