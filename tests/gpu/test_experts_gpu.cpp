@@ -24,6 +24,15 @@ namespace {
 
 bool have_device() { return cuda::device_count() > 0; }
 
+// Options whose tuning table runs `tile` as both GEMMs' tile (and its block size) at every M.
+Options one_tile_everywhere(const cuda::GemmTile& tile) {
+  TuningTable t;
+  t.entries = {{0, int64_t{1} << 30, tile.block_m, tile.to_string(), tile.to_string()}};
+  Options o;
+  o.tuning = t;
+  return o;
+}
+
 ExpertsDesc layer(const char* scheme, Activation act) {
   ExpertsDesc d = io::find_preset("tiny").desc;  // E = 7, top-3, K = 256, I = 128
   io::apply_scheme(scheme, d);
@@ -151,10 +160,7 @@ TEST(ExpertsGpu, DirectTilesOf24And32RowsMatchOracle) {
   int case_index = 0;
   for (const char* text : {"24x128/1x4x1/4/r", "24x128/1x4x1/2/r", "32x64/1x4x1/2/r"}) {
     const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
-    TuningTable t;
-    t.entries = {{0, int64_t{1} << 30, tile.block_m, text, text}};
-    Options o;
-    o.tuning = t;
+    const Options o = one_tile_everywhere(tile);
     for (const char* scheme : {"mxfp4", "nvfp4", "mxfp8", "fp8-channel", "fp8-block", "int4-g128", "int4-g32-zp",
                                "int8-ch", "int8-g64", "mxfp4:f16", "fp8-channel:fp8-token", "mxfp4:fp8-token"})
       for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
@@ -187,10 +193,7 @@ TEST(ExpertsGpu, WarpSpecializedTilesOf80To144RowsMatchOracle) {
   int case_index = 0;
   for (const char* text : {"144x256/1x8x1/4/p", "144x128/1x8x1/4/p", "80x256/1x8x1/6/p", "96x256/1x8x1/6/p"}) {
     const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
-    TuningTable t;
-    t.entries = {{0, int64_t{1} << 30, tile.block_m, text, text}};
-    Options o;
-    o.tuning = t;
+    const Options o = one_tile_everywhere(tile);
     for (const char* scheme : {"mxfp4", "nvfp4", "mxfp8", "fp8-block", "fp8-channel", "int4-g128", "int4-g32-zp",
                                "int8-ch", "mxfp4:f16", "mxfp4:fp8-token"})
       for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
@@ -260,10 +263,7 @@ TEST(ExpertsGpu, E4m3ActivationsOnEveryDirectTileMatchOracle) {
     if (!tile.direct) continue;
     if (cuda::gemm_plan(tiny, tiny.w13(), tile, cuda::device_sm(), true).input != cuda::GemmInput::row_scaled_e4m3) continue;
     ++e4m3_tiles;
-    TuningTable t;
-    t.entries = {{0, int64_t{1} << 30, tile.block_m, tile.to_string(), tile.to_string()}};
-    Options o;
-    o.tuning = t;
+    const Options o = one_tile_everywhere(tile);
     for (bool is_odd : {false, true})
       for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
         for (int64_t m : {1, 7, 33}) {
@@ -317,10 +317,7 @@ TEST(ExpertsGpu, E4m3ActivationsOnMxfp4WarpSpecializedTilesMatchOracle) {
     ASSERT_EQ(cuda::gemm_plan(tiny, tiny.w13(), tile, cuda::device_sm(), false, true).input,
               cuda::GemmInput::row_scaled_e4m3)
         << text;
-    TuningTable t;
-    t.entries = {{0, int64_t{1} << 30, tile.block_m, text, text}};
-    Options o;
-    o.tuning = t;
+    Options o = one_tile_everywhere(tile);
     o.fp8_wgmma = true;
     for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
       for (int64_t m : {7, 129}) {
