@@ -10,6 +10,8 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "common/embedded.hpp"
 #include "common/sha256.hpp"
@@ -19,7 +21,7 @@ namespace moeq::jit {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr char kLayoutVersion[] = "v1";  // bump when the file format or key recipe changes
+constexpr char kLayoutVersion[] = "v2";  // bump when the file format or key recipe changes
 constexpr std::array<char, 8> kMagic = {'M', 'O', 'E', 'Q', 'C', 'U', 'B', '1'};
 // magic (8) + payload size (8, native endian: the cache is per machine) + SHA-256 (32).
 constexpr size_t kHeaderBytes = 8 + 8 + 32;
@@ -128,6 +130,73 @@ const std::string& embedded_headers_hash() {
     }
     return to_hex(hasher.finish());
   }();
+  return hash;
+}
+
+namespace {
+
+// The paths of the `#include "path"` lines of `text` (a '#', optional blanks, "include", blanks,
+// then a quoted path), in order of appearance.
+std::vector<std::string_view> quoted_includes(std::string_view text) {
+  std::vector<std::string_view> paths;
+  size_t line_start = 0;
+  while (line_start < text.size()) {
+    size_t line_end = text.find('\n', line_start);
+    if (line_end == std::string_view::npos) line_end = text.size();
+    std::string_view line = text.substr(line_start, line_end - line_start);
+    line_start = line_end + 1;
+    const auto skip_blanks = [&line] {
+      while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    };
+    skip_blanks();
+    if (line.empty() || line.front() != '#') continue;
+    line.remove_prefix(1);
+    skip_blanks();
+    if (line.substr(0, 7) != "include") continue;
+    line.remove_prefix(7);
+    skip_blanks();
+    if (line.empty() || line.front() != '"') continue;
+    line.remove_prefix(1);
+    const size_t close = line.find('"');
+    if (close != std::string_view::npos) paths.push_back(line.substr(0, close));
+  }
+  return paths;
+}
+
+}  // namespace
+
+std::string included_headers_hash(std::string_view source) {
+  // PERF: the closure of each header is walked once per process; a source costs a walk over the
+  // headers it names and one SHA-256 of their text.
+  static std::mutex mutex;
+  static const std::map<std::string_view, const EmbeddedFile*> by_path = [] {
+    std::map<std::string_view, const EmbeddedFile*> files;
+    for (const EmbeddedFile& file : embedded_device_headers()) files.emplace(file.path, &file);
+    return files;
+  }();
+  static std::map<std::string, std::string> hash_of_includes;  // joined direct includes -> hash
+  const std::vector<std::string_view> direct = quoted_includes(source);
+  std::string joined;
+  for (std::string_view path : direct) joined.append(path).push_back('\n');
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = hash_of_includes.find(joined); it != hash_of_includes.end()) return it->second;
+
+  std::set<std::string_view> reached;
+  std::vector<std::string_view> pending(direct.begin(), direct.end());
+  while (!pending.empty()) {
+    const std::string_view path = pending.back();
+    pending.pop_back();
+    const auto file = by_path.find(path);
+    if (file == by_path.end() || !reached.insert(file->first).second) continue;
+    for (std::string_view next : quoted_includes(file->second->data)) pending.push_back(next);
+  }
+  Sha256 hasher;
+  for (std::string_view path : reached) {
+    add_field(hasher, "path", path);
+    add_field(hasher, "data", by_path.at(path)->data);
+  }
+  const std::string hash = to_hex(hasher.finish());
+  hash_of_includes.emplace(joined, hash);
   return hash;
 }
 

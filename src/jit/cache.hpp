@@ -33,7 +33,7 @@ void override_jit_options(const JitOptions& options);
 // Everything a CUBIN depends on, and nothing else: no paths, no mtimes.
 struct CacheKeyInputs {
   std::string_view source;        // the generated translation unit
-  std::string_view headers_hash;  // embedded_headers_hash()
+  std::string_view headers_hash;  // included_headers_hash(source)
   int nvrtc_version = 0;
   std::vector<std::string> options;
   std::string_view arch;          // "sm_90a"
@@ -43,6 +43,11 @@ struct CacheKeyInputs {
 std::string cache_key(const CacheKeyInputs& inputs);
 // SHA-256 of every embedded device header (relative path + contents), computed once.
 const std::string& embedded_headers_hash();
+// SHA-256 of the embedded device headers `source` reaches through `#include "path"` lines, directly
+// or through each other (relative path + contents, in path order): the headers part of a cache key.
+// NOTE: every include line counts, whatever #if surrounds it: a superset of what NVRTC reads, so an
+// edit to a header a kernel cannot see leaves its CUBIN cached, and no edit it can see does.
+std::string included_headers_hash(std::string_view source);
 
 struct CacheInfo {
   size_t num_entries = 0;

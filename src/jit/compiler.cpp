@@ -59,7 +59,8 @@ CubinLookup KernelCache::lookup(const KernelSpec& spec, Arch arch) {
   const std::vector<std::string> extra = extra_options();
   CacheKeyInputs inputs;
   inputs.source = spec.source;
-  inputs.headers_hash = embedded_headers_hash();
+  const std::string headers_hash = included_headers_hash(spec.source);
+  inputs.headers_hash = headers_hash;
   inputs.nvrtc_version = nvrtc_version();
   inputs.options = nvrtc_options(arch.sm, arch.arch_specific, extra);
   const std::string arch_string = to_string(arch);

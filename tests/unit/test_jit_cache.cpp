@@ -93,13 +93,36 @@ TEST_F(JitCache, NoPathInTheKey) {
   EXPECT_EQ(key_.find(dir_), std::string::npos);
 }
 
+// The headers part of a key covers what a source includes, directly or through other headers, and
+// nothing else: an edit to an unrelated header keeps a kernel's CUBIN.
+TEST(JitCacheHeaders, IncludedHashFollowsIncludesOnly) {
+  using moeq::jit::included_headers_hash;
+  const std::string none = included_headers_hash("struct A {};");
+  EXPECT_EQ(none.size(), 64u);
+  EXPECT_EQ(included_headers_hash("struct B { int x; };"), none) << "text outside includes does not count";
+  EXPECT_EQ(included_headers_hash("#include \"moeq_dev/no/such_file.cuh\"\n"), none) << "unknown paths are skipped";
+  const std::string cvt = included_headers_hash("#include \"moeq_dev/ptx/cvt.cuh\"\n");
+  EXPECT_NE(cvt, none);
+  EXPECT_EQ(included_headers_hash("  #  include \"moeq_dev/ptx/cvt.cuh\"\nstruct C {};\n"), cvt);
+  EXPECT_EQ(included_headers_hash("// #include \"moeq_dev/ptx/cvt.cuh\"\n"), none) << "a comment is not an include";
+  // kernels/routing.cuh includes moe/routing.cuh, which includes ptx/cvt.cuh: naming those too
+  // changes nothing, and each level differs from the one below.
+  const std::string kernels = included_headers_hash("#include \"moeq_dev/kernels/routing.cuh\"\n");
+  const std::string moe = included_headers_hash("#include \"moeq_dev/moe/routing.cuh\"\n");
+  EXPECT_NE(kernels, moe);
+  EXPECT_NE(moe, cvt);
+  EXPECT_EQ(included_headers_hash("#include \"moeq_dev/moe/routing.cuh\"\n#include \"moeq_dev/kernels/routing.cuh\"\n"
+                                  "#include \"moeq_dev/ptx/cvt.cuh\"\n"),
+            kernels);
+}
+
 TEST_F(JitCache, StoreLoadRoundTrip) {
   Cache cache(dir_);
   EXPECT_EQ(cache.find(key_), nullptr);
   const std::vector<uint8_t> cubin = fake_cubin(5000, 7);
   EXPECT_EQ(cache.insert(key_, cubin), cubin);
 
-  const std::string expected_path = dir_ + "/v1/" + key_.substr(0, 2) + "/" + key_ + ".cubin";
+  const std::string expected_path = dir_ + "/v2/" + key_.substr(0, 2) + "/" + key_ + ".cubin";
   EXPECT_EQ(cache.entry_path(key_), expected_path);
   EXPECT_TRUE(fs::is_regular_file(expected_path));
   EXPECT_EQ(fs::file_size(expected_path), cubin.size() + 48);
@@ -223,7 +246,7 @@ TEST_F(JitCache, DisabledCacheTouchesNoDisk) {
   Cache cache(dir_, /*disk_enabled=*/false);
   cache.insert(key_, fake_cubin(100, 2));
   EXPECT_NE(cache.find(key_), nullptr) << "memory tier still works";
-  EXPECT_FALSE(fs::exists(dir_ + "/v1"));
+  EXPECT_FALSE(fs::exists(dir_ + "/v2"));
 }
 
 TEST(JitOptionsTest, EnvironmentIsParsed) {
