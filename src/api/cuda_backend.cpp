@@ -240,7 +240,8 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   reduce.out_row_stride = out_stride;
 
   if (shape.layout == Layout::indexed) {
-    cuda::AlignOutputs align{local_ids, buffer("sorted_ids"), buffer("expert_ids"), buffer("num_tokens_padded")};
+    cuda::AlignOutputs align{local_ids, buffer("sorted_ids"), buffer("expert_ids"), buffer("num_tokens_padded"),
+                             buffer("route_chunk_counts")};
     cuda::map_and_align(ids, shape.block_m, align, stream);
     for (cuda::MoeGemmArgs* g : {&g1, &g2}) {
       g->gather = true;
@@ -258,7 +259,8 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   }
 
   // Contiguous: permute, then the GEMMs over each expert's segment of the permuted rows.
-  const cuda::PermuteOutputs perm{local_ids, buffer("expert_offsets"), buffer("inv_permuted_idx"), buffer("permuted_src")};
+  const cuda::PermuteOutputs perm{local_ids, buffer("expert_offsets"), buffer("inv_permuted_idx"), buffer("permuted_src"),
+                                  buffer("route_chunk_counts")};
   const CUdeviceptr permuted = buffer("permuted_hidden");
   CUdeviceptr gemm1_input = permuted;
   if (d.act_format == ActFormat::none) {

@@ -19,7 +19,9 @@ constexpr int32_t kLayoutIndexed = 0, kLayoutContiguous = 1, kLayoutBatched = 2;
 // NOTE: the default dynamic shared-memory limit, never raised here (no cuFuncSetAttribute).
 constexpr int64_t kMaxSmemBytes = 48 * 1024;
 
-enum class Kernel : uint8_t { kRouteCount, kRouteScatter, kPermuteRows, kTopkReduce, kRouteFused };
+enum class Kernel : uint8_t {
+  kRouteCount, kRouteScatter, kPermuteRows, kTopkReduce, kRouteFused, kRouteChunkCount, kRouteChunkPlace
+};
 
 // Fields a kernel does not use keep their defaults, so each distinct module is compiled once.
 struct Config {
@@ -36,14 +38,25 @@ struct Config {
 // PERF: route_count and route_fused are one CTA; 1024 threads map and count 1024 slots per step
 // (M*top_k <= 2048 at decode sizes: two steps). Scatter: 256 threads rank 1024 slots per
 // __syncthreads, and 2+ CTAs share an SM. Rows and reduce: 256 threads, several CTAs per SM.
+// The chunked pair: one bucket per thread, as route_fused.
 int threads_of(Kernel kernel) {
-  return kernel == Kernel::kRouteCount || kernel == Kernel::kRouteFused ? 1024 : 256;
+  switch (kernel) {
+    case Kernel::kRouteCount:
+    case Kernel::kRouteFused:
+    case Kernel::kRouteChunkCount:
+    case Kernel::kRouteChunkPlace: return 1024;
+    default: return 256;
+  }
 }
 
 // Dynamic shared memory of route_fused: counts (E), 32 warp sums, offsets (E + 1), and one row
-// of E + 1 bucket counts per warp.
+// of E + 1 bucket counts per warp. route_chunk_place needs E ints less.
 int64_t fused_smem_bytes(int64_t num_experts) {
   return (2 * num_experts + 33 + threads_of(Kernel::kRouteFused) / 32 * (num_experts + 1)) *
+         static_cast<int64_t>(sizeof(int32_t));
+}
+int64_t chunk_place_smem_bytes(int64_t num_experts) {
+  return (num_experts + 33 + threads_of(Kernel::kRouteChunkPlace) / 32 * (num_experts + 1)) *
          static_cast<int64_t>(sizeof(int32_t));
 }
 
@@ -54,6 +67,8 @@ const char* entry_of(Kernel kernel) {
     case Kernel::kPermuteRows: return "moeq_permute_rows";
     case Kernel::kTopkReduce: return "moeq_topk_reduce";
     case Kernel::kRouteFused: return "moeq_route_fused";
+    case Kernel::kRouteChunkCount: return "moeq_route_chunk_count";
+    case Kernel::kRouteChunkPlace: return "moeq_route_chunk_place";
   }
   return "?";
 }
@@ -65,6 +80,8 @@ const char* device_kernel_name(Kernel kernel) {
     case Kernel::kPermuteRows: return "kPermuteRows";
     case Kernel::kTopkReduce: return "kTopkReduce";
     case Kernel::kRouteFused: return "kRouteFused";
+    case Kernel::kRouteChunkCount: return "kRouteChunkCount";
+    case Kernel::kRouteChunkPlace: return "kRouteChunkPlace";
   }
   return "?";
 }
@@ -173,13 +190,59 @@ void launch_fused(const RouteIds& ids, int32_t layout, int32_t block_m, int32_t 
 }
 
 bool use_fused(const RouteIds& ids, RoutingPath path) {
-  if (path == RoutingPath::kTwoKernel) return false;
+  if (path == RoutingPath::kTwoKernel || path == RoutingPath::kChunked) return false;
   const bool fits = fused_path_fits(ids.num_experts);
   if (path == RoutingPath::kFused) {
     require(fits, "num_experts = " + std::to_string(ids.num_experts) + " is too large for the fused routing kernel");
     return true;
   }
   return fits && ids.num_slots() <= kFusedMaxSlots;
+}
+
+// kChunked: requires chunk_counts and an E that fits; kAuto: from kChunkedMinSlots where it can.
+bool use_chunked(const RouteIds& ids, RoutingPath path, CUdeviceptr chunk_counts) {
+  const bool fits = chunked_path_fits(ids.num_experts);
+  if (path == RoutingPath::kChunked) {
+    require(fits, "num_experts = " + std::to_string(ids.num_experts) + " is too large for the chunked routing kernels");
+    require_ptr(chunk_counts, "chunk_counts (the chunked routing path's scratch)");
+    return true;
+  }
+  return path == RoutingPath::kAuto && fits && chunk_counts != 0 && ids.num_slots() >= kChunkedMinSlots;
+}
+
+// Every output of either chunked kernel; the layout's unused ones stay 0.
+struct ChunkedArgs {
+  int32_t layout = 0, block_m = 1, capacity = 0, max_tokens = 0;
+  CUdeviceptr local_ids = 0, chunk_counts = 0;
+  CUdeviceptr sorted_ids = 0, expert_ids = 0, num_tokens_padded = 0;
+  CUdeviceptr offsets = 0, inv_permuted_idx = 0, permuted_src = 0;
+  CUdeviceptr batched_rows = 0, slot_of_row = 0, counts = 0;
+};
+
+void launch_chunked(const RouteIds& ids, const ChunkedArgs& a, CUstream stream) {
+  const int64_t chunk_slots = route_chunk_slots(ids.num_slots());
+  LaunchShape shape;
+  shape.grid_x = static_cast<unsigned>(route_num_chunks(ids.num_slots()));
+  const auto num_slots = static_cast<int32_t>(ids.num_slots());
+  const auto num_global = static_cast<int32_t>(ids.num_global_experts);
+  const auto num_experts = static_cast<int32_t>(ids.num_experts);
+  const auto chunk = static_cast<int32_t>(chunk_slots);
+
+  Config count;
+  count.kernel = Kernel::kRouteChunkCount;
+  count.ids_int64 = ids.ids_dtype == DType::i64;
+  shape.block_x = static_cast<unsigned>(threads_of(count.kernel));
+  shape.smem_bytes = static_cast<unsigned>((ids.num_experts + 1) * sizeof(int32_t));
+  launch(function_of(count), shape, stream, ids.topk_ids, ids.expert_map, num_slots, num_global, num_experts, chunk,
+         a.local_ids, ids.error_flags, a.chunk_counts);
+
+  Config place;
+  place.kernel = Kernel::kRouteChunkPlace;
+  shape.block_x = static_cast<unsigned>(threads_of(place.kernel));
+  shape.smem_bytes = static_cast<unsigned>(chunk_place_smem_bytes(ids.num_experts));
+  launch(function_of(place), shape, stream, a.local_ids, a.chunk_counts, num_slots, num_experts, a.layout, a.block_m,
+         a.capacity, chunk, a.max_tokens, ids.error_flags, a.sorted_ids, a.expert_ids, a.num_tokens_padded, a.offsets,
+         a.inv_permuted_idx, a.permuted_src, a.batched_rows, a.slot_of_row, a.counts);
 }
 
 struct ScatterArgs {
@@ -221,6 +284,21 @@ std::string describe_routing_errors(int flags) {
 bool fused_path_fits(int64_t num_experts) {
   return num_experts + 1 <= threads_of(Kernel::kRouteFused) && fused_smem_bytes(num_experts) <= kMaxSmemBytes;
 }
+bool chunked_path_fits(int64_t num_experts) {
+  return num_experts + 1 <= threads_of(Kernel::kRouteChunkPlace) &&
+         chunk_place_smem_bytes(num_experts) <= kMaxSmemBytes;
+}
+
+int64_t route_chunk_slots(int64_t num_slots) {
+  const int64_t per_chunk = (num_slots + kMaxRouteChunks - 1) / kMaxRouteChunks;
+  return std::max<int64_t>(1, (per_chunk + kRouteChunkUnit - 1) / kRouteChunkUnit) * kRouteChunkUnit;
+}
+int64_t route_num_chunks(int64_t num_slots) {
+  return std::max<int64_t>(1, (num_slots + route_chunk_slots(num_slots) - 1) / route_chunk_slots(num_slots));
+}
+int64_t route_chunk_counts_elems(int64_t num_slots, int64_t num_experts) {
+  return route_num_chunks(num_slots) * (num_experts + 1);
+}
 
 void map_and_align(const RouteIds& ids, int64_t block_m, const AlignOutputs& out, CUstream stream,
                    RoutingPath path) {
@@ -235,6 +313,19 @@ void map_and_align(const RouteIds& ids, int64_t block_m, const AlignOutputs& out
   if (use_fused(ids, path)) {
     launch_fused(ids, kLayoutIndexed, static_cast<int32_t>(block_m), static_cast<int32_t>(capacity), out.local_ids,
                  out.sorted_ids, out.expert_ids, out.num_tokens_padded, 0, 0, 0, stream);
+    return;
+  }
+  if (use_chunked(ids, path, out.chunk_counts)) {
+    ChunkedArgs chunked;
+    chunked.layout = kLayoutIndexed;
+    chunked.block_m = static_cast<int32_t>(block_m);
+    chunked.capacity = static_cast<int32_t>(capacity);
+    chunked.local_ids = out.local_ids;
+    chunked.chunk_counts = out.chunk_counts;
+    chunked.sorted_ids = out.sorted_ids;
+    chunked.expert_ids = out.expert_ids;
+    chunked.num_tokens_padded = out.num_tokens_padded;
+    launch_chunked(ids, chunked, stream);
     return;
   }
   launch_count(ids, kLayoutIndexed, static_cast<int32_t>(block_m), static_cast<int32_t>(capacity / block_m), 0,
@@ -259,6 +350,17 @@ void permute_indices(const RouteIds& ids, const PermuteOutputs& out, CUstream st
   if (use_fused(ids, path)) {
     launch_fused(ids, kLayoutContiguous, 1, 0, out.local_ids, 0, 0, 0, out.offsets, out.inv_permuted_idx,
                  out.permuted_src, stream);
+    return;
+  }
+  if (use_chunked(ids, path, out.chunk_counts)) {
+    ChunkedArgs chunked;
+    chunked.layout = kLayoutContiguous;
+    chunked.local_ids = out.local_ids;
+    chunked.chunk_counts = out.chunk_counts;
+    chunked.offsets = out.offsets;
+    chunked.inv_permuted_idx = out.inv_permuted_idx;
+    chunked.permuted_src = out.permuted_src;
+    launch_chunked(ids, chunked, stream);
     return;
   }
   launch_count(ids, kLayoutContiguous, 1, 0, 0, out.local_ids, 0, 0, out.offsets, 0, stream);
@@ -306,7 +408,7 @@ void permute(const RouteIds& ids, const PermuteRows& rows, const PermuteOutputs&
 }
 
 void batched_ranks(const RouteIds& ids, int64_t max_tokens_per_expert, const BatchedOutputs& out,
-                   CUstream stream) {
+                   CUstream stream, RoutingPath path) {
   check_ids(ids);
   require(max_tokens_per_expert >= 0 && ids.num_experts * max_tokens_per_expert <= kInt32Max,
           "num_experts * max_tokens_per_expert = " + std::to_string(ids.num_experts * max_tokens_per_expert) +
@@ -316,6 +418,19 @@ void batched_ranks(const RouteIds& ids, int64_t max_tokens_per_expert, const Bat
     for (const auto& [ptr, name] : {std::pair{out.local_ids, "local_ids"}, {out.batched_rows, "batched_rows"}})
       require_ptr(ptr, name);
   const auto max_tokens = static_cast<int32_t>(max_tokens_per_expert);
+  require(path != RoutingPath::kFused, "the fused routing kernel has no batched layout");
+  if (use_chunked(ids, path, out.chunk_counts)) {
+    ChunkedArgs chunked;
+    chunked.layout = kLayoutBatched;
+    chunked.max_tokens = max_tokens;
+    chunked.local_ids = out.local_ids;
+    chunked.chunk_counts = out.chunk_counts;
+    chunked.batched_rows = out.batched_rows;
+    chunked.slot_of_row = out.slot_of_row;
+    chunked.counts = out.counts;
+    launch_chunked(ids, chunked, stream);
+    return;
+  }
   launch_count(ids, kLayoutBatched, 1, 0, max_tokens, out.local_ids, 0, 0, 0, out.counts, stream);
   ScatterArgs scatter;
   scatter.layout = kLayoutBatched;
@@ -390,14 +505,14 @@ void combine_batched(CUdeviceptr down, DType dtype, int64_t max_tokens_per_exper
 
 std::vector<jit::KernelSpec> routing_kernel_specs() {
   std::vector<jit::KernelSpec> specs;
-  for (const Kernel kernel : {Kernel::kRouteCount, Kernel::kRouteFused})
+  for (const Kernel kernel : {Kernel::kRouteCount, Kernel::kRouteFused, Kernel::kRouteChunkCount})
     for (const bool ids_int64 : {false, true}) {
       Config config;
       config.kernel = kernel;
       config.ids_int64 = ids_int64;
       specs.push_back(spec_of(config));
     }
-  for (const Kernel kernel : {Kernel::kRouteScatter, Kernel::kPermuteRows}) {
+  for (const Kernel kernel : {Kernel::kRouteScatter, Kernel::kPermuteRows, Kernel::kRouteChunkPlace}) {
     Config config;
     config.kernel = kernel;
     specs.push_back(spec_of(config));

@@ -37,16 +37,30 @@ struct RouteIds {
   int64_t num_slots() const { return num_tokens * top_k; }
 };
 
-// Which kernels map_and_align and permute_indices launch. kAuto: one fused CTA while num_slots
-// <= kFusedMaxSlots and E fits its shared memory (fused_path_fits), else count + scatter (E + 1
-// CTAs). kFused and kTwoKernel force a path (tests, timings); kFused throws where E does not fit.
+// Which kernels map_and_align, permute_indices and batched_ranks launch. kAuto: one fused CTA
+// while num_slots <= kFusedMaxSlots and E fits its shared memory (fused_path_fits; not batched);
+// the chunked pair from kChunkedMinSlots where E fits (chunked_path_fits) and the outputs carry
+// chunk_counts; else count + scatter (E + 1 CTAs). kFused, kTwoKernel and kChunked force a path
+// (tests, timings); kFused and kChunked throw where E does not fit, kChunked without chunk_counts.
 // The choice depends on host shapes only, so a captured graph replays the same path.
-enum class RoutingPath { kAuto, kFused, kTwoKernel };
+enum class RoutingPath { kAuto, kFused, kTwoKernel, kChunked };
 // PERF: H200 (docs/perf-notes.md, "Routing: align"): fused align at 8 slots (M = 1, top_k 8)
 // measured 6.3-6.5 us streamed vs 8.3-8.6 us for count + scatter (graph replay: 5.4-5.7 vs
 // 4.7-5.5); a tie at 128 slots streamed and slower from 512 slots on, so only the smallest M.
 constexpr int64_t kFusedMaxSlots = 8;
 bool fused_path_fits(int64_t num_experts);
+
+// The chunked pair (route_chunk_count, route_chunk_place): one CTA per chunk of slots, a multiple
+// of kRouteChunkUnit, at most kMaxRouteChunks chunks (each CTA of the place kernel reads every
+// chunk's counts). Its scratch, chunk_counts, holds route_chunk_counts_elems int32.
+constexpr int64_t kRouteChunkUnit = 1024;
+constexpr int64_t kMaxRouteChunks = 128;
+// PERF: provisional, until the H200 timings of both paths by M are in.
+constexpr int64_t kChunkedMinSlots = 2048;
+bool chunked_path_fits(int64_t num_experts);
+int64_t route_chunk_slots(int64_t num_slots);
+int64_t route_num_chunks(int64_t num_slots);  // >= 1
+int64_t route_chunk_counts_elems(int64_t num_slots, int64_t num_experts);
 
 // ---- Indexed ----
 // align_capacity(M*top_k, E, BM) entries of sorted_ids (reference/routing.hpp, the one
@@ -57,8 +71,9 @@ struct AlignOutputs {
   CUdeviceptr sorted_ids = 0;         // int32 [capacity]
   CUdeviceptr expert_ids = 0;         // int32 [capacity / BM]
   CUdeviceptr num_tokens_padded = 0;  // int32 [1]
+  CUdeviceptr chunk_counts = 0;       // int32 [route_chunk_counts_elems], or 0: no chunked path
 };
-// One fused kernel (small M) or two: count (one CTA) and scatter (E + 1 CTAs).
+// One fused kernel (small M) or two: count (one CTA) and scatter (E + 1 CTAs), or the chunked pair.
 void map_and_align(const RouteIds& ids, int64_t block_m, const AlignOutputs& out, CUstream stream,
                    RoutingPath path = RoutingPath::kAuto);
 
@@ -68,6 +83,7 @@ struct PermuteOutputs {
   CUdeviceptr offsets = 0;           // int64 [E+1] (expert_first_token_offset)
   CUdeviceptr inv_permuted_idx = 0;  // int32 [M*top_k]
   CUdeviceptr permuted_src = 0;      // int32 [M*top_k]
+  CUdeviceptr chunk_counts = 0;      // int32 [route_chunk_counts_elems], or 0: no chunked path
 };
 struct PermuteRows {
   CUdeviceptr hidden = 0;  // [M, row_bytes] rows at hidden_row_stride_bytes
@@ -91,9 +107,10 @@ struct BatchedOutputs {
   CUdeviceptr counts = 0;        // int32 [E] (expert_num_tokens), min(count, T)
   CUdeviceptr batched_rows = 0;  // int32 [M*top_k]: e*T + rank (ref::reduce_rows_batched), -1 = none
   CUdeviceptr slot_of_row = 0;   // int32 [E*T] (ref::batched_dispatch), or 0 to skip
+  CUdeviceptr chunk_counts = 0;  // int32 [route_chunk_counts_elems], or 0: no chunked path
 };
 void batched_ranks(const RouteIds& ids, int64_t max_tokens_per_expert, const BatchedOutputs& out,
-                   CUstream stream);
+                   CUstream stream, RoutingPath path = RoutingPath::kAuto);
 
 // ---- Weighted top-k reduction ----
 struct ReduceArgs {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 
+#include "cuda/routing.hpp"
 #include "moeq/error.hpp"
 #include "reference/quantize.hpp"
 #include "reference/routing.hpp"
@@ -131,7 +132,11 @@ WorkspacePlan plan_workspaces(const ExpertsDesc& d, const PlanShape& p) {
   // Routing metadata lives through the whole step, past everything else in workspace 2.
   std::vector<BufferPlacement> meta;
   meta.push_back(make_buffer("error_flags", {1}, DType::i32));
-  if (!batched) meta.push_back(make_buffer("local_ids", {rows}, DType::i32));
+  if (!batched) {
+    meta.push_back(make_buffer("local_ids", {rows}, DType::i32));
+    // The chunked routing kernels' per-chunk bucket counts (cuda::map_and_align, permute_indices).
+    meta.push_back(make_buffer("route_chunk_counts", {cuda::route_chunk_counts_elems(rows, E)}, DType::i32));
+  }
   if (p.layout == Layout::indexed) {
     const int64_t cap = ref::align_capacity(rows, E, p.block_m);
     meta.push_back(make_buffer("sorted_ids", {cap}, DType::i32));

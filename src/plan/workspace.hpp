@@ -49,7 +49,7 @@ struct PlanShape {
 // ping-pong walk gives it. moeq adds, past the largest buffer of a workspace:
 //   *.scales (activation scales of a quantized buffer, right after its codes),
 //   permuted_hidden (contiguous layout) at offset 0 of workspace 1: its readers write workspace 2,
-//   routing metadata in workspace 2 (error_flags, local_ids, sorted_ids, expert_ids,
+//   routing metadata in workspace 2 (error_flags, local_ids, route_chunk_counts, sorted_ids, expert_ids,
 //   num_tokens_padded, expert_offsets, inv_permuted_idx, permuted_src, and the GEMM block_table
 //   and num_blocks of the segment layouts), alive through the whole step.
 WorkspacePlan plan_workspaces(const ExpertsDesc& desc, const PlanShape& shape);

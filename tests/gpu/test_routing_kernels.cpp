@@ -131,11 +131,12 @@ struct DeviceRouting {
   int error_flags() const { return flags.to_host<int32_t>(1)[0]; }
 };
 
-// Every (M, top_k, E) of the sweep, with ids dtype and map alternating.
+// Every (M, top_k, E) of the sweep, with ids dtype and map alternating. M = 20000 at top_k 8 is
+// 160000 slots: chunks of 2048 slots in the chunked path (more than kMaxRouteChunks of 1024).
 std::vector<Routing> sweep() {
   std::vector<Routing> cases;
   uint32_t seed = 1;
-  for (const int64_t m : {0, 1, 7, 129, 4096, 5000})
+  for (const int64_t m : {0, 1, 7, 129, 4096, 5000, 20000})
     for (const int64_t top_k : {1, 2, 8})
       for (const int64_t e : {7, 128, 256}) {
         cases.push_back(make_routing(m, top_k, e, seed % 2 == 0, seed % 3 != 0, seed));
@@ -145,12 +146,19 @@ std::vector<Routing> sweep() {
 }
 
 const char* name_of(cu::RoutingPath path) {
-  return path == cu::RoutingPath::kAuto ? "auto" : path == cu::RoutingPath::kFused ? "fused" : "two-kernel";
+  switch (path) {
+    case cu::RoutingPath::kAuto: return "auto";
+    case cu::RoutingPath::kFused: return "fused";
+    case cu::RoutingPath::kTwoKernel: return "two-kernel";
+    case cu::RoutingPath::kChunked: return "chunked";
+  }
+  return "?";
 }
-constexpr cu::RoutingPath kPaths[] = {cu::RoutingPath::kAuto, cu::RoutingPath::kFused, cu::RoutingPath::kTwoKernel};
+constexpr cu::RoutingPath kPaths[] = {cu::RoutingPath::kAuto, cu::RoutingPath::kFused, cu::RoutingPath::kTwoKernel,
+                                      cu::RoutingPath::kChunked};
 
-// The sweep plus the auto path's threshold: num_slots = kFusedMaxSlots (fused) and one token more
-// (count + scatter), at top_k 1 and 8.
+// The sweep plus the auto path's thresholds: num_slots = kFusedMaxSlots (fused) and one token
+// more (count + scatter), one token under kChunkedMinSlots and at it (chunked), at top_k 1 and 8.
 std::vector<Routing> sweep_and_threshold() {
   std::vector<Routing> cases = sweep();
   uint32_t seed = 500;
@@ -159,8 +167,16 @@ std::vector<Routing> sweep_and_threshold() {
       for (const int64_t e : {7, 256}) {
         cases.push_back(make_routing(cu::kFusedMaxSlots / top_k + extra, top_k, e, seed % 2 == 0, seed % 3 == 0, seed));
         ++seed;
+        cases.push_back(
+            make_routing(cu::kChunkedMinSlots / top_k - 1 + extra, top_k, e, seed % 2 == 0, seed % 3 == 0, seed));
+        ++seed;
       }
   return cases;
+}
+
+// The chunked path's scratch for r (poisoned: every chunk writes all of its counts).
+cu::DeviceBuffer chunk_scratch(const Routing& r) {
+  return poisoned(cu::route_chunk_counts_elems(r.num_slots(), r.num_experts) * 4);
 }
 
 void check_align(const Routing& r, int64_t block_m, cu::CUstream stream,
@@ -169,8 +185,9 @@ void check_align(const Routing& r, int64_t block_m, cu::CUstream stream,
   DeviceRouting dev(r);
   const int64_t capacity = ref::align_capacity(r.num_slots(), r.num_experts, block_m);
   cu::DeviceBuffer local = poisoned(r.num_slots() * 4), sorted = poisoned(capacity * 4),
-                   expert_ids = poisoned(capacity / block_m * 4), padded = poisoned(4);
-  cu::map_and_align(dev.route, block_m, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()}, stream, path);
+                   expert_ids = poisoned(capacity / block_m * 4), padded = poisoned(4), chunks = chunk_scratch(r);
+  cu::map_and_align(dev.route, block_m, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr(), chunks.ptr()},
+                    stream, path);
   cu::check(cu::driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
 
   const std::vector<int32_t> want_local = r.local_ids();
@@ -192,19 +209,33 @@ TEST(RoutingGpu, AlignMatchesReference) {
       for (const cu::RoutingPath path : kPaths) check_align(r, block_m, stream.get(), path);
 }
 
-// E too large for the fused kernel's shared memory: auto takes count + scatter, kFused throws.
+// E too large for the fused and chunked kernels' shared memory: auto takes count + scatter,
+// kFused and kChunked throw; kChunked also throws without its scratch.
 TEST(RoutingGpu, AlignWithManyExpertsTakesTheTwoKernelPath) {
   SKIP_WITHOUT_GPU();
   cu::Stream stream;
   EXPECT_FALSE(cu::fused_path_fits(4096));
   EXPECT_TRUE(cu::fused_path_fits(256));
+  EXPECT_FALSE(cu::chunked_path_fits(4096));
+  EXPECT_TRUE(cu::chunked_path_fits(256));
+  for (const int64_t m : {7, 2000}) {
+    const Routing r = make_routing(m, 8, 4096, true, false, 31);
+    check_align(r, 16, stream.get());
+    check_align(r, 16, stream.get(), cu::RoutingPath::kTwoKernel);
+  }
   const Routing r = make_routing(7, 8, 4096, true, false, 31);
-  check_align(r, 16, stream.get());
-  check_align(r, 16, stream.get(), cu::RoutingPath::kTwoKernel);
   DeviceRouting dev(r);
   cu::DeviceBuffer scratch = poisoned(1 << 20);
-  EXPECT_THROW(cu::map_and_align(dev.route, 16, {scratch.ptr(), scratch.ptr(), scratch.ptr(), scratch.ptr()},
-                                 stream.get(), cu::RoutingPath::kFused),
+  for (const cu::RoutingPath path : {cu::RoutingPath::kFused, cu::RoutingPath::kChunked})
+    EXPECT_THROW(cu::map_and_align(dev.route, 16,
+                                   {scratch.ptr(), scratch.ptr(), scratch.ptr(), scratch.ptr(), scratch.ptr()},
+                                   stream.get(), path),
+                 moeq::Error)
+        << name_of(path);
+  const Routing small = make_routing(7, 8, 128, true, false, 32);
+  DeviceRouting dev_small(small);
+  EXPECT_THROW(cu::map_and_align(dev_small.route, 16, {scratch.ptr(), scratch.ptr(), scratch.ptr(), scratch.ptr()},
+                                 stream.get(), cu::RoutingPath::kChunked),
                moeq::Error);
 }
 
@@ -217,12 +248,13 @@ void check_permute(const Routing& r, int64_t cols, cu::CUstream stream,
   std::mt19937 rng(static_cast<uint32_t>(n + cols));
   for (uint8_t& byte : hidden) byte = static_cast<uint8_t>(rng());
   cu::DeviceBuffer d_hidden = upload(hidden), local = poisoned(n * 4), offsets = poisoned((e + 1) * 8),
-                   inv = poisoned(n * 4), src = poisoned(n * 4), permuted = poisoned(n * row_bytes);
+                   inv = poisoned(n * 4), src = poisoned(n * 4), permuted = poisoned(n * row_bytes),
+                   chunks = chunk_scratch(r);
   const cu::PermuteRows rows{d_hidden.ptr(), row_bytes, row_bytes, permuted.ptr(), row_bytes};
   if (path == cu::RoutingPath::kAuto) {
-    cu::permute(dev.route, rows, {local.ptr(), offsets.ptr(), inv.ptr(), src.ptr()}, stream);
+    cu::permute(dev.route, rows, {local.ptr(), offsets.ptr(), inv.ptr(), src.ptr(), chunks.ptr()}, stream);
   } else {
-    cu::permute_indices(dev.route, {local.ptr(), offsets.ptr(), inv.ptr(), src.ptr()}, stream, path);
+    cu::permute_indices(dev.route, {local.ptr(), offsets.ptr(), inv.ptr(), src.ptr(), chunks.ptr()}, stream, path);
     cu::permute_rows(rows, src.ptr(), offsets.ptr(), e, n, r.top_k, stream);
   }
   cu::check(cu::driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
@@ -255,18 +287,19 @@ TEST(RoutingGpu, PermuteMatchesReference) {
   check_permute(make_routing(7, 8, 256, false, true, 78), 7168, stream.get());
 }
 
-void check_batched(const Routing& r, int64_t slack, cu::CUstream stream) {
+void check_batched(const Routing& r, int64_t slack, cu::CUstream stream, cu::RoutingPath path) {
   const std::vector<int32_t> want_local = r.local_ids();
   const int64_t n = r.num_slots(), e = r.num_experts;
   std::vector<int64_t> count(e, 0);
   for (const int32_t id : want_local)
     if (id >= 0) ++count[id];
   const int64_t t = *std::max_element(count.begin(), count.end()) + slack;
-  SCOPED_TRACE(r.label + " T=" + std::to_string(t));
+  SCOPED_TRACE(r.label + " T=" + std::to_string(t) + " path=" + name_of(path));
   DeviceRouting dev(r);
   cu::DeviceBuffer local = poisoned(n * 4), counts = poisoned(e * 4), rows = poisoned(n * 4),
-                   slot_of_row = poisoned(e * t * 4);
-  cu::batched_ranks(dev.route, t, {local.ptr(), counts.ptr(), rows.ptr(), slot_of_row.ptr()}, stream);
+                   slot_of_row = poisoned(e * t * 4), chunks = chunk_scratch(r);
+  cu::batched_ranks(dev.route, t, {local.ptr(), counts.ptr(), rows.ptr(), slot_of_row.ptr(), chunks.ptr()}, stream,
+                    path);
   cu::check(cu::driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
 
   std::vector<int32_t> want_counts(e), want_slot_of_row(e * t);
@@ -282,7 +315,11 @@ TEST(RoutingGpu, BatchedRanksMatchReference) {
   SKIP_WITHOUT_GPU();
   cu::Stream stream;
   int i = 0;
-  for (const Routing& r : sweep()) check_batched(r, i++ % 2 == 0 ? 0 : 5, stream.get());  // T exactly full, or not
+  for (const Routing& r : sweep()) {
+    for (const cu::RoutingPath path : {cu::RoutingPath::kAuto, cu::RoutingPath::kTwoKernel, cu::RoutingPath::kChunked})
+      check_batched(r, i % 2 == 0 ? 0 : 5, stream.get(), path);  // T exactly full, or not
+    ++i;
+  }
 }
 
 uint16_t to_bits(DType dtype, float x) { return dtype == DType::bf16 ? ref::f32_to_bf16(x) : ref::f32_to_f16(x); }
@@ -403,17 +440,23 @@ TEST(RoutingGpu, BadIdsAndMapValuesSetTheErrorWord) {
   clean.map[used] = -1;
   DeviceRouting dev(r);
   const int64_t n = r.num_slots(), capacity = ref::align_capacity(n, r.num_experts, 64);
-  cu::DeviceBuffer local = poisoned(n * 4), sorted = poisoned(capacity * 4),
-                   expert_ids = poisoned(capacity / 64 * 4), padded = poisoned(4);
-  cu::map_and_align(dev.route, 64, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()}, stream.get());
-  stream.synchronize();
-  EXPECT_EQ(dev.error_flags(), cu::kRoutingErrorBadTopkId | cu::kRoutingErrorBadExpertMap)
-      << cu::describe_routing_errors(dev.error_flags());
   const std::vector<int32_t> want_local = clean.local_ids();
   std::vector<int32_t> want_sorted(capacity), want_expert_ids(capacity / 64), want_padded(1);
   ref::align(want_local.data(), n, r.num_experts, 64, want_sorted.data(), want_expert_ids.data(), want_padded.data());
-  expect_same("local_ids", local.to_host<int32_t>(n), want_local);
-  expect_same("sorted_ids", sorted.to_host<int32_t>(capacity), want_sorted);
+  cu::DeviceBuffer chunks = chunk_scratch(r);
+  for (const cu::RoutingPath path : kPaths) {
+    SCOPED_TRACE(name_of(path));
+    dev.flags.fill_bytes(0);
+    cu::DeviceBuffer local = poisoned(n * 4), sorted = poisoned(capacity * 4),
+                     expert_ids = poisoned(capacity / 64 * 4), padded = poisoned(4);
+    cu::map_and_align(dev.route, 64, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr(), chunks.ptr()},
+                      stream.get(), path);
+    stream.synchronize();
+    EXPECT_EQ(dev.error_flags(), cu::kRoutingErrorBadTopkId | cu::kRoutingErrorBadExpertMap)
+        << cu::describe_routing_errors(dev.error_flags());
+    expect_same("local_ids", local.to_host<int32_t>(n), want_local);
+    expect_same("sorted_ids", sorted.to_host<int32_t>(capacity), want_sorted);
+  }
 
   // Batched: T one short of the busiest expert -> overflow bit, counts clamped to T.
   DeviceRouting dev2(clean);
@@ -421,12 +464,16 @@ TEST(RoutingGpu, BadIdsAndMapValuesSetTheErrorWord) {
   for (const int32_t id : want_local)
     if (id >= 0) ++count[id];
   const int64_t t = *std::max_element(count.begin(), count.end()) - 1;
-  cu::DeviceBuffer counts = poisoned(r.num_experts * 4), rows = poisoned(n * 4);
-  cu::batched_ranks(dev2.route, t, {local.ptr(), counts.ptr(), rows.ptr(), 0}, stream.get());
-  stream.synchronize();
-  EXPECT_EQ(dev2.error_flags(), cu::kRoutingErrorBatchedOverflow);
-  const std::vector<int32_t> got_counts = counts.to_host<int32_t>(r.num_experts);
-  for (int64_t e = 0; e < r.num_experts; ++e) EXPECT_EQ(got_counts[e], std::min(count[e], t)) << "expert " << e;
+  for (const cu::RoutingPath path : {cu::RoutingPath::kTwoKernel, cu::RoutingPath::kChunked}) {
+    SCOPED_TRACE(name_of(path));
+    dev2.flags.fill_bytes(0);
+    cu::DeviceBuffer local = poisoned(n * 4), counts = poisoned(r.num_experts * 4), rows = poisoned(n * 4);
+    cu::batched_ranks(dev2.route, t, {local.ptr(), counts.ptr(), rows.ptr(), 0, chunks.ptr()}, stream.get(), path);
+    stream.synchronize();
+    EXPECT_EQ(dev2.error_flags(), cu::kRoutingErrorBatchedOverflow);
+    const std::vector<int32_t> got_counts = counts.to_host<int32_t>(r.num_experts);
+    for (int64_t e = 0; e < r.num_experts; ++e) EXPECT_EQ(got_counts[e], std::min(count[e], t)) << "expert " << e;
+  }
 }
 
 // map_and_align + topk_reduce captured once, replayed with new topk_ids uploaded in between.
@@ -441,7 +488,7 @@ void check_graph_replay(cu::RoutingPath path) {
   DeviceRouting dev(first);
   const int64_t capacity = ref::align_capacity(n, e, block_m);
   cu::DeviceBuffer local = poisoned(n * 4), sorted = poisoned(capacity * 4),
-                   expert_ids = poisoned(capacity / block_m * 4), padded = poisoned(4);
+                   expert_ids = poisoned(capacity / block_m * 4), padded = poisoned(4), chunks = chunk_scratch(first);
   std::vector<uint16_t> down(n * cols);
   std::vector<float> weights(n);
   std::mt19937 rng(3);
@@ -453,8 +500,8 @@ void check_graph_replay(cu::RoutingPath path) {
   args.local_ids = local.ptr(), args.weights = d_weights.ptr(), args.weights_dtype = DType::f32;
   args.num_tokens = m, args.top_k = top_k, args.cols = cols, args.out = out.ptr(), args.out_row_stride = cols;
   const auto enqueue = [&] {
-    cu::map_and_align(dev.route, block_m, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()}, stream.get(),
-                      path);
+    cu::map_and_align(dev.route, block_m, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr(), chunks.ptr()},
+                      stream.get(), path);
     cu::topk_reduce(args, stream.get());
   };
   enqueue();  // compiles and loads every kernel before the capture
@@ -492,6 +539,7 @@ TEST(RoutingGpu, GraphReplayFollowsNewIds) {
   SKIP_WITHOUT_GPU();
   check_graph_replay(cu::RoutingPath::kFused);
   check_graph_replay(cu::RoutingPath::kTwoKernel);
+  check_graph_replay(cu::RoutingPath::kChunked);
 }
 
 // Not a pass/fail test: prints the timings the design targets (align < 10 us at M <= 256;
@@ -532,21 +580,25 @@ TEST(RoutingGpu, PrintsTimings) {
   };
   std::printf("%-8s %-10s %4s %5s %3s %10s %10s\n", "kernel", "path", "E", "M", "BM", "stream_us", "graph_us");
   for (const int64_t e : {128, 256})
-    for (const int64_t m : {1, 16, 64, 256, 512, 1024, 2048, 4096}) {
+    for (const int64_t m : {1, 16, 64, 128, 256, 512, 1024, 2048, 4096, 16384}) {
       const Routing r = make_routing(m, 8, e, false, false, 21);
       DeviceRouting dev(r);
       const int64_t n = r.num_slots(), block_m = m <= 64 ? 16 : 64;
       const int64_t capacity = ref::align_capacity(n, e, block_m);
       cu::DeviceBuffer local = poisoned(n * 4), sorted = poisoned(capacity * 4),
                        expert_ids = poisoned(capacity / block_m * 4), padded = poisoned(4),
-                       offsets = poisoned((e + 1) * 8), inv = poisoned(n * 4), src = poisoned(n * 4);
-      for (const cu::RoutingPath path : {cu::RoutingPath::kFused, cu::RoutingPath::kTwoKernel}) {
+                       offsets = poisoned((e + 1) * 8), inv = poisoned(n * 4), src = poisoned(n * 4),
+                       chunks = chunk_scratch(r);
+      for (const cu::RoutingPath path : {cu::RoutingPath::kFused, cu::RoutingPath::kTwoKernel, cu::RoutingPath::kChunked}) {
+        if (path == cu::RoutingPath::kFused && m > 256) continue;  // measured 2.6 us a chunk: not a contender
         const auto align = [&] {
-          cu::map_and_align(dev.route, block_m, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()},
-                            stream.get(), path);
+          cu::map_and_align(dev.route, block_m,
+                            {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr(), chunks.ptr()}, stream.get(),
+                            path);
         };
         const auto indices = [&] {
-          cu::permute_indices(dev.route, {local.ptr(), offsets.ptr(), inv.ptr(), src.ptr()}, stream.get(), path);
+          cu::permute_indices(dev.route, {local.ptr(), offsets.ptr(), inv.ptr(), src.ptr(), chunks.ptr()},
+                              stream.get(), path);
         };
         std::printf("%-8s %-10s %4lld %5lld %3lld %10.2f %10.2f\n", "align", name_of(path), static_cast<long long>(e),
                     static_cast<long long>(m), static_cast<long long>(block_m), median_us(align), graph_us(align));

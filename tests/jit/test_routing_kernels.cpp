@@ -19,8 +19,9 @@ using moeq::jit::KernelSpec;
 
 TEST(RoutingKernels, SpecsAreDistinctAndNamed) {
   const std::vector<KernelSpec> specs = moeq::cuda::routing_kernel_specs();
-  // {count, fused} x {i32, i64}, scatter, permute rows, reduce x {bf16, f16} x {f32, bf16, f16}
-  EXPECT_EQ(specs.size(), 12u);
+  // {count, fused, chunk count} x {i32, i64}, scatter, permute rows, chunk place,
+  // reduce x {bf16, f16} x {f32, bf16, f16}
+  EXPECT_EQ(specs.size(), 15u);
   std::set<std::string> sources;
   for (const KernelSpec& spec : specs) {
     EXPECT_TRUE(sources.insert(spec.source).second) << "duplicate source for " << spec.entry;

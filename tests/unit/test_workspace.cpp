@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/routing.hpp"
 #include "moeq/error.hpp"
 #include "moeq/experts.hpp"
 #include "reference/routing.hpp"
@@ -25,7 +26,7 @@ using ::testing::ElementsAre;
 
 const std::vector<std::string> kSpecNames = {"quanted_gate_up_input", "gate_up_output", "activation_output",
                                              "quanted_down_input", "down_output", "output"};
-const std::vector<std::string> kMetaNames = {"local_ids", "sorted_ids", "expert_ids", "num_tokens_padded",
+const std::vector<std::string> kMetaNames = {"local_ids", "route_chunk_counts", "sorted_ids", "expert_ids", "num_tokens_padded",
                                              "expert_offsets", "inv_permuted_idx", "permuted_src", "error_flags",
                                              "block_table", "num_blocks"};
 
@@ -205,9 +206,31 @@ TEST(WorkspaceMetadata, IndexedCapacity) {
       EXPECT_THAT(plan.get("expert_ids").shape, ElementsAre(cap / bm));
       EXPECT_THAT(plan.get("num_tokens_padded").shape, ElementsAre(1));
       EXPECT_THAT(plan.get("local_ids").shape, ElementsAre(M * 3));
+      // One chunk of E + 1 bucket counts for these few slots.
+      EXPECT_THAT(plan.get("route_chunk_counts").shape, ElementsAre(8));
       EXPECT_EQ(plan.find("expert_offsets"), nullptr);
       EXPECT_EQ(plan.find("permuted_hidden"), nullptr);
     }
+  }
+}
+
+// The chunked routing path's chunks: whole units of kRouteChunkUnit slots, at most kMaxRouteChunks
+// of them, covering every slot; one chunk (E + 1 counts) even for no slots.
+TEST(WorkspaceMetadata, RouteChunksCoverTheSlots) {
+  EXPECT_EQ(cuda::route_num_chunks(0), 1);
+  EXPECT_EQ(cuda::route_chunk_counts_elems(0, 7), 8);
+  EXPECT_EQ(cuda::route_num_chunks(1024), 1);
+  EXPECT_EQ(cuda::route_num_chunks(1025), 2);
+  EXPECT_EQ(cuda::route_num_chunks(32768), 32);
+  EXPECT_EQ(cuda::route_chunk_counts_elems(32768, 128), 32 * 129);
+  EXPECT_EQ(cuda::route_chunk_slots(128 * 1024), 1024);
+  EXPECT_EQ(cuda::route_chunk_slots(128 * 1024 + 1), 2048);
+  for (const int64_t slots : {1, 8, 2047, 4096, 40000, 131072, 131073, 160000, 1 << 22}) {
+    const int64_t chunk = cuda::route_chunk_slots(slots), chunks = cuda::route_num_chunks(slots);
+    EXPECT_EQ(chunk % cuda::kRouteChunkUnit, 0) << slots;
+    EXPECT_LE(chunks, cuda::kMaxRouteChunks) << slots;
+    EXPECT_GE(chunks * chunk, slots) << slots;
+    EXPECT_LT((chunks - 1) * chunk, slots) << slots;
   }
 }
 
@@ -296,7 +319,8 @@ void check_plan_invariants(const ExpertsDesc& d, const PlanShape& p, const Works
                           "dequantized_down_input.scales"})
       expected.insert(n);
   expected.insert("error_flags");
-  if (!batched) expected.insert("local_ids");
+  if (!batched)
+    for (const char* n : {"local_ids", "route_chunk_counts"}) expected.insert(n);
   if (p.layout != Layout::indexed)
     for (const char* n : {"block_table", "num_blocks"}) expected.insert(n);
   if (p.layout == Layout::indexed)

@@ -81,7 +81,8 @@ void bench_preset(const BenchArgs& a, const std::vector<std::string>& kernels, c
   DeviceBuffer ids = DeviceBuffer::from_host(ids_host);
   std::vector<float> w_host(static_cast<size_t>(slots), 1.0f / static_cast<float>(top_k));
   DeviceBuffer weights = DeviceBuffer::from_host(w_host);
-  DeviceBuffer local_ids(slots * 4), offsets((E + 1) * 8), inv(slots * 4), src(slots * 4);
+  DeviceBuffer local_ids(slots * 4), offsets((E + 1) * 8), inv(slots * 4), src(slots * 4),
+      chunk_counts(cuda::route_chunk_counts_elems(slots, E) * 4);
   cuda::RouteIds route{ids.ptr(), DType::i32, M, top_k, E, 0, E, 0};
 
   if (wants("align")) {
@@ -89,11 +90,12 @@ void bench_preset(const BenchArgs& a, const std::vector<std::string>& kernels, c
     const int64_t cap = cuda::align_capacity(slots, E, bm);
     DeviceBuffer sorted(cap * 4), expert_ids(cap / bm * 4), padded(4);
     const double us = time_us([&](int) {
-      cuda::map_and_align(route, bm, {local_ids.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()}, stream);
+      cuda::map_and_align(route, bm, {local_ids.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr(), chunk_counts.ptr()},
+                          stream);
     }, a.iterations, a.trials, stream);
     print_row({"align", preset.name, M, us, static_cast<double>(slots * 4 * 2 + cap * 4)}, copy_gbs);
   }
-  cuda::permute_indices(route, {local_ids.ptr(), offsets.ptr(), inv.ptr(), src.ptr()}, stream);
+  cuda::permute_indices(route, {local_ids.ptr(), offsets.ptr(), inv.ptr(), src.ptr(), chunk_counts.ptr()}, stream);
 
   if (wants("permute")) {
     // NOTE: each hidden row is gathered top_k times but comes from DRAM once (L2 serves the

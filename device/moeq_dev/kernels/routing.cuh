@@ -13,10 +13,10 @@
 // its own source; the empty entries cost nothing and are never launched.
 //
 // Launch sequence (all on one stream, no host sync):
-//   indexed:    route_count(layout 0, BM) -> route_scatter(E + 1 CTAs), or route_fused (small M)
-//   contiguous: route_count(layout 1, 1)  -> route_scatter(E + 1 CTAs), or route_fused (small
-//               M); then permute_rows
-//   batched:    route_count(layout 2, 1)  -> route_scatter(E + 1 CTAs)
+//   indexed:    route_count(layout 0, BM) -> route_scatter(E + 1 CTAs), or route_fused (small M),
+//               or route_chunk_count -> route_chunk_place (large M, kernels/routing_chunked.cuh)
+//   contiguous: the same with layout 1 (offsets unpadded); then permute_rows
+//   batched:    route_count(layout 2, 1)  -> route_scatter(E + 1 CTAs), or the chunked pair
 //   then topk_reduce with row_map = none (indexed), inv_permuted_idx, or batched_rows.
 #include "moeq_dev/moe/routing.cuh"
 
@@ -157,8 +157,6 @@ moeq_route_fused(const void* topk_ids, const int* expert_map, int num_slots, int
     constexpr int kThreads = RoutingCfg::kThreads;
     constexpr int kWarps = kThreads / 32;
     constexpr int kHeld = 8;  // chunks whose local ids stay in registers
-    const int warp = threadIdx.x / 32;
-    const int lane = threadIdx.x % 32;
     const int bucket_of_thread = threadIdx.x;
     const bool contiguous = layout == moeq_dev::kLayoutContiguous;
     const int num_buckets = num_experts + 1;
@@ -206,12 +204,7 @@ moeq_route_fused(const void* topk_ids, const int* expert_map, int num_slots, int
     const int pad_to = contiguous ? 1 : block_m;
     const int count = bucket_of_thread < num_experts ? smem_counts[bucket_of_thread] : 0;
     const int padded = (count + pad_to - 1) / pad_to * pad_to;
-    const int inclusive = moeq_dev::warp_inclusive_sum(padded);
-    if (lane == 31) smem_warp_sums[warp] = inclusive;
-    __syncthreads();
-    const int warp_sum = lane < kWarps ? smem_warp_sums[lane] : 0;
-    const int warp_before = __shfl_sync(0xffffffffu, moeq_dev::warp_inclusive_sum(warp_sum) - warp_sum, warp);
-    const int offset = warp_before + inclusive - padded;
+    const int offset = moeq_dev::cta_exclusive_sum<kThreads>(padded, smem_warp_sums);
     if (bucket_of_thread < num_buckets) {
       smem_offsets[bucket_of_thread] = offset;
       if (contiguous) offsets[bucket_of_thread] = offset;
@@ -248,14 +241,7 @@ moeq_route_fused(const void* topk_ids, const int* expert_map, int num_slots, int
     }
     // Each expert's padding [offset + count, offset + padded), written by the warp of its owner
     // (coalesced), then everything past the last segment.
-    unsigned pending = __ballot_sync(0xffffffffu, padded > count);
-    while (pending != 0) {
-      const int owner = __ffs(pending) - 1;
-      pending &= pending - 1;
-      const int first = __shfl_sync(0xffffffffu, offset + count, owner);
-      const int end = __shfl_sync(0xffffffffu, offset + padded, owner);
-      for (int i = first + lane; i < end; i += 32) sorted_ids[i] = num_slots;
-    }
+    moeq_dev::warp_fill_runs(true, offset + count, offset + padded, num_slots, sorted_ids);
     for (int i = padded_total + threadIdx.x; i < capacity; i += kThreads) sorted_ids[i] = num_slots;
   }
 }
@@ -322,3 +308,5 @@ moeq_topk_reduce(const void* down, long long down_row_stride, void* out, long lo
           moeq_dev::reduce_scalar<kType>(down_elems, down_row_stride, col, rows, row_weights, top_k);
   }
 }
+
+#include "moeq_dev/kernels/routing_chunked.cuh"

@@ -10,7 +10,9 @@
 namespace moeq_dev {
 
 // Which entry point a generated routing module holds (RoutingCfg::kKernel).
-enum class RoutingKernel : int { kRouteCount, kRouteScatter, kPermuteRows, kTopkReduce, kRouteFused };
+enum class RoutingKernel : int {
+  kRouteCount, kRouteScatter, kPermuteRows, kTopkReduce, kRouteFused, kRouteChunkCount, kRouteChunkPlace
+};
 // Runtime layout argument of the count and scatter kernels (values mirrored by src/cuda/routing.cpp).
 enum RouteLayout : int { kLayoutIndexed = 0, kLayoutContiguous = 1, kLayoutBatched = 2 };
 enum class FloatType : int { kF32, kBf16, kF16 };
@@ -83,6 +85,36 @@ __device__ __forceinline__ void warp_padded_exclusive_scan(const int* counts, in
     running += (counts[e] + block_m - 1) / block_m * block_m;
   }
   if (lane == 31) offsets[num_experts] = inclusive;
+}
+
+// Exclusive prefix sum of one value per thread in threadIdx order, across the whole CTA (every
+// thread calls it); one __syncthreads. smem_warp_sums: 32 ints, not reused before another barrier.
+template <int kThreads>
+__device__ __forceinline__ int cta_exclusive_sum(int value, int* smem_warp_sums) {
+  constexpr int kWarps = kThreads / 32;
+  static_assert(kThreads % 32 == 0 && kWarps <= 32, "kThreads must be a multiple of 32, at most 1024");
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int inclusive = warp_inclusive_sum(value);
+  if (lane == 31) smem_warp_sums[warp] = inclusive;
+  __syncthreads();
+  const int warp_sum = lane < kWarps ? smem_warp_sums[lane] : 0;
+  const int warp_before = __shfl_sync(0xffffffffu, warp_inclusive_sum(warp_sum) - warp_sum, warp);
+  return warp_before + inclusive - value;
+}
+
+// Each lane may own a run [first, end) of `out` to set to `value`; the warp writes the runs one
+// after another, 32 consecutive entries at a time (coalesced). The whole warp calls it.
+__device__ __forceinline__ void warp_fill_runs(bool has_run, int first, int end, int value, int* out) {
+  const int lane = threadIdx.x % 32;
+  unsigned pending = __ballot_sync(0xffffffffu, has_run && first < end);
+  while (pending != 0) {
+    const int owner = __ffs(pending) - 1;
+    pending &= pending - 1;
+    const int run_first = __shfl_sync(0xffffffffu, first, owner);
+    const int run_end = __shfl_sync(0xffffffffu, end, owner);
+    for (int i = run_first + lane; i < run_end; i += 32) out[i] = value;
+  }
 }
 
 // Last index i in [0, n) with values[i] <= x (values ascending, values[0] <= x).
