@@ -16,6 +16,9 @@ timeout 170 "$build/moeq_gpu_tests" --gtest_filter='ExpertsGpu.*:-ExpertsGpu.Qua
   >"$out/experts_tests.txt" 2>&1
 echo "experts tests rc=$? $(($(date +%s) - t0)) s"
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|^\[       OK" "$out/experts_tests.txt" | head -20
+timeout 60 "$build/moeq_gpu_warmup_test" >"$out/warmup.txt" 2>&1
+echo "warmup test rc=$? $(($(date +%s) - t0)) s"
+tail -1 "$out/warmup.txt"
 export LAYER_TRIALS=7
 for c in "qwen3-30b-a3b mxfp4 4096" "qwen3-30b-a3b mxfp4 1024" "qwen3-30b-a3b mxfp4 256" "gpt-oss-120b mxfp4 2048" \
          "deepseek-v3 mxfp4 4096"; do
