@@ -55,8 +55,12 @@ bool fused_path_fits(int64_t num_experts);
 // chunk's counts). Its scratch, chunk_counts, holds route_chunk_counts_elems int32.
 constexpr int64_t kRouteChunkUnit = 1024;
 constexpr int64_t kMaxRouteChunks = 128;
-// PERF: provisional, until the H200 timings of both paths by M are in.
-constexpr int64_t kChunkedMinSlots = 2048;
+// PERF: H200, graph replay of 20 calls (RoutingGpu.PrintsTimings, session 28; top_k 8, E = 128 / 256):
+// align count + scatter 7.5 / 8.0 us at 4096 slots, 10.6 / 11.4 at 8192, 30.0 / 30.9 at 32768;
+// chunked 8.3 / 8.8, 8.0 / 8.5 and 8.1 / 8.7 (flat: one CTA per chunk). At 2048 slots chunked lost
+// 3.4 us (9.4 against 6.1), which Qwen3-30B-A3B's whole step at M = 256 showed (+2.4%). The
+// crossover lies between 4096 and 8192 slots (count + scatter grows ~0.75 us per 1024 slots there).
+constexpr int64_t kChunkedMinSlots = 6144;
 bool chunked_path_fits(int64_t num_experts);
 int64_t route_chunk_slots(int64_t num_slots);
 int64_t route_num_chunks(int64_t num_slots);  // >= 1

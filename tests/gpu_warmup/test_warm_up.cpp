@@ -28,11 +28,11 @@ TEST(WarmUpGpu, NoApplyLoadsAKernelAfterWarmUp) {
   Options batch_invariant;
   batch_invariant.batch_invariant = true;
   int case_index = 0;
-  // M = 1 and 2 route <= 8 slots (the fused align kernel), 33 to 600 the two-kernel path, 700
-  // (2100 slots, top-3) the chunked one; 129 and 600 reach the 32- and 64-row tiles.
-  static_assert(700 * 3 >= cuda::kChunkedMinSlots && 600 * 3 < cuda::kChunkedMinSlots);
+  // M = 1 and 2 route <= 8 slots (the fused align kernel), 33 to 600 the two-kernel path, 2100
+  // (6300 slots, top-3) the chunked one; 129 and 600 reach the 32- and 64-row tiles.
+  static_assert(2100 * 3 >= cuda::kChunkedMinSlots && 600 * 3 < cuda::kChunkedMinSlots);
   for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
-    for (int64_t m : {1, 2, 33, 129, 600, 700})
+    for (int64_t m : {1, 2, 33, 129, 600, 2100})
       for (const Options& o : {Options{}, batch_invariant}) {
         io::VerifyCase c{d, layout, m, 1, static_cast<uint64_t>(m)};
         c.codes = case_index++ % 2 == 0 ? CodeLayout::prepared : CodeLayout::canonical;
