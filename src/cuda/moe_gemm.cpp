@@ -102,6 +102,7 @@ std::string GemmTile::to_string() const {
   if (min_ctas != 0) s << "/o" << min_ctas;
   if (producer) {
     s << "/p";
+    if (persistent) s << "/s";
   } else if (direct) {
     s << "/r";
   } else if (wgmma) {
@@ -291,12 +292,15 @@ GemmTile parse_gemm_tile(const std::string& text) {
   in >> t.block_m >> x1 >> t.block_n >> slash1 >> t.warps_m >> x2 >> t.warps_n >> x3 >> t.warps_k >> slash2 >> t.stages;
   bool ok = in && x1 == 'x' && slash1 == '/' && x2 == 'x' && x3 == 'x' && slash2 == '/';
   // Optional suffixes, each once and in this order: /kN (split_k), /oN (min_ctas), /w (wgmma),
-  // /p (warp-specialized) or /r (direct loads into registers).
+  // /p (warp-specialized) or /r (direct loads into registers); /s (persistent) after /p only.
   char last = 0;
   for (char slash = 0, key = 0; ok && (in >> slash);) {
-    ok = slash == '/' && (in >> key) && last != 'w' && last != 'p' && last != 'r';
+    ok = slash == '/' && (in >> key) && last != 'w' && last != 'r' && last != 's' && (last != 'p' || key == 's');
     if (!ok) break;
-    if (key == 'r') {
+    if (key == 's') {
+      ok = last == 'p';
+      t.persistent = true;
+    } else if (key == 'r') {
       t.direct = true;
     } else if (key == 'w' || key == 'p') {
       // /p: warp-specialized; wgmma consumers from 64 tokens, mma.sync ones below.
@@ -311,7 +315,8 @@ GemmTile parse_gemm_tile(const std::string& text) {
   }
   if (!ok || (in >> rest))
     throw Error("GEMM tile '" + text +
-                "' is not BMxBN/WMxWNxWK/S[/kN][/oN][/w, /p or /r] (e.g. 16x128/1x4x2/4, 64x128/1x4x1/4/w or 128x256/1x8x1/4/p)");
+                "' is not BMxBN/WMxWNxWK/S[/kN][/oN][/w, /p[/s] or /r] (e.g. 16x128/1x4x2/4, 64x128/1x4x1/4/w or "
+                "128x256/1x8x1/4/p)");
   return t;
 }
 
@@ -351,6 +356,8 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            // 80 and 96 token rows (session 26: ~64 rows per expert, gpt-oss-120b M = 2048, Qwen3 M = 1024)
                            "80x256/1x8x1/6/p", "80x256/1x8x1/4/p", "96x256/1x8x1/6/p", "96x256/1x8x1/4/p",
                            "80x128/2x4x1/4", "96x128/2x4x1/4",
+                           // persistent warp-specialized tiles (session 28), rings that fit 8-bit codes too
+                           "80x256/1x8x1/5/p/s", "128x256/1x8x1/3/p/s", "64x256/1x8x1/6/p/s", "96x256/1x8x1/4/p/s",
                            // 64 channels per warp, MXFP4's alternative many-rows tile (GEMM v19)
                            "8x256/1x4x1/2/r"})
     tiles.push_back(parse_gemm_tile(text));
@@ -367,9 +374,11 @@ int64_t gemm_static_smem_bytes(const GemmTile& tile) {
   // hold the block's row scales (4 bytes a row, FP8 per-token activations) and the e4m3 body's
   // wide-tile bits (32 bytes): ptxas 2688 for a row-scaled 128x256/4/p, 2816 for e4m3 128x128/4/p
   // and 1536 for e4m3 64x128/8/p, bounded here by 2832, 2832 and 1648 (session 24 review).
+  // Persistent tiles hold two buffers of row maps and experts, and two mbarriers per buffer.
   const int64_t rows = 2 * int64_t{tile.block_m} * 4 + 16;
   if (tile.producer && !tile.wgmma) return rows + 16 * int64_t{tile.stages} + 16;  // a full and an empty mbarrier per stage
-  return rows + (tile.producer ? 12 * int64_t{tile.block_m} + 24 * int64_t{tile.stages} + 160 : 0);
+  const int64_t persistent = tile.persistent ? rows + 32 : 0;
+  return rows + persistent + (tile.producer ? 12 * int64_t{tile.block_m} + 24 * int64_t{tile.stages} + 160 : 0);
 }
 
 int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w, GemmInput input) {
@@ -381,9 +390,11 @@ int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w, GemmInput inp
   if (tile.producer && tile.wgmma) {
     // Mirror of MoeGemmWsShape: stages of [staging tokens][codes] and 3 permuted token tiles, or the out tile.
     // e4m3 tokens: 128 k in the same bytes, and the codes of 128 k (MoeGemmWsShape::kTileK).
+    // Persistent: the out tile past the ring.
     const int64_t tile_k = input == GemmInput::row_scaled_e4m3 ? 128 : 64;
     const int64_t tokens = int64_t{tile.block_m} * 64 * 2, stage = tokens + int64_t{tile.block_n} * (tile_k * code_bits / 8);
-    return std::max(tile.stages * stage + 3 * tokens, int64_t{tile.block_m} * (tile.block_n * 2 + 16));
+    const int64_t ring = tile.stages * stage + 3 * tokens, out = int64_t{tile.block_m} * (tile.block_n * 2 + 16);
+    return tile.persistent ? ring + out : std::max(ring, out);
   }
   const int64_t a_stage = int64_t{tile.block_m} * (64 * 2 + (tile.wgmma ? 0 : 16));  // wgmma rows are unpadded
   const int64_t b_stage = int64_t{tile.block_n} * (64 * code_bits / 8);
@@ -438,10 +449,12 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
         tile.warps_k != 1 || tile.split_k != 1 || tile.min_ctas != 0 || tile.stages < 3 || tile.stages > 8)
       bad("warp-specialized (/p) tiles are (64, 80, 96, 128 or 144) x (128 or 256) with consumer warps 1x8x1, 3 to 8 "
           "stages, no split K and no /o");
-  } else if (tile.wgmma && (tile.block_m != 64 || tile.warps_m != 1 || tile.warps_n != 4 || tile.warps_k != 1 ||
-                            tile.split_k != 1 || tile.block_n % 64 != 0)) {
-    bad("wgmma tiles are 64 x (64, 128 or 256) with warps 1x4x1 and no split K");
   }
+  if (tile.persistent && !(tile.producer && tile.wgmma)) bad("persistent (/s) tiles are warp-specialized wgmma (/p) tiles");
+  if (!tile.direct && !tile.producer && tile.wgmma &&
+      (tile.block_m != 64 || tile.warps_m != 1 || tile.warps_n != 4 || tile.warps_k != 1 || tile.split_k != 1 ||
+       tile.block_n % 64 != 0))
+    bad("wgmma tiles are 64 x (64, 128 or 256) with warps 1x4x1 and no split K");
   // NOTE: the K loop is unrolled once per ring step (stages / warps_k), so that is capped at 8;
   // 16 stages serve 4 K groups with 4 steps in the ring (deep prefetch where few CTAs run).
   if (tile.stages < 2 || tile.stages > 16) bad("stages must be 2 to 16");
@@ -472,7 +485,8 @@ bool gemm_takes_e4m3(const WeightDesc& w, const GemmTile& tile, int sm, bool pre
   // beside their accumulators, and with 256 channels the copy warps' 16 code copies per K tile
   // spilled (ptxas: 52-60 bytes at 64 x 256).
   // NOTE: the e4m3 ring holds twice the codes per stage; a 16-bit tile's legality does not imply it fits.
-  return tile.producer && tile.wgmma && tile.block_n == 128 && (tile.block_m == 64 || tile.block_m == 128) &&
+  return tile.producer && tile.wgmma && !tile.persistent && tile.block_n == 128 &&
+         (tile.block_m == 64 || tile.block_m == 128) &&
          w.k % 128 == 0 && w.k <= 32768 &&
          gemm_smem_bytes(tile, w, GemmInput::row_scaled_e4m3) + gemm_static_smem_bytes(tile) <= 227 * 1024;
 }
@@ -489,6 +503,7 @@ constexpr const char* kE4m3Rule =
 GemmTile e4m3_tile_of(const GemmTile& tile) {
   GemmTile t = tile;
   if (t.producer && t.wgmma) t.block_n = 128;
+  t.persistent = false;  // the e4m3 consumers run one tile per CTA
   return t;
 }
 
@@ -520,6 +535,7 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "  static constexpr bool kWgmma = " << (tile.wgmma ? "true" : "false") << ";\n"
     << "  static constexpr bool kProducer = " << (tile.producer ? "true" : "false") << ";\n"
     << "  static constexpr bool kDirect = " << (tile.direct ? "true" : "false") << ";\n"
+    << "  static constexpr bool kPersistent = " << (tile.persistent ? "true" : "false") << ";\n"
     << "  static constexpr bool kPreparedCodes = " << (prepared_codes ? "true" : "false") << ";\n"
     << "  static constexpr int kScaleDtype = " << (is_int ? scale_dtype_id(w.scale_dtype) : 0) << ";\n"
     << "  static constexpr bool kZeroPoints = " << (is_int && w.has_zero_point ? "true" : "false") << ";\n"
@@ -623,6 +639,12 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
     if (first_mx) add(mx, DType::f16, tile, false, GemmInput::row_scaled_e4m3);
     first_mx = false;
   }
+  // The persistent warp-specialized body (a tuning candidate, not a planner tile): 4- and 8-bit
+  // codes, canonical and prepared, once each.
+  WeightDesc fp8_block;
+  fp8_block.format = WeightFormat::fp8_block;
+  for (const WeightDesc& w : {mx, fp8_block})
+    for (bool prepared : {false, true}) add(w, DType::bf16, parse_gemm_tile("80x256/1x8x1/5/p/s"), prepared);
   return specs;
 }
 
@@ -669,6 +691,7 @@ uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& t
   put(tile.wgmma, 1);
   put(tile.producer, 1);
   put(tile.direct, 1);
+  put(tile.persistent, 1);
   put(prepared_codes, 1);
   put(is_int ? static_cast<uint64_t>(scale_dtype_id(w.scale_dtype)) : 0, 2);
   put(is_int && w.has_zero_point, 1);
@@ -735,6 +758,7 @@ GemmTile mma_sync_tile_of(GemmTile tile) {
     tile.producer = false;
   }
   tile.wgmma = false;
+  tile.persistent = false;
   return tile;
 }
 
@@ -744,6 +768,7 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   for (auto& reason : gemm_tile_reasons(a.tile, w)) reasons.push_back(reason);
   const GemmTile tile = tile_for_device(a.tile);
   if (!reasons.empty()) throw Error("moe_gemm: " + reasons.front());
+  if (a.max_ctas < 0) throw Error("moe_gemm: max_ctas = " + std::to_string(a.max_ctas) + " is negative");
   if (a.a == 0 || a.c == 0 || a.weights.codes == 0 || a.weights.scales == 0 ||
       (w.num_global_scales > 0 && a.weights.global_scales == 0) || (w.has_zero_point && a.weights.zero_points == 0) ||
       (w.bias_dtype != DType::none && a.weights.bias == 0))
@@ -805,6 +830,13 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(m_blocks);
   shape.grid_y = static_cast<unsigned>((w.n + tile.block_n - 1) / tile.block_n);
+  if (tile.persistent) {
+    // One CTA per SM (a warp-specialized CTA takes an SM's registers), each looping over the tiles.
+    const int64_t tiles = int64_t{shape.grid_x} * shape.grid_y;
+    const int64_t ctas = a.max_ctas > 0 ? std::min<int64_t>(a.max_ctas, this_device().num_sms) : this_device().num_sms;
+    shape.grid_x = static_cast<unsigned>(std::max<int64_t>(1, std::min(tiles, ctas)));
+    shape.grid_y = 1;
+  }
   shape.grid_z = static_cast<unsigned>(tile.split_k);
   shape.block_x = static_cast<unsigned>(tile.threads());
   shape.smem_bytes = static_cast<unsigned>(smem);

@@ -43,6 +43,9 @@ struct GemmTile {
   // Direct loads (`/r`, kernels/moe_gemm_direct.cuh): 8, 16, 24 or 32 tokens, warps along N (and K groups)
   // only; each lane loads its codes into a register ring of `stages` K tiles, no shared-memory ring.
   bool direct = false;
+  // Persistent (`/s` after `/p`, warp-specialized wgmma tiles only): one resident CTA per SM loops
+  // over the output tiles, so the next tile's loads overlap this one's MMAs and epilogue.
+  bool persistent = false;
   int threads() const { return 32 * warps_m * warps_n * warps_k + (producer ? (wgmma ? 128 : 32) : 0); }
   std::string to_string() const;
 };
@@ -212,6 +215,9 @@ struct MoeGemmArgs {
   // segments: from build_segments
   CUdeviceptr block_table = 0, num_blocks = 0;
   int64_t max_blocks = 0;
+  // Persistent (/s) tiles: at most this many CTAs (0: one per SM). Tests take a few so that each
+  // CTA runs many tiles through its rings.
+  int64_t max_ctas = 0;
 };
 
 // Every reason this GEMM cannot run the weights (K % 32, N % 2, sizes); empty when it can.

@@ -216,6 +216,27 @@ TEST(ExpertsGpu, WarpSpecializedTilesOf80To144RowsMatchOracle) {
     }
 }
 
+// Persistent (/s) warp-specialized tiles as both GEMMs' tile through Experts::apply: 4-bit, 8-bit, f16
+// and FP8 per-token (row scales) inputs, the three layouts, both code layouts. (A CTA's many tiles:
+// MoeGemmGpu.PersistentTilesEqualOneTilePerCta.)
+TEST(ExpertsGpu, PersistentTilesMatchOracle) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  if (cuda::device_sm() < 90) GTEST_SKIP() << "no wgmma on sm_" << cuda::device_sm();
+  int case_index = 0;
+  for (const char* text : {"80x256/1x8x1/5/p/s", "128x256/1x8x1/3/p/s"}) {
+    const Options o = one_tile_everywhere(cuda::parse_gemm_tile(text));
+    for (const char* scheme : {"mxfp4", "int4-g128", "fp8-block", "mxfp4:f16", "mxfp4:fp8-token"})
+      for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
+        for (int64_t m : {7, 400}) {
+          io::VerifyCase c{layer(scheme, Activation::silu), layout, m, 1, static_cast<uint64_t>(m + 31)};
+          c.codes = case_index++ % 2 == 0 ? CodeLayout::prepared : CodeLayout::canonical;
+          const io::VerifyResult r = io::verify_on_gpu(c, o);
+          EXPECT_TRUE(r.passed) << text << " " << c.label() << ": rel " << r.error.rel_err << ", max "
+                                << r.error.max_err_fraction << (r.error.finite ? "" : ", non-finite");
+        }
+  }
+}
+
 // FP8 per-token row scales on the tiles whose epilogue follows a reduction of partial sums: K groups
 // in one CTA (/1x4x2) and split K over a cluster (/k2), which the planner does not pick; and on the
 // warp-specialized wgmma tiles, whose consumers fetch the block's row scales into shared memory

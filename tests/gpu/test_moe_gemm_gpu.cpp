@@ -184,7 +184,7 @@ cuda::MoeGemmArgs gemm_args(const GemmCase& c, const DeviceWeights& dw, const cu
 // only_expert >= 0: the error of that expert's rows alone.
 ErrorStats run_gather(const GemmCase& c, const cuda::GemmTile& tile, const HostWeights& h, const DeviceWeights& dw,
                       int64_t M, std::mt19937 rng, cuda::CUstream stream, bool prepared = false,
-                      std::vector<uint16_t>* outputs = nullptr, int64_t only_expert = -1) {
+                      std::vector<uint16_t>* outputs = nullptr, int64_t only_expert = -1, int64_t max_ctas = 0) {
   const int64_t E = c.w.num_experts, N = c.w.n, K = c.w.k, top_k = 3, slots = M * top_k;
   std::vector<int32_t> ids(static_cast<size_t>(slots));
   for (int64_t m = 0; m < M; ++m) {
@@ -208,6 +208,7 @@ ErrorStats run_gather(const GemmCase& c, const cuda::GemmTile& tile, const HostW
   g.num_slots = slots;
   g.src_row_divisor = top_k;
   g.sorted_capacity = cap;
+  g.max_ctas = max_ctas;
   cuda::moe_gemm(g, stream);
   cuda::check(cuda::driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
   std::vector<RowJob> jobs;
@@ -220,7 +221,8 @@ ErrorStats run_gather(const GemmCase& c, const cuda::GemmTile& tile, const HostW
 
 // Masked layout: [E, T, K] slabs, counts 0, T, and in between; rows past a count stay NaN.
 ErrorStats run_masked(const GemmCase& c, const cuda::GemmTile& tile, const HostWeights& h, const DeviceWeights& dw,
-                      std::mt19937& rng, cuda::CUstream stream, bool prepared = false) {
+                      std::mt19937& rng, cuda::CUstream stream, bool prepared = false,
+                      std::vector<uint16_t>* outputs = nullptr, int64_t max_ctas = 0) {
   const int64_t E = c.w.num_experts, N = c.w.n, K = c.w.k, T = 70;
   const std::vector<int32_t> counts{17, 0, 70, 1, 33};
   const auto a_host = random_act(E * T, K, c.act, rng);
@@ -234,9 +236,11 @@ ErrorStats run_masked(const GemmCase& c, const cuda::GemmTile& tile, const HostW
   g.block_table = table.ptr();
   g.num_blocks = num_blocks.ptr();
   g.max_blocks = max_blocks;
+  g.max_ctas = max_ctas;
   cuda::moe_gemm(g, stream);
   cuda::check(cuda::driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
   const auto got = out.to_host<uint16_t>(static_cast<size_t>(E * T * N));
+  if (outputs != nullptr) *outputs = got;
   std::vector<RowJob> jobs;
   bool untouched_rows_stay_nan = true;
   for (int64_t e = 0; e < E; ++e)
@@ -319,6 +323,49 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
         EXPECT_TRUE(s.finite && s.rel < 5e-3) << plan.scheme << " tile " << text << (prepared ? " prepared" : "")
                                               << " masked: rel " << s.rel
                                               << (s.finite ? "" : ", non-finite or rows past a count written");
+      }
+    }
+  }
+}
+
+// Persistent (/s) tiles: one CTA loops over many output tiles, its rings, row buffers and barrier
+// phases running on from tile to tile. With 1, 3 and 7 CTAs (and one per SM) over 3 N blocks (N = 600,
+// the last one partial) and up to ~15 M blocks, the output is bit-identical to the same tile's with one
+// tile per CTA (the same products in the same order), gathered and masked, canonical and prepared codes,
+// and within the reference's bounds.
+TEST(MoeGemmGpu, PersistentTilesEqualOneTilePerCta) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  if (cuda::device_sm() < 90) GTEST_SKIP() << "no wgmma on sm_" << cuda::device_sm();
+  std::string why;
+  if (!jit::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  cuda::ensure_context();
+  cuda::Stream stream;
+  std::mt19937 rng(77);
+  for (const char* scheme : {"mxfp4", "int4-g128", "fp8-block", "nvfp4", "int8-ch", "mxfp4:f16"}) {
+    GemmCase c = make_case(scheme, DType::bf16);
+    c.w.n = 600;
+    const HostWeights h = quantized_weights(c, rng);
+    const DeviceWeights dw = upload(*h.q);
+    for (const char* text : {"80x256/1x8x1/5/p/s", "128x256/1x8x1/3/p/s", "64x256/1x8x1/6/p/s", "96x256/1x8x1/4/p/s"}) {
+      const cuda::GemmTile persistent = cuda::parse_gemm_tile(text);
+      cuda::GemmTile one_per_cta = persistent;
+      one_per_cta.persistent = false;
+      for (bool prepared : {false, true}) {
+        const std::mt19937 inputs(rng());
+        std::vector<uint16_t> want, got;
+        run_gather(c, one_per_cta, h, dw, 250, inputs, stream.get(), prepared, &want);
+        for (int64_t ctas : {1, 3, 7, 0}) {
+          const ErrorStats s = run_gather(c, persistent, h, dw, 250, inputs, stream.get(), prepared, &got, -1, ctas);
+          EXPECT_TRUE(s.finite && s.rel < 5e-3) << scheme << " " << text << " gather, " << ctas << " CTAs: rel " << s.rel;
+          EXPECT_TRUE(got == want) << scheme << " " << text << (prepared ? " prepared" : " canonical") << " gather, "
+                                   << ctas << " CTAs: differs from one tile per CTA";
+        }
+        std::mt19937 masked_a = rng, masked_b = masked_a;
+        run_masked(c, one_per_cta, h, dw, masked_a, stream.get(), prepared, &want);
+        const ErrorStats s = run_masked(c, persistent, h, dw, masked_b, stream.get(), prepared, &got, 2);
+        EXPECT_TRUE(s.finite && s.rel < 5e-3) << scheme << " " << text << " masked, 2 CTAs: rel " << s.rel;
+        EXPECT_TRUE(got == want) << scheme << " " << text << (prepared ? " prepared" : " canonical")
+                                 << " masked, 2 CTAs: differs from one tile per CTA";
       }
     }
   }

@@ -176,14 +176,17 @@ __device__ __forceinline__ void add_k_groups(float (&acc)[kTilesN][kTilesM][4], 
   }
 }
 
-// The rows of M block `m_block`: row_src / row_dst (-1: padding) and the block's expert, then
-// a barrier over the whole CTA. False (before any barrier, so the whole CTA exits) for blocks past
-// the device-side count.
+// M blocks of the GEMM, as the routing wrote them on the device.
+template <int BM>
+__device__ __forceinline__ int device_m_blocks(const MoeGemmParams& p) {
+  return p.gather ? *p.num_tokens_padded / BM : *p.num_blocks;
+}
+
+// The rows of M block `m_block` by T threads (tid in [0, T)): row_src / row_dst (-1: padding) of
+// rows tid + T j, and the block's expert (tid 0). No barrier.
 template <int BM, int T>
-__device__ __forceinline__ bool load_block_rows(const MoeGemmParams& p, int m_block, int tid, int* row_src, int* row_dst,
+__device__ __forceinline__ void fill_block_rows(const MoeGemmParams& p, int m_block, int tid, int* row_src, int* row_dst,
                                                 int* block_expert) {
-  const int num_m_blocks = p.gather ? *p.num_tokens_padded / BM : *p.num_blocks;
-  if (m_block >= num_m_blocks) return false;
   for (int r = tid; r < BM; r += T) {
     int src = -1, dst = -1;
     if (p.gather) {
@@ -200,6 +203,15 @@ __device__ __forceinline__ bool load_block_rows(const MoeGemmParams& p, int m_bl
     row_dst[r] = dst;
   }
   if (tid == 0) *block_expert = p.gather ? p.expert_ids[m_block] : p.block_table[3 * m_block];
+}
+
+// fill_block_rows by the whole CTA, then a barrier over it. False (before any barrier, so the whole
+// CTA exits) for blocks past the device-side count.
+template <int BM, int T>
+__device__ __forceinline__ bool load_block_rows(const MoeGemmParams& p, int m_block, int tid, int* row_src, int* row_dst,
+                                                int* block_expert) {
+  if (m_block >= device_m_blocks<BM>(p)) return false;
+  fill_block_rows<BM, T>(p, m_block, tid, row_src, row_dst, block_expert);
   __syncthreads();
   return true;
 }

@@ -23,6 +23,11 @@
 // memory into a register ring and decode them per tile, as the other body does.
 // Cfg::kActE4m3 (MXFP4 x FP8 per token): the same producer over e4m3 token codes (128 k per
 // tile), other consumers (kernels/moe_gemm_ws_e4m3.cuh).
+// Cfg::kPersistent (`/s` tiles): one resident CTA per SM loops over output tiles (M block major
+// within an N block, the launch grid's order), its rings and barrier phases running on across
+// tiles: the copy warps fill the next tile's rows (two row buffers, `rows_full` / `rows_empty`
+// mbarriers) and stages while the consumers finish this tile's MMAs and epilogue, which writes
+// an out tile of its own past the ring.
 // NOTE: NVRTC-safe: no standard headers.
 #include "moeq_dev/format/prepared.cuh"
 #include "moeq_dev/kernels/moe_gemm_common.cuh"
@@ -79,7 +84,13 @@ struct MoeGemmWsShape {
   static constexpr int kOutRowBytes = kBlockN * 2 + 16;
   static constexpr int kRingBytes = kStages * kStageBytes + kPermBuffers * kTokenBytes;
   static constexpr int kEpilogueBytes = kBlockM * kOutRowBytes;
-  static constexpr int kSmemBytes = kRingBytes > kEpilogueBytes ? kRingBytes : kEpilogueBytes;
+  // Persistent: the out tile past the ring (the producer fills the next tile's stages meanwhile),
+  // and two buffers of block rows; else the out tile reuses the drained ring.
+  static constexpr bool kPersistent = Cfg::kPersistent;
+  static constexpr int kRowBuffers = kPersistent ? 2 : 1;
+  static constexpr int kEpilogueOffset = kPersistent ? kRingBytes : 0;
+  static constexpr int kSmemBytes =
+      kPersistent ? kRingBytes + kEpilogueBytes : (kRingBytes > kEpilogueBytes ? kRingBytes : kEpilogueBytes);
   static_assert(Cfg::kWgmma && Cfg::kWarpsM == 1 && Cfg::kWarpsN == 8 && Cfg::kWarpsK == 1 && Cfg::kSplitK == 1,
                 "producer tiles: two consumer warpgroups of 4 warps along N, wgmma, no split K");
   // NOTE: the e4m3 consumers hold a partial beside the accumulators (gemm_takes_e4m3).
@@ -92,6 +103,7 @@ struct MoeGemmWsShape {
   static_assert(kBlockM == 64 || kBlockM == 80 || kBlockM == 96 || kBlockM == 128 || kBlockM == 144,
                 "producer tiles: 64, 80, 96, 128 or 144 tokens (the wgmma N)");
   static_assert(!Cfg::kActE4m3 || kBlockM == 64 || kBlockM == 128, "e4m3 activations on producer tiles: 64 or 128 tokens");
+  static_assert(!kPersistent || !Cfg::kActE4m3, "persistent producer tiles: 16-bit activations");
   static_assert(kBlockN == 128 || kBlockN == 256, "producer tiles: 128 or 256 channels");
   static_assert(kStages >= 3 && kStages <= 8, "producer tiles: 3 to 8 stages");
 };
@@ -104,13 +116,16 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   constexpr bool kFourBit = S::kCodeBits == 4;
 
   extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ int row_src[BM];
+  constexpr bool kPersistent = S::kPersistent;
+  constexpr int kRowBuffers = S::kRowBuffers;
+  // Row buffer b of the block rows: row_src_buffers + b BM (persistent tiles alternate two).
+  __shared__ int row_src_buffers[kRowBuffers * BM];
   // Copy warps: the activations of row r (padding rows: row 0, whose products land in output
   // columns nobody stores), stored thread-major: copy thread tid's rows tid / 8 + 8 j at
   // (tid / 8) BM / 8 + j, so it loads 2 of them per 16-byte shared load.
   __shared__ __align__(16) const unsigned short* row_ptr[BM];
-  __shared__ int row_dst[BM];
-  __shared__ int block_expert;
+  __shared__ int row_dst_buffers[kRowBuffers * BM];
+  __shared__ int block_expert_buffers[kRowBuffers];
   // Cfg::kRowScales: each row's A-row scale, fetched by the consumers before their main loop.
   // PERF: read in the epilogue (after the main loop, two dependent global loads with the
   // contiguous layout's a_scale_rows) they cost the Qwen3 MXFP4 x FP8-per-token GEMMs at M = 4096
@@ -121,15 +136,16 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   __shared__ unsigned wide_tiles[Cfg::kActE4m3 ? kE4m3WideWords : 1];
   constexpr int kPermBuffers = S::kPermBuffers;
   // landed and staged (kStages each: copies done, stage free), permuted and retired (kPermBuffers
-  // each: tokens permuted, buffer free).
-  __shared__ __align__(8) unsigned long long barriers[2 * kStages + 2 * kPermBuffers];
+  // each: tokens permuted, buffer free); persistent: rows_full and rows_empty (one per row buffer:
+  // a tile's rows written by the copy warps, read by the consumers' epilogue).
+  constexpr int kRowBarriers = kPersistent ? 2 * kRowBuffers : 0;
+  __shared__ __align__(8) unsigned long long barriers[2 * kStages + 2 * kPermBuffers + kRowBarriers];
 
   const int tid = threadIdx.x;
-  const int m_block = blockIdx.x;
-  const int n0 = blockIdx.y * BN;
   constexpr int kCopyThreads = S::kCopyThreads;
   const unsigned landed0 = smem_address(&barriers[0]), staged0 = landed0 + 8 * kStages,
-                 permuted0 = staged0 + 8 * kStages, retired0 = permuted0 + 8 * kPermBuffers;
+                 permuted0 = staged0 + 8 * kStages, retired0 = permuted0 + 8 * kPermBuffers,
+                 rows_full0 = retired0 + 8 * kPermBuffers, rows_empty0 = rows_full0 + 8 * kRowBuffers;
   if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
@@ -144,17 +160,46 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       mbarrier_init(permuted0 + 8 * b, 128 - kCopyThreads);  // every permute thread, after its share
       mbarrier_init(retired0 + 8 * b, 4 * S::kConsumers);    // one lane per consumer warp
     }
+    if constexpr (kPersistent) {
+#pragma unroll
+      for (int b = 0; b < kRowBuffers; ++b) {
+        mbarrier_init(rows_full0 + 8 * b, kCopyThreads);        // every copy thread, after its rows
+        mbarrier_init(rows_empty0 + 8 * b, 4 * S::kConsumers);  // one lane per consumer warp, after its stores
+      }
+    }
     if constexpr (S::kBulkCodes) fence_mbarrier_init();  // the bulk copies complete through the async proxy
   }
   if (Cfg::kActE4m3 && tid < kE4m3WideWords) wide_tiles[tid] = 0;  // seen after load_block_rows' barrier
-  if (!load_block_rows<BM, S::kThreads>(p, m_block, tid, row_src, row_dst, &block_expert)) return;
 
-  const int e = block_expert, N = p.n, K = p.k;
+  // This CTA's output tiles: tile i is the grid's tile first_tile + i tile_step (M block
+  // (first_tile + i tile_step) % m_blocks, N block the quotient); one, the launch grid's own, unless
+  // persistent. Every thread derives the same sequence from the device-side block count.
+  const int N = p.n, K = p.k;
+  int m_blocks, first_tile, tile_step, num_tiles;
+  if constexpr (kPersistent) {
+    m_blocks = device_m_blocks<BM>(p);
+    const int all_tiles = m_blocks * ((N + BN - 1) / BN);
+    first_tile = blockIdx.x;
+    tile_step = gridDim.x;
+    num_tiles = first_tile < all_tiles ? (all_tiles - first_tile + tile_step - 1) / tile_step : 0;
+    if (num_tiles == 0) return;  // before any barrier: the whole CTA
+    __syncthreads();             // the mbarriers' initialization
+  } else {
+    m_blocks = gridDim.x;
+    first_tile = blockIdx.x + blockIdx.y * gridDim.x;
+    tile_step = 1;
+    num_tiles = 1;
+    if (!load_block_rows<BM, S::kThreads>(p, blockIdx.x, tid, row_src_buffers, row_dst_buffers, block_expert_buffers))
+      return;
+  }
+  auto m_block_of = [&](int i) { return (first_tile + i * tile_step) % m_blocks; };
+  auto n0_of = [&](int i) { return (first_tile + i * tile_step) / m_blocks * BN; };
   const int tiles_n16 = (N + 15) / 16, tiles_k = (K + S::kTileK - 1) / S::kTileK;
   const long long row_bytes = static_cast<long long>(K) * S::kCodeBits / 8;
-  const unsigned char* codes_e =
-      Cfg::kPreparedCodes ? p.codes + static_cast<long long>(e) * tiles_n16 * tiles_k * S::kPreparedBlockBytes
-                          : p.codes + static_cast<long long>(e) * N * row_bytes;
+  auto codes_of = [&](int e) {
+    return Cfg::kPreparedCodes ? p.codes + static_cast<long long>(e) * tiles_n16 * tiles_k * S::kPreparedBlockBytes
+                               : p.codes + static_cast<long long>(e) * N * row_bytes;
+  };
   const unsigned smem_base = smem_address(smem);
 
   if (tid < 128) {
@@ -175,12 +220,9 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       constexpr int kCodeChunks = S::kBulkCodes ? 0 : S::kCodeBytes / 16 / kCopyThreads;
       constexpr int kChunksPerUnit = Cfg::kPreparedCodes ? S::kPreparedBlockBytes / 16 : S::kCodeRowBytes / 16;
       static_assert(kCopyThreads % kChunksPerUnit == 0, "whole blocks or rows per pass of the copy threads");
-      // 16-channel block (prepared) or row (canonical) of code chunk j: code_index + j code_index_step.
-      const int code_index = (Cfg::kPreparedCodes ? n0 / 16 : n0) + tid / kChunksPerUnit;
       constexpr int code_index_step = kCopyThreads / kChunksPerUnit;
       const int code_index_end = Cfg::kPreparedCodes ? tiles_n16 : N;
       const long long unit_bytes = Cfg::kPreparedCodes ? static_cast<long long>(tiles_k) * S::kPreparedBlockBytes : row_bytes;
-      const unsigned char* code_base = codes_e + code_index * unit_bytes + (tid % kChunksPerUnit) * 16;
       const long long code_stride = code_index_step * unit_bytes;  // bytes between chunks j and j + 1 (same K tile)
       // Canonical codes of a partial last K tile: this thread's chunks start at code k code_k.
       const int code_k = Cfg::kPreparedCodes ? 0 : (tid % kChunksPerUnit) * (128 / S::kCodeBits);
@@ -190,67 +232,87 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       // NOTE: few live registers: the producer runs on kProducerRegisters.
       const int bulk_block = (tid / 32) * S::kBulkLanes + tid % 32;
       const bool bulk_lane = S::kBulkCodes && tid % 32 < S::kBulkLanes;
-      const unsigned bulk_bytes = bulk_lane && n0 / 16 + bulk_block < tiles_n16 ? S::kPreparedBlockBytes : 0;
       const unsigned bulk_dst = smem_base + S::kCodeOffset + bulk_block * S::kPreparedBlockBytes;
-      const unsigned char* bulk_src =
-          codes_e + static_cast<long long>(bulk_bytes != 0 ? n0 / 16 + bulk_block : 0) * tiles_k * S::kPreparedBlockBytes;
       // NOTE: a_row_stride counts elements: 2 bytes, or 1 (e4m3). The copies below address the
       // same bytes either way (chunk c of tile it: byte 128 it + 16 c of the row).
       constexpr int kActBytes = Cfg::kActE4m3 ? 1 : 2;
-      for (int r = tid; r < BM; r += kCopyThreads) {
-        const int src = row_src[r];
-        const long long row_elements = src >= 0 ? static_cast<long long>(src) * p.a_row_stride : 0;
-        const unsigned short* row;
-        if constexpr (Cfg::kActE4m3) {
-          row = reinterpret_cast<const unsigned short*>(reinterpret_cast<const unsigned char*>(p.a) + row_elements);
-        } else {
-          row = p.a + row_elements;
+      for (int i = 0; i < num_tiles; ++i) {
+        const int buf = i % kRowBuffers;
+        const int* row_src = row_src_buffers + buf * BM;
+        if constexpr (kPersistent) {
+          // Tile i's rows into buffer buf, once the consumers' epilogue of tile i - 2 has read it and
+          // every copy thread has issued tile i - 1's copies (their row pointers are rewritten below).
+          if (i >= kRowBuffers) mbarrier_wait(rows_empty0 + 8 * buf, ((i / kRowBuffers) - 1) & 1);
+          if (i > 0) named_barrier_sync(1, kCopyThreads);
+          fill_block_rows<BM, kCopyThreads>(p, m_block_of(i), tid, row_src_buffers + buf * BM,
+                                            row_dst_buffers + buf * BM, block_expert_buffers + buf);
+          mbarrier_arrive(rows_full0 + 8 * buf);
         }
-        row_ptr[(r % kRowsPerPass) * kTokenChunks + r / kRowsPerPass] = row;
-      }
-      named_barrier_sync(1, kCopyThreads);
-      const unsigned row_ptr_base = smem_address(&row_ptr[(tid / 8) * kTokenChunks]);
-      for (int it = 0; it < tiles_k; ++it) {
-        const int stage = it % kStages;
-        if (it >= kStages) mbarrier_wait(staged0 + 8 * stage, ((it / kStages) - 1) & 1);
-        const unsigned base = smem_base + stage * S::kStageBytes;
-        if (bulk_lane) {
-          // NOTE: each lane expects its own bytes before its copy can complete them.
-          mbarrier_arrive_expect_tx(landed0 + 8 * stage, bulk_bytes);
-          if (bulk_bytes != 0)
-            cp_async_bulk_to_shared(bulk_dst + stage * S::kStageBytes, bulk_src + static_cast<long long>(it) * S::kPreparedBlockBytes,
-                                    S::kPreparedBlockBytes, landed0 + 8 * stage);
+        // NOTE: a copy thread reads back only the rows it wrote (tid + kCopyThreads j).
+        for (int r = tid; r < BM; r += kCopyThreads) {
+          const int src = row_src[r];
+          const long long row_elements = src >= 0 ? static_cast<long long>(src) * p.a_row_stride : 0;
+          const unsigned short* row;
+          if constexpr (Cfg::kActE4m3) {
+            row = reinterpret_cast<const unsigned short*>(reinterpret_cast<const unsigned char*>(p.a) + row_elements);
+          } else {
+            row = p.a + row_elements;
+          }
+          row_ptr[(r % kRowsPerPass) * kTokenChunks + r / kRowsPerPass] = row;
         }
-        const int k = it * BK + chunk * 8;     // in 16-bit units of the row
-        const bool k_valid = k * (2 / kActBytes) < K;  // the partial last K tile zero-fills
-        // NOTE: r % 8 = (tid / 8) % 8 for every j (kRowsPerPass is a multiple of 8).
-        const unsigned token_dst = base + (tid / 8) * 128 + ((chunk ^ ((tid / 8) % 8)) * 16);
-        // PERF: 4 row pointers loaded before their 4 copies: one shared-load latency per 4 copies
-        // (one per copy, GEMM v7 run 4: the copy warps issued at 0.14 IPC on short-scoreboard stalls).
-        // (80- and 144-row blocks end on one pair: 10 or 18 rows per copy thread.)
-#pragma unroll
-        for (int jb = 0; jb < kTokenChunks; jb += 4) {
-          const int pairs = jb + 4 <= kTokenChunks ? 2 : 1;
-          const uint4 two_a = lds_128(row_ptr_base + jb * 8);
-          const uint4 two_b = pairs == 2 ? lds_128(row_ptr_base + jb * 8 + 16) : make_uint4(0, 0, 0, 0);
-          const unsigned long long ptrs[4] = {two_a.x | static_cast<unsigned long long>(two_a.y) << 32,
-                                              two_a.z | static_cast<unsigned long long>(two_a.w) << 32,
-                                              two_b.x | static_cast<unsigned long long>(two_b.y) << 32,
-                                              two_b.z | static_cast<unsigned long long>(two_b.w) << 32};
-#pragma unroll
-          for (int u = 0; u < 2 * pairs; ++u)
-            cp_async_16(token_dst + (jb + u) * kRowsPerPass * 128,
-                        reinterpret_cast<const unsigned short*>(ptrs[u]) + k, k_valid);
+        named_barrier_sync(1, kCopyThreads);
+        const int n0 = n0_of(i);
+        const unsigned char* codes_e = codes_of(block_expert_buffers[buf]);  // copy thread 0's, seen after the barrier
+        // 16-channel block (prepared) or row (canonical) of code chunk j: code_index + j code_index_step.
+        const int code_index = (Cfg::kPreparedCodes ? n0 / 16 : n0) + tid / kChunksPerUnit;
+        const unsigned char* code_base = codes_e + code_index * unit_bytes + (tid % kChunksPerUnit) * 16;
+        const unsigned bulk_bytes = bulk_lane && n0 / 16 + bulk_block < tiles_n16 ? S::kPreparedBlockBytes : 0;
+        const unsigned char* bulk_src =
+            codes_e + static_cast<long long>(bulk_bytes != 0 ? n0 / 16 + bulk_block : 0) * tiles_k * S::kPreparedBlockBytes;
+        const unsigned row_ptr_base = smem_address(&row_ptr[(tid / 8) * kTokenChunks]);
+        for (int it = 0; it < tiles_k; ++it) {
+          const int g = i * tiles_k + it;  // K tiles through the ring so far
+          const int stage = g % kStages;
+          if (g >= kStages) mbarrier_wait(staged0 + 8 * stage, ((g / kStages) - 1) & 1);
+          const unsigned base = smem_base + stage * S::kStageBytes;
+          if (bulk_lane) {
+            // NOTE: each lane expects its own bytes before its copy can complete them.
+            mbarrier_arrive_expect_tx(landed0 + 8 * stage, bulk_bytes);
+            if (bulk_bytes != 0)
+              cp_async_bulk_to_shared(bulk_dst + stage * S::kStageBytes, bulk_src + static_cast<long long>(it) * S::kPreparedBlockBytes,
+                                      S::kPreparedBlockBytes, landed0 + 8 * stage);
+          }
+          const int k = it * BK + chunk * 8;     // in 16-bit units of the row
+          const bool k_valid = k * (2 / kActBytes) < K;  // the partial last K tile zero-fills
+          // NOTE: r % 8 = (tid / 8) % 8 for every j (kRowsPerPass is a multiple of 8).
+          const unsigned token_dst = base + (tid / 8) * 128 + ((chunk ^ ((tid / 8) % 8)) * 16);
+          // PERF: 4 row pointers loaded before their 4 copies: one shared-load latency per 4 copies
+          // (one per copy, GEMM v7 run 4: the copy warps issued at 0.14 IPC on short-scoreboard stalls).
+          // (80- and 144-row blocks end on one pair: 10 or 18 rows per copy thread.)
+  #pragma unroll
+          for (int jb = 0; jb < kTokenChunks; jb += 4) {
+            const int pairs = jb + 4 <= kTokenChunks ? 2 : 1;
+            const uint4 two_a = lds_128(row_ptr_base + jb * 8);
+            const uint4 two_b = pairs == 2 ? lds_128(row_ptr_base + jb * 8 + 16) : make_uint4(0, 0, 0, 0);
+            const unsigned long long ptrs[4] = {two_a.x | static_cast<unsigned long long>(two_a.y) << 32,
+                                                two_a.z | static_cast<unsigned long long>(two_a.w) << 32,
+                                                two_b.x | static_cast<unsigned long long>(two_b.y) << 32,
+                                                two_b.z | static_cast<unsigned long long>(two_b.w) << 32};
+  #pragma unroll
+            for (int u = 0; u < 2 * pairs; ++u)
+              cp_async_16(token_dst + (jb + u) * kRowsPerPass * 128,
+                          reinterpret_cast<const unsigned short*>(ptrs[u]) + k, k_valid);
+          }
+          const bool code_k_valid = it * S::kTileK + code_k < K;
+  #pragma unroll
+          for (int j = 0; j < kCodeChunks; ++j) {
+            const bool valid = code_k_valid && code_index + j * code_index_step < code_index_end;
+            const unsigned char* from = valid ? code_base + j * code_stride + it * kCodeTileBytes : p.codes;
+            cp_async_16(base + S::kCodeOffset + (tid + j * kCopyThreads) * 16, from, valid);
+          }
+          // The barrier's phase completes when every copy thread's copies so far have landed.
+          cp_async_mbarrier_arrive(landed0 + 8 * stage);
         }
-        const bool code_k_valid = it * S::kTileK + code_k < K;
-#pragma unroll
-        for (int j = 0; j < kCodeChunks; ++j) {
-          const bool valid = code_k_valid && code_index + j * code_index_step < code_index_end;
-          const unsigned char* from = valid ? code_base + j * code_stride + it * kCodeTileBytes : p.codes;
-          cp_async_16(base + S::kCodeOffset + (tid + j * kCopyThreads) * 16, from, valid);
-        }
-        // The barrier's phase completes when every copy thread's copies so far have landed.
-        cp_async_mbarrier_arrive(landed0 + 8 * stage);
       }
     } else {
       // Permute warps: they issue no cp.async, so their proxy fence waits for nothing but their
@@ -271,12 +333,13 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
 #pragma unroll
         for (int tt = 0; tt < 4; ++tt) read_offset[sp][tt] = ptid * 128 + (((2 * tt + sp) ^ x) * 16);
       const unsigned write_offset = (ptid / 8) * 1024 + x * 16;
-      for (int it = 0; it < tiles_k; ++it) {
-        const int stage = it % kStages, buffer = it % kPermBuffers;
+      // K tiles of every output tile in one run: the ring's stages and buffers do not restart.
+      for (int g = 0; g < num_tiles * tiles_k; ++g) {
+        const int stage = g % kStages, buffer = g % kPermBuffers;
         const unsigned base = smem_base + stage * S::kStageBytes;
         const unsigned permuted = smem_base + S::kPermutedOffset + buffer * S::kTokenBytes;
-        mbarrier_wait(landed0 + 8 * stage, (it / kStages) & 1);
-        if (it >= kPermBuffers) mbarrier_wait(retired0 + 8 * buffer, ((it / kPermBuffers) - 1) & 1);
+        mbarrier_wait(landed0 + 8 * stage, (g / kStages) & 1);
+        if (g >= kPermBuffers) mbarrier_wait(retired0 + 8 * buffer, ((g / kPermBuffers) - 1) & 1);
 #pragma unroll
         for (int sp = 0; sp < 2; ++sp)
 #pragma unroll
@@ -300,12 +363,18 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   // ---- Consumers ----
   setmaxnreg_inc<S::kConsumerRegisters>();
   const int ctid = tid - 128, consumer = ctid / 128, warp = (ctid / 32) % 4, lane = tid % 32, g = lane / 4, t = lane % 4;
-  // Seen by the epilogue after its first named barrier.
-  if constexpr (Cfg::kRowScales)
-    for (int r = ctid; r < BM; r += 128 * S::kConsumers) block_row_scales[r] = a_row_scale(p, row_src[r]);
+  // Each row's A-row scale, seen by the epilogue after its first named barrier (which also keeps
+  // these writes after the previous tile's epilogue reads).
+  auto fetch_row_scales = [&](const int* row_src) {
+    if constexpr (Cfg::kRowScales)
+      for (int r = ctid; r < BM; r += 128 * S::kConsumers) block_row_scales[r] = a_row_scale(p, row_src[r]);
+  };
   // Channel (within the block) of this lane's fragment rows of 64-channel tile nt, half r.
   auto channel_of = [&](int nt, int r) { return consumer * S::kConsumerN + nt * 64 + warp * 16 + g + r * 8; };
   if constexpr (Cfg::kActE4m3) {
+    const int e = block_expert_buffers[0], n0 = n0_of(0);
+    const int *row_src = row_src_buffers, *row_dst = row_dst_buffers;
+    fetch_row_scales(row_src);
     float acc[kTilesN][kTilesM][4];
     moe_gemm_ws_e4m3_consumers<Cfg, S>(p, e, n0, tiles_k, smem_base, staged0, permuted0, retired0, wide_tiles, ctid,
                                        channel_of, acc);
@@ -314,190 +383,214 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
     named_barrier_sync(2, 128 * S::kConsumers);
     store_output_rows<BM, BN, 128 * S::kConsumers>(p, smem, S::kOutRowBytes, row_dst, n0, ctid);
   } else {
-    const LaneScaleRows<Cfg, kTilesN> scale_rows(p.scaling, e, n0, N, K, channel_of);
-    // Fp8BlockFoldable: one multiply per pair instead of two where every scale of this CTA's
-    // channel blocks allows it. Every warp reads the same scales, so all take the same path (the
-    // warps of a warpgroup must issue the same wgmma instructions).
-    bool fold_scales = false;
-    if constexpr (Fp8BlockFoldable<Cfg>::value) {
-      const int blocks_n = (N + 127) / 128, blocks_k = (K + 127) / 128;
-      const int first_block = n0 / 128, last_block = (min(n0 + BN, N) - 1) / 128;
-      const float* block_scales =
-          static_cast<const float*>(p.scaling.scales) + (static_cast<long long>(e) * blocks_n + first_block) * blocks_k;
-      bool foldable = true;
-      for (int i = lane; i < (last_block - first_block + 1) * blocks_k; i += 32)
-        foldable = foldable && fp8_block_scale_foldable(block_scales[i]);
-      fold_scales = __all_sync(0xFFFFFFFFu, foldable);
-    }
-    LaneScale scale_ring[kStages][kTilesN][2];
-    // The scales of a lane's own 16-code run (16 t) of each row.
-    auto load_scales = [&](LaneScale (&slot)[kTilesN][2], int kt) { scale_rows.load(slot, 16 * t + kt * BK, K); };
-  #pragma unroll
-    for (int q = 0; q < kStages - 1; ++q)
-      if (q < tiles_k) load_scales(scale_ring[q], q);
-
-    float acc[kTilesN][kTilesM][4];  // written first by tile 0's first MMAs (accumulate = false)
-
-    // This lane's code words of a tile: prepared, one (4-bit) or two (8-bit) 16-byte loads per
-    // 16-channel block; canonical, 8 (4-bit) or 16 (8-bit) bytes of each of its two rows.
-    constexpr int kWords = kFourBit ? 4 : 8;
-    auto load_codes = [&](unsigned codes, unsigned (&words)[kTilesN][kWords]) {
-  #pragma unroll
-      for (int nt = 0; nt < kTilesN; ++nt) {
-        if constexpr (Cfg::kPreparedCodes) {
-          const unsigned block = codes + (channel_of(nt, 0) / 16) * S::kPreparedBlockBytes + lane * 16;
-  #pragma unroll
-          for (int h = 0; h < kWords / 4; ++h) {
-            const uint4 v = lds_128(block + 512 * h);
-            words[nt][4 * h] = v.x;
-            words[nt][4 * h + 1] = v.y;
-            words[nt][4 * h + 2] = v.z;
-            words[nt][4 * h + 3] = v.w;
-          }
-        } else {
-  #pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            const unsigned address = codes + channel_of(nt, r) * S::kCodeRowBytes + t * (S::kCodeRowBytes / 4);
-            if constexpr (kFourBit) {
-              const uint2 v = lds_64(address);
-              words[nt][2 * r] = v.x;
-              words[nt][2 * r + 1] = v.y;
-            } else {
-              const uint4 v = lds_128(address);
-              words[nt][4 * r] = v.x;
-              words[nt][4 * r + 1] = v.y;
-              words[nt][4 * r + 2] = v.z;
-              words[nt][4 * r + 3] = v.w;
-            }
-          }
-        }
+    // Counted along over every K tile of every output tile: tile j's permuted buffer j % kPermBuffers,
+    // its phase and its wgmma descriptor.
+    // PERF: the descriptor built per tile from the buffer's address cost ~25 uniform-datapath
+    // instructions per tile (offline SASS); its address field is advanced instead.
+    const unsigned long long first_descriptor = wgmma_descriptor(smem_base + S::kPermutedOffset, 128, 1024);
+    unsigned long long descriptor = first_descriptor;
+    int buffer = 0, last_buffer = 0;
+    unsigned buffer_parity = 0;
+    for (int i = 0; i < num_tiles; ++i) {
+      const int buf = i % kRowBuffers;
+      if constexpr (kPersistent) mbarrier_wait(rows_full0 + 8 * buf, (i / kRowBuffers) & 1);
+      const int e = block_expert_buffers[buf], n0 = n0_of(i);
+      const int *row_src = row_src_buffers + buf * BM, *row_dst = row_dst_buffers + buf * BM;
+      const int stage0 = (i * tiles_k) % kStages;  // the ring stage of this tile's first K tile
+      fetch_row_scales(row_src);
+      const LaneScaleRows<Cfg, kTilesN> scale_rows(p.scaling, e, n0, N, K, channel_of);
+      // Fp8BlockFoldable: one multiply per pair instead of two where every scale of this CTA's
+      // channel blocks allows it. Every warp reads the same scales, so all take the same path (the
+      // warps of a warpgroup must issue the same wgmma instructions).
+      bool fold_scales = false;
+      if constexpr (Fp8BlockFoldable<Cfg>::value) {
+        const int blocks_n = (N + 127) / 128, blocks_k = (K + 127) / 128;
+        const int first_block = n0 / 128, last_block = (min(n0 + BN, N) - 1) / 128;
+        const float* block_scales =
+            static_cast<const float*>(p.scaling.scales) + (static_cast<long long>(e) * blocks_n + first_block) * blocks_k;
+        bool foldable = true;
+        for (int i = lane; i < (last_block - first_block + 1) * blocks_k; i += 32)
+          foldable = foldable && fp8_block_scale_foldable(block_scales[i]);
+        fold_scales = __all_sync(0xFFFFFFFFu, foldable);
       }
-    };
-    // A fragments of k16 steps 2h and 2h + 1 (the K order of kernels/moe_gemm.cuh: lane t's
-    // physical k of step s are 16t + 4s + [0, 4)).
-    auto fragments = [&](const unsigned (&words)[kTilesN][kWords], int h, const FragmentScale (&decoded)[kTilesN][2],
-                         DequantPath kPath, unsigned (&a)[kTilesN][2][4]) {
-  #pragma unroll
-      for (int nt = 0; nt < kTilesN; ++nt) {
-        if constexpr (Cfg::kPreparedCodes) {
-  #pragma unroll
-          for (int q = 0; q < 2; ++q) {
-            const int step = 2 * h + q;
-  #pragma unroll
-            for (int pr = 0; pr < 4; ++pr) {
+      LaneScale scale_ring[kStages][kTilesN][2];
+      // The scales of a lane's own 16-code run (16 t) of each row.
+      auto load_scales = [&](LaneScale (&slot)[kTilesN][2], int kt) { scale_rows.load(slot, 16 * t + kt * BK, K); };
+    #pragma unroll
+      for (int q = 0; q < kStages - 1; ++q)
+        if (q < tiles_k) load_scales(scale_ring[q], q);
+
+      float acc[kTilesN][kTilesM][4];  // written first by tile 0's first MMAs (accumulate = false)
+
+      // This lane's code words of a tile: prepared, one (4-bit) or two (8-bit) 16-byte loads per
+      // 16-channel block; canonical, 8 (4-bit) or 16 (8-bit) bytes of each of its two rows.
+      constexpr int kWords = kFourBit ? 4 : 8;
+      auto load_codes = [&](unsigned codes, unsigned (&words)[kTilesN][kWords]) {
+    #pragma unroll
+        for (int nt = 0; nt < kTilesN; ++nt) {
+          if constexpr (Cfg::kPreparedCodes) {
+            const unsigned block = codes + (channel_of(nt, 0) / 16) * S::kPreparedBlockBytes + lane * 16;
+    #pragma unroll
+            for (int h = 0; h < kWords / 4; ++h) {
+              const uint4 v = lds_128(block + 512 * h);
+              words[nt][4 * h] = v.x;
+              words[nt][4 * h + 1] = v.y;
+              words[nt][4 * h + 2] = v.z;
+              words[nt][4 * h + 3] = v.w;
+            }
+          } else {
+    #pragma unroll
+            for (int r = 0; r < 2; ++r) {
+              const unsigned address = codes + channel_of(nt, r) * S::kCodeRowBytes + t * (S::kCodeRowBytes / 4);
               if constexpr (kFourBit) {
-                a[nt][q][pr] = dequant_pair4<Cfg>(words[nt][step], pr, decoded[nt][pr & 1], kPath);
+                const uint2 v = lds_64(address);
+                words[nt][2 * r] = v.x;
+                words[nt][2 * r + 1] = v.y;
               } else {
-                a[nt][q][pr] = dequant_pair8<Cfg>(words[nt][2 * step + (pr >> 1)], pr & 1, decoded[nt][pr & 1], kPath);
+                const uint4 v = lds_128(address);
+                words[nt][4 * r] = v.x;
+                words[nt][4 * r + 1] = v.y;
+                words[nt][4 * r + 2] = v.z;
+                words[nt][4 * r + 3] = v.w;
               }
             }
           }
-        } else if constexpr (kFourBit) {
-          unsigned lo[4], hi[4];  // rows g and g + 8: pairs (e0, e1) .. (e6, e7) of k 16t + 8h + [0, 8)
-          dequant_word4<Cfg>(words[nt][h], decoded[nt][0], kPath, lo);
-          dequant_word4<Cfg>(words[nt][2 + h], decoded[nt][1], kPath, hi);
-  #pragma unroll
-          for (int q = 0; q < 2; ++q) {
-            a[nt][q][0] = lo[2 * q];
-            a[nt][q][1] = hi[2 * q];
-            a[nt][q][2] = lo[2 * q + 1];
-            a[nt][q][3] = hi[2 * q + 1];
-          }
-        } else {
-  #pragma unroll
-          for (int q = 0; q < 2; ++q) {
-            unsigned lo[2], hi[2];
-            dequant_word8<Cfg>(words[nt][2 * h + q], decoded[nt][0], kPath, lo);
-            dequant_word8<Cfg>(words[nt][4 + 2 * h + q], decoded[nt][1], kPath, hi);
-            a[nt][q][0] = lo[0];
-            a[nt][q][1] = hi[0];
-            a[nt][q][2] = lo[1];
-            a[nt][q][3] = hi[1];
+        }
+      };
+      // A fragments of k16 steps 2h and 2h + 1 (the K order of kernels/moe_gemm.cuh: lane t's
+      // physical k of step s are 16t + 4s + [0, 4)).
+      auto fragments = [&](const unsigned (&words)[kTilesN][kWords], int h, const FragmentScale (&decoded)[kTilesN][2],
+                           DequantPath kPath, unsigned (&a)[kTilesN][2][4]) {
+    #pragma unroll
+        for (int nt = 0; nt < kTilesN; ++nt) {
+          if constexpr (Cfg::kPreparedCodes) {
+    #pragma unroll
+            for (int q = 0; q < 2; ++q) {
+              const int step = 2 * h + q;
+    #pragma unroll
+              for (int pr = 0; pr < 4; ++pr) {
+                if constexpr (kFourBit) {
+                  a[nt][q][pr] = dequant_pair4<Cfg>(words[nt][step], pr, decoded[nt][pr & 1], kPath);
+                } else {
+                  a[nt][q][pr] = dequant_pair8<Cfg>(words[nt][2 * step + (pr >> 1)], pr & 1, decoded[nt][pr & 1], kPath);
+                }
+              }
+            }
+          } else if constexpr (kFourBit) {
+            unsigned lo[4], hi[4];  // rows g and g + 8: pairs (e0, e1) .. (e6, e7) of k 16t + 8h + [0, 8)
+            dequant_word4<Cfg>(words[nt][h], decoded[nt][0], kPath, lo);
+            dequant_word4<Cfg>(words[nt][2 + h], decoded[nt][1], kPath, hi);
+    #pragma unroll
+            for (int q = 0; q < 2; ++q) {
+              a[nt][q][0] = lo[2 * q];
+              a[nt][q][1] = hi[2 * q];
+              a[nt][q][2] = lo[2 * q + 1];
+              a[nt][q][3] = hi[2 * q + 1];
+            }
+          } else {
+    #pragma unroll
+            for (int q = 0; q < 2; ++q) {
+              unsigned lo[2], hi[2];
+              dequant_word8<Cfg>(words[nt][2 * h + q], decoded[nt][0], kPath, lo);
+              dequant_word8<Cfg>(words[nt][4 + 2 * h + q], decoded[nt][1], kPath, hi);
+              a[nt][q][0] = lo[0];
+              a[nt][q][1] = hi[0];
+              a[nt][q][2] = lo[1];
+              a[nt][q][3] = hi[1];
+            }
           }
         }
-      }
-    };
+      };
 
-    // The ring, unrolled by kStages so stage and scale-ring indices are compile-time constants;
-    // one copy per dequantization path (a constant in each, so no branch per pair).
-    auto run_ring = [&](auto path_tag) {
-      constexpr DequantPath kPath = decltype(path_tag)::value;
-      // Tile j's permuted buffer j % kPermBuffers, its phase and its wgmma descriptor, counted along.
-      // PERF: the descriptor built per tile from the buffer's address cost ~25 uniform-datapath
-      // instructions per tile (offline SASS); its address field is advanced instead.
-      const unsigned long long first_descriptor = wgmma_descriptor(smem_base + S::kPermutedOffset, 128, 1024);
-      unsigned long long descriptor = first_descriptor;
-      int buffer = 0, last_buffer = 0;
-      unsigned buffer_parity = 0;
-      for (int j0 = 0; j0 < tiles_k; j0 += kStages) {
-        #pragma unroll
-        for (int q = 0; q < kStages; ++q) {
-          const int j = j0 + q;
-          if (j < tiles_k) {
-            const int prev = (q + kStages - 1) % kStages;  // tile j - 1's scale slot
-            FragmentScale decoded[kTilesN][2];
-            #pragma unroll
-            for (int nt = 0; nt < kTilesN; ++nt)
-              #pragma unroll
-              for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg>(scale_ring[q][nt][r], p.scaling);
-            if (j + kStages - 1 < tiles_k) load_scales(scale_ring[prev], j + kStages - 1);
-            const unsigned base = smem_base + q * S::kStageBytes;
-            // NOTE: the permute warps arrive on `permuted` only after the stage's `landed`, so the
-            // codes of stage q have landed too.
-            mbarrier_wait(permuted0 + 8 * buffer, buffer_parity);
-            unsigned words[kTilesN][kWords];
-            load_codes(base + S::kCodeOffset, words);
-            #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              unsigned a[kTilesN][2][4];
-              fragments(words, h, decoded, kPath, a);
-              if (h == 1) {
-                // Every code word has been dequantized: the stage goes back to the copy warps.
-                __syncwarp();
-                if (lane == 0) mbarrier_arrive(staged0 + 8 * q);
-              }
-              wgmma_fence();  // the A fragments (and the first time the accumulators) come from ordinary instructions
+      // The ring, unrolled by kStages so stage and scale-ring indices are compile-time constants;
+      // one copy per dequantization path (a constant in each, so no branch per pair).
+      auto run_ring = [&](auto path_tag) {
+        constexpr DequantPath kPath = decltype(path_tag)::value;
+        for (int j0 = 0; j0 < tiles_k; j0 += kStages) {
+          #pragma unroll
+          for (int q = 0; q < kStages; ++q) {
+            const int j = j0 + q;
+            if (j < tiles_k) {
+              const int prev = (q + kStages - 1) % kStages;  // tile j - 1's scale slot
+              FragmentScale decoded[kTilesN][2];
               #pragma unroll
               for (int nt = 0; nt < kTilesN; ++nt)
                 #pragma unroll
-                for (int qq = 0; qq < 2; ++qq)
-                  // Core matrices of step s start at 256 s; along K (the two halves) 128 bytes apart,
-                  // along the tokens (groups of 8) 1024.
-                  wgmma_m64k16_rs<BM, Cfg::kActBf16>(reinterpret_cast<float(&)[BM / 2]>(acc[nt]), a[nt][qq],
-                                                     wgmma_descriptor_advance(descriptor, (2 * h + qq) * 256),
-                                                     j > 0 || h > 0 || qq > 0);
-              wgmma_commit();
-              wgmma_wait<1>();
-              if (h == 0 && j > 0) {
-                // Tile j - 1's MMAs have completed: its permuted tokens go back to the permute warps.
-                __syncwarp();
-                if (lane == 0) mbarrier_arrive(retired0 + 8 * last_buffer);
+                for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg>(scale_ring[q][nt][r], p.scaling);
+              if (j + kStages - 1 < tiles_k) load_scales(scale_ring[prev], j + kStages - 1);
+              // The ring stage of tile j (j0 is a multiple of kStages).
+              const int stage = kPersistent ? (stage0 + q < kStages ? stage0 + q : stage0 + q - kStages) : q;
+              const unsigned base = smem_base + stage * S::kStageBytes;
+              // NOTE: the permute warps arrive on `permuted` only after the stage's `landed`, so the
+              // codes of stage q have landed too.
+              mbarrier_wait(permuted0 + 8 * buffer, buffer_parity);
+              unsigned words[kTilesN][kWords];
+              load_codes(base + S::kCodeOffset, words);
+              #pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                unsigned a[kTilesN][2][4];
+                fragments(words, h, decoded, kPath, a);
+                if (h == 1) {
+                  // Every code word has been dequantized: the stage goes back to the copy warps.
+                  __syncwarp();
+                  if (lane == 0) mbarrier_arrive(staged0 + 8 * stage);
+                }
+                wgmma_fence();  // the A fragments (and the first time the accumulators) come from ordinary instructions
+                #pragma unroll
+                for (int nt = 0; nt < kTilesN; ++nt)
+                  #pragma unroll
+                  for (int qq = 0; qq < 2; ++qq)
+                    // Core matrices of step s start at 256 s; along K (the two halves) 128 bytes apart,
+                    // along the tokens (groups of 8) 1024.
+                    wgmma_m64k16_rs<BM, Cfg::kActBf16>(reinterpret_cast<float(&)[BM / 2]>(acc[nt]), a[nt][qq],
+                                                       wgmma_descriptor_advance(descriptor, (2 * h + qq) * 256),
+                                                       j > 0 || h > 0 || qq > 0);
+                wgmma_commit();
+                wgmma_wait<1>();
+                if (h == 0 && j > 0) {
+                  // Tile j - 1's MMAs have completed: its permuted tokens go back to the permute warps.
+                  __syncwarp();
+                  if (lane == 0) mbarrier_arrive(retired0 + 8 * last_buffer);
+                }
               }
-            }
-            last_buffer = buffer;
-            descriptor = wgmma_descriptor_advance(descriptor, S::kTokenBytes);
-            if (++buffer == kPermBuffers) {
-              buffer = 0;
-              buffer_parity ^= 1u;
-              descriptor = first_descriptor;
+              last_buffer = buffer;
+              descriptor = wgmma_descriptor_advance(descriptor, S::kTokenBytes);
+              if (++buffer == kPermBuffers) {
+                buffer = 0;
+                buffer_parity ^= 1u;
+                descriptor = first_descriptor;
+              }
             }
           }
         }
+      };
+      if (Fp8BlockFoldable<Cfg>::value && fold_scales) {
+        if constexpr (Fp8BlockFoldable<Cfg>::value) run_ring(DequantPathTag<DequantPath::kFolded>{});
+      } else {
+        run_ring(DequantPathTag<WeightsPath<Cfg>::value>{});
       }
-    };
-    if (Fp8BlockFoldable<Cfg>::value && fold_scales) {
-      if constexpr (Fp8BlockFoldable<Cfg>::value) run_ring(DequantPathTag<DequantPath::kFolded>{});
-    } else {
-      run_ring(DequantPathTag<WeightsPath<Cfg>::value>{});
+      wgmma_wait<0>();
+      if constexpr (kPersistent) {
+        // The tile's last permuted buffer goes back to the permute warps (the next tile's MMAs give
+        // back the others as this tile's did).
+        __syncwarp();
+        if (lane == 0) mbarrier_arrive(retired0 + 8 * last_buffer);
+      }
+      // Epilogue, consumers only: the out tile (persistent: its own, past the ring; else the ring,
+      // which the other consumer may still be reading until it passes this barrier, the producer
+      // being done) is rewritten only once both consumers are past this barrier.
+      unsigned char* out_tile = smem + S::kEpilogueOffset;
+      named_barrier_sync(2, 128 * S::kConsumers);
+      write_output_tile<Cfg>(p, e, n0, acc, out_tile, S::kOutRowBytes, 0, t, channel_of, row_src,
+                             Cfg::kRowScales ? block_row_scales : nullptr);
+      named_barrier_sync(2, 128 * S::kConsumers);
+      store_output_rows<BM, BN, 128 * S::kConsumers>(p, out_tile, S::kOutRowBytes, row_dst, n0, ctid);
+      if constexpr (kPersistent) {
+        // This warp's reads of the tile's rows are done: the copy warps may refill the row buffer.
+        __syncwarp();
+        if (lane == 0) mbarrier_arrive(rows_empty0 + 8 * buf);
+      }
     }
-    wgmma_wait<0>();
-    // Epilogue, consumers only: the out tile reuses the ring, which the other consumer may still
-    // be reading until it passes this barrier; the producer is done (every tile was consumed).
-    named_barrier_sync(2, 128 * S::kConsumers);
-    write_output_tile<Cfg>(p, e, n0, acc, smem, S::kOutRowBytes, 0, t, channel_of, row_src,
-                           Cfg::kRowScales ? block_row_scales : nullptr);
-    named_barrier_sync(2, 128 * S::kConsumers);
-    store_output_rows<BM, BN, 128 * S::kConsumers>(p, smem, S::kOutRowBytes, row_dst, n0, ctid);
   }
 }
 
