@@ -48,6 +48,7 @@ struct DeviceGemmParams {
   const float* a_row_scales;
   const int* a_scale_rows;
   int a_scale_row_divisor;
+  int max_m_blocks;
 };
 
 template <typename T>
@@ -545,6 +546,8 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n"
     << "static_assert(moeq_dev::MoeGemmKernel<MoeGemmCfg>::Shape::kSmemBytes == " << gemm_smem_bytes(tile, w, input)
     << ", \"host and device disagree on the dynamic shared memory (gemm_smem_bytes)\");\n"
+    << "static_assert(sizeof(moeq_dev::MoeGemmParams) == " << sizeof(DeviceGemmParams)
+    << ", \"host and device disagree on the kernel parameters (DeviceGemmParams)\");\n"
     << "static_assert(moeq_dev::kErrorBatchedOverflow == " << kRoutingErrorBatchedOverflow
     << ", \"host and device disagree on the masked-count error bit\");\n";
   return {"moeq_moe_gemm", s.str()};
@@ -821,6 +824,7 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   p.a_row_scales = as_ptr<const float>(a.a_row_scales);
   p.a_scale_rows = as_ptr<const int>(a.a_scale_rows);
   p.a_scale_row_divisor = static_cast<int>(a.a_scale_row_divisor);
+  p.max_m_blocks = static_cast<int>(m_blocks);
 
   const GemmInput input = a.a_e4m3 ? GemmInput::row_scaled_e4m3
                           : a.a_row_scales != 0 ? GemmInput::row_scaled_values

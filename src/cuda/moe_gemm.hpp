@@ -180,7 +180,8 @@ int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w, GemmInput inp
 //   of 128 (whole MX windows per K tile) and at most 32768.
 bool gemm_takes_e4m3(const WeightDesc& w, const GemmTile& tile, int sm, bool prepared_codes);
 // The tile an e4m3 GEMM runs where `tile` was planned: a warp-specialized tile takes 128 channels
-// (same block, stages; gemm_takes_e4m3 says why); every other tile is itself.
+// (same block, stages; gemm_takes_e4m3 says why), and none is persistent (the e4m3 consumers run one
+// tile per CTA); every other tile is itself.
 GemmTile e4m3_tile_of(const GemmTile& tile);
 // The device's compute capability as gemm_takes_e4m3 takes it.
 int device_sm();

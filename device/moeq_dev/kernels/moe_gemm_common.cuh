@@ -32,6 +32,7 @@ struct MoeGemmParams {
   const float* a_row_scales;     // Cfg::kRowScales: the scale of each A row
   const int* a_scale_rows;       // Cfg::kRowScales: A row r's scale is a_row_scales[a_scale_rows[r] / divisor];
   int a_scale_row_divisor;       // null: a_row_scales[r]
+  int max_m_blocks;              // the M blocks the routing buffers hold (the launch grid's, one tile per CTA)
 };
 
 __device__ __forceinline__ float load_bias_value(const void* bias, long long index, int dtype) {

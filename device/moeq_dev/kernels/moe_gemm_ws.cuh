@@ -177,7 +177,8 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   const int N = p.n, K = p.k;
   int m_blocks, first_tile, tile_step, num_tiles;
   if constexpr (kPersistent) {
-    m_blocks = device_m_blocks<BM>(p);
+    // NOTE: never past the blocks the routing buffers hold, as the one-tile grid never is.
+    m_blocks = min(device_m_blocks<BM>(p), p.max_m_blocks);
     const int all_tiles = m_blocks * ((N + BN - 1) / BN);
     first_tile = blockIdx.x;
     tile_step = gridDim.x;
@@ -363,8 +364,8 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   // ---- Consumers ----
   setmaxnreg_inc<S::kConsumerRegisters>();
   const int ctid = tid - 128, consumer = ctid / 128, warp = (ctid / 32) % 4, lane = tid % 32, g = lane / 4, t = lane % 4;
-  // Each row's A-row scale, seen by the epilogue after its first named barrier (which also keeps
-  // these writes after the previous tile's epilogue reads).
+  // Each row's A-row scale, seen by the epilogue after its first named barrier (the previous tile's
+  // second one keeps these writes after that tile's epilogue reads).
   auto fetch_row_scales = [&](const int* row_src) {
     if constexpr (Cfg::kRowScales)
       for (int r = ctid; r < BM; r += 128 * S::kConsumers) block_row_scales[r] = a_row_scale(p, row_src[r]);
@@ -409,8 +410,8 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
         const float* block_scales =
             static_cast<const float*>(p.scaling.scales) + (static_cast<long long>(e) * blocks_n + first_block) * blocks_k;
         bool foldable = true;
-        for (int i = lane; i < (last_block - first_block + 1) * blocks_k; i += 32)
-          foldable = foldable && fp8_block_scale_foldable(block_scales[i]);
+        for (int b = lane; b < (last_block - first_block + 1) * blocks_k; b += 32)
+          foldable = foldable && fp8_block_scale_foldable(block_scales[b]);
         fold_scales = __all_sync(0xFFFFFFFFu, foldable);
       }
       LaneScale scale_ring[kStages][kTilesN][2];
