@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Persistent tiles, second call (session 28): the bit-identity test with its float64 checks trimmed, GEMM
+# Persistent tiles, second call (session 28): the bit-identity test with its float64 checks trimmed and the
+# experts step on persistent tiles (after the max_m_blocks cap), GEMM
 # sweeps where 64- and 80-row blocks run short K loops (Qwen3-30B-A3B GEMM2, K = 768), and the whole step
 # with the shipped Qwen3 MXFP4 table (persistent tiles at M = 1024 and GEMM2 at M = 2048-4096) against
 # session 27's table, alternating.
@@ -8,7 +9,7 @@
 source "$(dirname "$0")/evidence_lib.sh"
 device_setup "$1"
 old_table="$2"
-gpu_tests "" 'MoeGemmGpu.PersistentTiles*' 200
+gpu_tests "" 'MoeGemmGpu.PersistentTiles*:ExpertsGpu.PersistentTiles*' 200
 grep -E "^\[       OK|Failure|FAILED" "$out/gpu_tests.txt" | head -20
 for round in 1 2; do
   for layer_table in new old; do
