@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -222,7 +223,7 @@ ErrorStats run_gather(const GemmCase& c, const cuda::GemmTile& tile, const HostW
 // Masked layout: [E, T, K] slabs, counts 0, T, and in between; rows past a count stay NaN.
 ErrorStats run_masked(const GemmCase& c, const cuda::GemmTile& tile, const HostWeights& h, const DeviceWeights& dw,
                       std::mt19937& rng, cuda::CUstream stream, bool prepared = false,
-                      std::vector<uint16_t>* outputs = nullptr, int64_t max_ctas = 0) {
+                      std::vector<uint16_t>* outputs = nullptr, int64_t max_ctas = 0, bool check_values = true) {
   const int64_t E = c.w.num_experts, N = c.w.n, K = c.w.k, T = 70;
   const std::vector<int32_t> counts{17, 0, 70, 1, 33};
   const auto a_host = random_act(E * T, K, c.act, rng);
@@ -241,6 +242,7 @@ ErrorStats run_masked(const GemmCase& c, const cuda::GemmTile& tile, const HostW
   cuda::check(cuda::driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
   const auto got = out.to_host<uint16_t>(static_cast<size_t>(E * T * N));
   if (outputs != nullptr) *outputs = got;
+  if (!check_values) return ErrorStats{};
   std::vector<RowJob> jobs;
   bool untouched_rows_stay_nan = true;
   for (int64_t e = 0; e < E; ++e)
@@ -347,26 +349,32 @@ TEST(MoeGemmGpu, PersistentTilesEqualOneTilePerCta) {
     const HostWeights h = quantized_weights(c, rng);
     const DeviceWeights dw = upload(*h.q);
     for (const char* text : {"80x256/1x8x1/5/p/s", "128x256/1x8x1/3/p/s", "64x256/1x8x1/6/p/s", "96x256/1x8x1/4/p/s"}) {
+      // MOEQ_TEST_TILES: only those of the four (a quick device check).
+      const char* only = std::getenv("MOEQ_TEST_TILES");
+      if (only != nullptr && (" " + std::string(only) + " ").find(" " + std::string(text) + " ") == std::string::npos) continue;
+      std::printf("persistent %s %s\n", scheme, text);
+      std::fflush(stdout);
       const cuda::GemmTile persistent = cuda::parse_gemm_tile(text);
       cuda::GemmTile one_per_cta = persistent;
       one_per_cta.persistent = false;
       for (bool prepared : {false, true}) {
         const std::mt19937 inputs(rng());
         std::vector<uint16_t> want, got;
-        const ErrorStats s = run_gather(c, one_per_cta, h, dw, 250, inputs, stream.get(), prepared, &want);
-        EXPECT_TRUE(s.finite && s.rel < 5e-3) << scheme << " " << text << " gather: rel " << s.rel;
-        // NOTE: the persistent runs are checked bit for bit against that one; the float64 product (a
-        // second per run at N = 600) is skipped by checking an expert no slot routes to.
+        // NOTE: the persistent runs are checked bit for bit against one tile per CTA, and that one against
+        // the float64 product once per tile (seconds of host time at N = 600); the other runs skip it by
+        // checking an expert no slot routes to.
         const int64_t no_expert = c.w.num_experts;
+        const ErrorStats s =
+            run_gather(c, one_per_cta, h, dw, 250, inputs, stream.get(), prepared, &want, prepared ? no_expert : -1);
+        EXPECT_TRUE(s.finite && s.rel < 5e-3) << scheme << " " << text << " gather: rel " << s.rel;
         for (int64_t ctas : {1, 3, 7, 0}) {
           run_gather(c, persistent, h, dw, 250, inputs, stream.get(), prepared, &got, no_expert, ctas);
           EXPECT_TRUE(got == want) << scheme << " " << text << (prepared ? " prepared" : " canonical") << " gather, "
                                    << ctas << " CTAs: differs from one tile per CTA";
         }
         std::mt19937 masked_a = rng, masked_b = masked_a;
-        run_masked(c, one_per_cta, h, dw, masked_a, stream.get(), prepared, &want);
-        const ErrorStats masked = run_masked(c, persistent, h, dw, masked_b, stream.get(), prepared, &got, 2);
-        EXPECT_TRUE(masked.finite && masked.rel < 5e-3) << scheme << " " << text << " masked, 2 CTAs: rel " << masked.rel;
+        run_masked(c, one_per_cta, h, dw, masked_a, stream.get(), prepared, &want, 0, false);
+        run_masked(c, persistent, h, dw, masked_b, stream.get(), prepared, &got, 2, false);
         EXPECT_TRUE(got == want) << scheme << " " << text << (prepared ? " prepared" : " canonical")
                                  << " masked, 2 CTAs: differs from one tile per CTA";
       }
