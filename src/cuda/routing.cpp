@@ -210,16 +210,17 @@ bool use_chunked(const RouteIds& ids, RoutingPath path, CUdeviceptr chunk_counts
   return path == RoutingPath::kAuto && fits && chunk_counts != 0 && ids.num_slots() >= kChunkedMinSlots;
 }
 
-// Every output of either chunked kernel; the layout's unused ones stay 0.
-struct ChunkedArgs {
+// A layout's outputs, which route_scatter or route_chunk_place write (route_count or
+// route_chunk_place the per-layout tables); the layout's unused ones stay 0.
+struct LayoutOutputs {
   int32_t layout = 0, block_m = 1, capacity = 0, max_tokens = 0;
-  CUdeviceptr local_ids = 0, chunk_counts = 0;
-  CUdeviceptr sorted_ids = 0, expert_ids = 0, num_tokens_padded = 0;
+  CUdeviceptr expert_ids = 0, num_tokens_padded = 0, sorted_ids = 0;
   CUdeviceptr offsets = 0, inv_permuted_idx = 0, permuted_src = 0;
   CUdeviceptr batched_rows = 0, slot_of_row = 0, counts = 0;
 };
 
-void launch_chunked(const RouteIds& ids, const ChunkedArgs& a, CUstream stream) {
+void launch_chunked(const RouteIds& ids, CUdeviceptr local_ids, CUdeviceptr chunk_counts, const LayoutOutputs& a,
+                    CUstream stream) {
   const int64_t chunk_slots = route_chunk_slots(ids.num_slots());
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(route_num_chunks(ids.num_slots()));
@@ -234,25 +235,18 @@ void launch_chunked(const RouteIds& ids, const ChunkedArgs& a, CUstream stream) 
   shape.block_x = static_cast<unsigned>(threads_of(count.kernel));
   shape.smem_bytes = static_cast<unsigned>((ids.num_experts + 1) * sizeof(int32_t));
   launch(function_of(count), shape, stream, ids.topk_ids, ids.expert_map, num_slots, num_global, num_experts, chunk,
-         a.local_ids, ids.error_flags, a.chunk_counts);
+         local_ids, ids.error_flags, chunk_counts);
 
   Config place;
   place.kernel = Kernel::kRouteChunkPlace;
   shape.block_x = static_cast<unsigned>(threads_of(place.kernel));
   shape.smem_bytes = static_cast<unsigned>(chunk_place_smem_bytes(ids.num_experts));
-  launch(function_of(place), shape, stream, a.local_ids, a.chunk_counts, num_slots, num_experts, a.layout, a.block_m,
+  launch(function_of(place), shape, stream, local_ids, chunk_counts, num_slots, num_experts, a.layout, a.block_m,
          a.capacity, chunk, a.max_tokens, ids.error_flags, a.sorted_ids, a.expert_ids, a.num_tokens_padded, a.offsets,
          a.inv_permuted_idx, a.permuted_src, a.batched_rows, a.slot_of_row, a.counts);
 }
 
-struct ScatterArgs {
-  int32_t layout = 0, block_m = 1, capacity = 0, max_tokens = 0;
-  CUdeviceptr expert_ids = 0, num_tokens_padded = 0, sorted_ids = 0;
-  CUdeviceptr offsets = 0, inv_permuted_idx = 0, permuted_src = 0;
-  CUdeviceptr batched_rows = 0, slot_of_row = 0;
-};
-
-void launch_scatter(const RouteIds& ids, CUdeviceptr local_ids, const ScatterArgs& a, CUstream stream) {
+void launch_scatter(const RouteIds& ids, CUdeviceptr local_ids, const LayoutOutputs& a, CUstream stream) {
   Config config;
   config.kernel = Kernel::kRouteScatter;
   LaunchShape shape;
@@ -315,29 +309,20 @@ void map_and_align(const RouteIds& ids, int64_t block_m, const AlignOutputs& out
                  out.sorted_ids, out.expert_ids, out.num_tokens_padded, 0, 0, 0, stream);
     return;
   }
+  LayoutOutputs outputs;
+  outputs.layout = kLayoutIndexed;
+  outputs.block_m = static_cast<int32_t>(block_m);
+  outputs.capacity = static_cast<int32_t>(capacity);
+  outputs.expert_ids = out.expert_ids;
+  outputs.num_tokens_padded = out.num_tokens_padded;
+  outputs.sorted_ids = out.sorted_ids;
   if (use_chunked(ids, path, out.chunk_counts)) {
-    ChunkedArgs chunked;
-    chunked.layout = kLayoutIndexed;
-    chunked.block_m = static_cast<int32_t>(block_m);
-    chunked.capacity = static_cast<int32_t>(capacity);
-    chunked.local_ids = out.local_ids;
-    chunked.chunk_counts = out.chunk_counts;
-    chunked.sorted_ids = out.sorted_ids;
-    chunked.expert_ids = out.expert_ids;
-    chunked.num_tokens_padded = out.num_tokens_padded;
-    launch_chunked(ids, chunked, stream);
+    launch_chunked(ids, out.local_ids, out.chunk_counts, outputs, stream);
     return;
   }
-  launch_count(ids, kLayoutIndexed, static_cast<int32_t>(block_m), static_cast<int32_t>(capacity / block_m), 0,
-               out.local_ids, out.expert_ids, out.num_tokens_padded, 0, 0, stream);
-  ScatterArgs scatter;
-  scatter.layout = kLayoutIndexed;
-  scatter.block_m = static_cast<int32_t>(block_m);
-  scatter.capacity = static_cast<int32_t>(capacity);
-  scatter.expert_ids = out.expert_ids;
-  scatter.num_tokens_padded = out.num_tokens_padded;
-  scatter.sorted_ids = out.sorted_ids;
-  launch_scatter(ids, out.local_ids, scatter, stream);
+  launch_count(ids, kLayoutIndexed, outputs.block_m, static_cast<int32_t>(capacity / block_m), 0, out.local_ids,
+               out.expert_ids, out.num_tokens_padded, 0, 0, stream);
+  launch_scatter(ids, out.local_ids, outputs, stream);
 }
 
 void permute_indices(const RouteIds& ids, const PermuteOutputs& out, CUstream stream, RoutingPath path) {
@@ -352,24 +337,17 @@ void permute_indices(const RouteIds& ids, const PermuteOutputs& out, CUstream st
                  out.permuted_src, stream);
     return;
   }
+  LayoutOutputs outputs;
+  outputs.layout = kLayoutContiguous;
+  outputs.offsets = out.offsets;
+  outputs.inv_permuted_idx = out.inv_permuted_idx;
+  outputs.permuted_src = out.permuted_src;
   if (use_chunked(ids, path, out.chunk_counts)) {
-    ChunkedArgs chunked;
-    chunked.layout = kLayoutContiguous;
-    chunked.local_ids = out.local_ids;
-    chunked.chunk_counts = out.chunk_counts;
-    chunked.offsets = out.offsets;
-    chunked.inv_permuted_idx = out.inv_permuted_idx;
-    chunked.permuted_src = out.permuted_src;
-    launch_chunked(ids, chunked, stream);
+    launch_chunked(ids, out.local_ids, out.chunk_counts, outputs, stream);
     return;
   }
   launch_count(ids, kLayoutContiguous, 1, 0, 0, out.local_ids, 0, 0, out.offsets, 0, stream);
-  ScatterArgs scatter;
-  scatter.layout = kLayoutContiguous;
-  scatter.offsets = out.offsets;
-  scatter.inv_permuted_idx = out.inv_permuted_idx;
-  scatter.permuted_src = out.permuted_src;
-  launch_scatter(ids, out.local_ids, scatter, stream);
+  launch_scatter(ids, out.local_ids, outputs, stream);
 }
 
 void permute_rows(const PermuteRows& rows, CUdeviceptr permuted_src, CUdeviceptr offsets, int64_t num_experts,
@@ -419,25 +397,18 @@ void batched_ranks(const RouteIds& ids, int64_t max_tokens_per_expert, const Bat
       require_ptr(ptr, name);
   const auto max_tokens = static_cast<int32_t>(max_tokens_per_expert);
   require(path != RoutingPath::kFused, "the fused routing kernel has no batched layout");
+  LayoutOutputs outputs;
+  outputs.layout = kLayoutBatched;
+  outputs.max_tokens = max_tokens;
+  outputs.batched_rows = out.batched_rows;
+  outputs.slot_of_row = out.slot_of_row;
+  outputs.counts = out.counts;
   if (use_chunked(ids, path, out.chunk_counts)) {
-    ChunkedArgs chunked;
-    chunked.layout = kLayoutBatched;
-    chunked.max_tokens = max_tokens;
-    chunked.local_ids = out.local_ids;
-    chunked.chunk_counts = out.chunk_counts;
-    chunked.batched_rows = out.batched_rows;
-    chunked.slot_of_row = out.slot_of_row;
-    chunked.counts = out.counts;
-    launch_chunked(ids, chunked, stream);
+    launch_chunked(ids, out.local_ids, out.chunk_counts, outputs, stream);
     return;
   }
   launch_count(ids, kLayoutBatched, 1, 0, max_tokens, out.local_ids, 0, 0, 0, out.counts, stream);
-  ScatterArgs scatter;
-  scatter.layout = kLayoutBatched;
-  scatter.max_tokens = max_tokens;
-  scatter.batched_rows = out.batched_rows;
-  scatter.slot_of_row = out.slot_of_row;
-  launch_scatter(ids, out.local_ids, scatter, stream);
+  launch_scatter(ids, out.local_ids, outputs, stream);
 }
 
 void topk_reduce(const ReduceArgs& args, CUstream stream) {

@@ -121,18 +121,6 @@ std::string cache_key(const CacheKeyInputs& inputs) {
   return to_hex(hasher.finish());
 }
 
-const std::string& embedded_headers_hash() {
-  static const std::string hash = [] {
-    Sha256 hasher;
-    for (const EmbeddedFile& file : embedded_device_headers()) {
-      add_field(hasher, "path", file.path);  // relative ("moeq_dev/ptx/cvt.cuh"), never absolute
-      add_field(hasher, "data", file.data);
-    }
-    return to_hex(hasher.finish());
-  }();
-  return hash;
-}
-
 namespace {
 
 // The paths of the `#include "path"` lines of `text` (a '#', optional blanks, "include", blanks,
@@ -166,8 +154,8 @@ std::vector<std::string_view> quoted_includes(std::string_view text) {
 }  // namespace
 
 std::string included_headers_hash(std::string_view source) {
-  // PERF: the closure of each header is walked once per process; a source costs a walk over the
-  // headers it names and one SHA-256 of their text.
+  // PERF: once per process for each distinct list of direct includes (the generated sources of a
+  // kernel family share theirs): a walk over the headers they reach and one SHA-256 of their text.
   static std::mutex mutex;
   static const std::map<std::string_view, const EmbeddedFile*> by_path = [] {
     std::map<std::string_view, const EmbeddedFile*> files;
@@ -192,7 +180,7 @@ std::string included_headers_hash(std::string_view source) {
   }
   Sha256 hasher;
   for (std::string_view path : reached) {
-    add_field(hasher, "path", path);
+    add_field(hasher, "path", path);  // relative ("moeq_dev/ptx/cvt.cuh"), never absolute
     add_field(hasher, "data", by_path.at(path)->data);
   }
   const std::string hash = to_hex(hasher.finish());

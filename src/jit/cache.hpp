@@ -41,8 +41,6 @@ struct CacheKeyInputs {
 };
 // 64 lowercase hex digits (SHA-256 over every ingredient, each tagged and length-prefixed).
 std::string cache_key(const CacheKeyInputs& inputs);
-// SHA-256 of every embedded device header (relative path + contents), computed once.
-const std::string& embedded_headers_hash();
 // SHA-256 of the embedded device headers `source` reaches through `#include "path"` lines, directly
 // or through each other (relative path + contents, in path order): the headers part of a cache key.
 // NOTE: every include line counts, whatever #if surrounds it: a superset of what NVRTC reads, so an

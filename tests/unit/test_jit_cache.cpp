@@ -27,7 +27,8 @@ using moeq::jit::JitOptions;
 CacheKeyInputs base_inputs() {
   CacheKeyInputs inputs;
   inputs.source = "struct TileCfg { static constexpr int kBlockM = 64; };";
-  inputs.headers_hash = moeq::jit::embedded_headers_hash();
+  static const std::string headers_hash = moeq::jit::included_headers_hash("#include \"moeq_dev/ptx/cvt.cuh\"\n");
+  inputs.headers_hash = headers_hash;
   inputs.nvrtc_version = 13000;
   inputs.options = {"-std=c++17", "--gpu-architecture=sm_90a", "-default-device", "-lineinfo"};
   inputs.arch = "sm_90a";
@@ -85,7 +86,7 @@ TEST_F(JitCache, NoPathInTheKey) {
     has_cvt = has_cvt || file.path == "moeq_dev/ptx/cvt.cuh";
   }
   EXPECT_TRUE(has_cvt);
-  EXPECT_EQ(moeq::jit::embedded_headers_hash().size(), 64u);
+  EXPECT_EQ(moeq::jit::included_headers_hash("#include \"moeq_dev/ptx/cvt.cuh\"\n").size(), 64u);
   // Two caches in different folders name the same entry by the same key.
   const Cache a(dir_ + "/a");
   const Cache b(dir_ + "/b");
