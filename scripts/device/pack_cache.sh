@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Packs the kernel cache a device call needs, here (no GPU): compiles what `moeq compile` lines name
+# into MOEQ_CACHE_DIR (kept outside the repo between sessions), records which cubins those lines read
+# (strace), and tars just those (xz: a third of gzip's size for cubins) with the binaries, so the call carries a few MiB instead of the whole
+# cache (over the 64 MiB a call may carry) and the device compiles nothing it can be handed.
+# Usage: pack_cache.sh BUILD LINES TXZ [EXTRA_DIR...]   LINES: one `moeq compile` argument list per line
+#        (the --arch sm_90a is added); EXTRA_DIR: folders of MOEQ_CACHE_DIR to add whole (e.g. tables).
+set -eu
+build="$1" lines="$2" tgz="$3"
+shift 3
+: "${MOEQ_CACHE_DIR:?set MOEQ_CACHE_DIR}"
+mkdir -p "$MOEQ_CACHE_DIR/bin"
+for b in moeq moeq_gpu_tests moeq_gpu_warmup_test; do cp "$build/$b" "$MOEQ_CACHE_DIR/bin/$b"; done
+jobs=$(nproc)
+grep -v '^\s*$' "$lines" | xargs -P "$jobs" -L 1 sh -c "\"$build/moeq\" compile --arch sm_90a \$0 \"\$@\" | tail -1" |
+  sort | uniq -c
+trace=$(mktemp)
+grep -v '^\s*$' "$lines" | while read -r line; do
+  # shellcheck disable=SC2086
+  strace -f -e trace=openat -o "$trace.$$" "$build/moeq" compile --arch sm_90a $line >/dev/null 2>&1 || true
+  grep -o "$MOEQ_CACHE_DIR/v[0-9]*/[0-9a-f]*/[0-9a-f]*\.cubin" "$trace.$$" || true
+done | sort -u | sed "s|^$MOEQ_CACHE_DIR/||" >"$trace"
+echo "$(wc -l <"$trace") cubins"
+XZ_OPT="-6 -T0" tar cJf "$tgz" -C "$MOEQ_CACHE_DIR" bin "$@" -T "$trace"
+rm -f "$trace" "$trace.$$"
+ls -la "$tgz"
