@@ -4,7 +4,8 @@
 # (strace), and tars just those (xz: a third of gzip's size for cubins) with the binaries, so the call carries a few MiB instead of the whole
 # cache (over the 64 MiB a call may carry) and the device compiles nothing it can be handed.
 # Usage: pack_cache.sh BUILD LINES TXZ [EXTRA_DIR...]   LINES: one `moeq compile` argument list per line
-#        (the --arch sm_90a is added); EXTRA_DIR: folders of MOEQ_CACHE_DIR to add whole (e.g. tables).
+#        (the --arch sm_90a is added; a line that starts with `bin=NAME` runs $MOEQ_CACHE_DIR/bin/NAME, e.g.
+#        a baseline binary, instead of BUILD's moeq); EXTRA_DIR: folders of MOEQ_CACHE_DIR to add whole.
 set -eu
 build="$1" lines="$2" tgz="$3"
 shift 3
@@ -12,12 +13,20 @@ shift 3
 mkdir -p "$MOEQ_CACHE_DIR/bin"
 for b in moeq moeq_gpu_tests moeq_gpu_warmup_test; do cp "$build/$b" "$MOEQ_CACHE_DIR/bin/$b"; done
 jobs=$(nproc)
-grep -v '^\s*$' "$lines" | xargs -P "$jobs" -L 1 sh -c "\"$build/moeq\" compile --arch sm_90a \$0 \"\$@\" | tail -1" |
-  sort | uniq -c
+# binary_and_args LINE: the binary to run and the compile arguments, one per line.
+binary_and_args() {
+  case "$1" in
+    bin=*) read -r first rest <<<"$1"; echo "$MOEQ_CACHE_DIR/bin/${first#bin=}"; echo "$rest" ;;
+    *) echo "$build/moeq"; echo "$1" ;;
+  esac
+}
+grep -v '^\s*$' "$lines" | while read -r line; do binary_and_args "$line" | paste -sd' '; done |
+  xargs -P "$jobs" -L 1 sh -c "\"\$0\" compile --arch sm_90a \"\$@\" | tail -1" | sort | uniq -c
 trace=$(mktemp)
 grep -v '^\s*$' "$lines" | while read -r line; do
+  { read -r binary; read -r args; } < <(binary_and_args "$line")
   # shellcheck disable=SC2086
-  strace -f -e trace=openat -o "$trace.$$" "$build/moeq" compile --arch sm_90a $line >/dev/null 2>&1 || true
+  strace -f -e trace=openat -o "$trace.$$" "$binary" compile --arch sm_90a $args >/dev/null 2>&1 || true
   grep -o "$MOEQ_CACHE_DIR/v[0-9]*/[0-9a-f]*/[0-9a-f]*\.cubin" "$trace.$$" || true
 done | sort -u | sed "s|^$MOEQ_CACHE_DIR/||" >"$trace"
 echo "$(wc -l <"$trace") cubins"

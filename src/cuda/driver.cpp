@@ -190,6 +190,17 @@ CUdevice ensure_context() {
   return primary.device;
 }
 
+bool programmatic_launch() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("MOEQ_PDL");
+    if (value != nullptr && std::string(value) == "0") return false;
+    // NOTE: the kernels are compiled for the device's own arch (jit/compiler.cpp), so on sm_90 every
+    // loaded kernel holds the griddepcontrol.wait the attribute relies on.
+    return current_device_info().cc_major >= 9;
+  }();
+  return enabled;
+}
+
 DeviceInfo current_device_info() {
   const CUdevice device = ensure_context();
   const Driver& d = driver();

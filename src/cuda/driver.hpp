@@ -49,8 +49,10 @@ constexpr int kStreamCaptureModeGlobal = 0;       // CU_STREAM_CAPTURE_MODE_GLOB
 constexpr int kStreamCaptureModeThreadLocal = 1;  // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
 constexpr int kStreamCaptureModeRelaxed = 2;      // CU_STREAM_CAPTURE_MODE_RELAXED
 
-// CUlaunchAttribute and CUlaunchConfig of cuda.h, for cuLaunchKernelEx (thread-block clusters).
-constexpr int kLaunchAttributeClusterDimension = 4;  // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+// CUlaunchAttribute and CUlaunchConfig of cuda.h, for cuLaunchKernelEx (thread-block clusters,
+// programmatic dependent launch).
+constexpr int kLaunchAttributeClusterDimension = 4;                  // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+constexpr int kLaunchAttributeProgrammaticStreamSerialization = 6;   // ..._PROGRAMMATIC_STREAM_SERIALIZATION
 struct LaunchAttribute {
   int id = 0;
   char pad[4] = {};
@@ -59,6 +61,7 @@ struct LaunchAttribute {
     struct {
       unsigned x, y, z;
     } cluster_dim;
+    int programmatic_stream_serialization_allowed;
   } value = {};
 };
 struct LaunchConfig {
@@ -146,6 +149,11 @@ struct DeviceInfo {
 };
 // Attributes of the selected device, queried from the driver (never hard-coded).
 DeviceInfo current_device_info();
+
+// Whether moeq's kernels launch with programmatic stream serialization (each may start while the
+// kernel before it runs; its first step waits for that one: device/moeq_dev/ptx/grid_dependency.cuh):
+// on sm_90 and later, unless env MOEQ_PDL is 0 (read once; for measuring the launch gaps it hides).
+bool programmatic_launch();
 
 // Device memory owned by one object; freed on destruction.
 class DeviceBuffer {

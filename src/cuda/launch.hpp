@@ -1,6 +1,7 @@
 #pragma once
 // One kernel launch through the driver API: grid, block, dynamic shared memory, stream and
-// the kernel's parameters by value (each argument's address goes into the parameter array).
+// the kernel's parameters by value (each argument's address goes into the parameter array); on
+// sm_90 with programmatic stream serialization (programmatic_launch(), driver.hpp).
 #include "cuda/driver.hpp"
 
 namespace moeq::cuda {
@@ -15,15 +16,23 @@ struct LaunchShape {
 template <typename... Args>
 void launch(CUfunction function, const LaunchShape& s, CUstream stream, const Args&... args) {
   void* params[] = {const_cast<void*>(static_cast<const void*>(&args))..., nullptr};
-  if (s.cluster_z == 1) {
+  const bool dependent = programmatic_launch();
+  if (s.cluster_z == 1 && !dependent) {
     check(driver().cuLaunchKernel(function, s.grid_x, s.grid_y, s.grid_z, s.block_x, s.block_y, s.block_z,
                                   s.smem_bytes, stream, params, nullptr),
           "cuLaunchKernel");
     return;
   }
-  LaunchAttribute cluster;
-  cluster.id = kLaunchAttributeClusterDimension;
-  cluster.value.cluster_dim = {1, 1, s.cluster_z};
+  LaunchAttribute attrs[2];
+  unsigned num_attrs = 0;
+  if (s.cluster_z > 1) {
+    attrs[num_attrs].id = kLaunchAttributeClusterDimension;
+    attrs[num_attrs++].value.cluster_dim = {1, 1, s.cluster_z};
+  }
+  if (dependent) {
+    attrs[num_attrs].id = kLaunchAttributeProgrammaticStreamSerialization;
+    attrs[num_attrs++].value.programmatic_stream_serialization_allowed = 1;
+  }
   LaunchConfig config;
   config.grid_x = s.grid_x;
   config.grid_y = s.grid_y;
@@ -33,9 +42,9 @@ void launch(CUfunction function, const LaunchShape& s, CUstream stream, const Ar
   config.block_z = s.block_z;
   config.shared_bytes = s.smem_bytes;
   config.stream = stream;
-  config.attrs = &cluster;
-  config.num_attrs = 1;
-  check(driver().cuLaunchKernelEx(&config, function, params, nullptr), "cuLaunchKernelEx (clusters)");
+  config.attrs = attrs;
+  config.num_attrs = num_attrs;
+  check(driver().cuLaunchKernelEx(&config, function, params, nullptr), "cuLaunchKernelEx");
 }
 
 }  // namespace moeq::cuda

@@ -17,10 +17,12 @@
 // NOTE: NVRTC-safe: no standard headers.
 
 #include "moeq_dev/format/prepared_map.cuh"
+#include "moeq_dev/ptx/grid_dependency.cuh"
 
 // One thread per output 32-bit word of the prepared codes.
 extern "C" __global__ void moeq_prepare_codes(const unsigned char* canonical, unsigned* prepared, long long num_words,
                                               int code_bits, int e2m1, int n, int k, int tiles_n, int tiles_k) {
+  moeq_dev::begin_dependent_grid();
   const long long word = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (word >= num_words) return;
   const int block_bytes = code_bits * 128;  // 16 x 64 codes

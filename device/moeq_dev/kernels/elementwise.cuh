@@ -30,6 +30,7 @@
 #include "moeq_dev/moe/activation.cuh"
 #include "moeq_dev/moe/dequantize.cuh"
 #include "moeq_dev/moe/quantize.cuh"
+#include "moeq_dev/ptx/grid_dependency.cuh"
 
 namespace moeq_dev {
 
@@ -163,6 +164,7 @@ struct DequantizeEntry<Cfg, true> {
 extern "C" __global__ void __launch_bounds__(ElementwiseCfg::kThreads)
 moeq_activation(const unsigned short* in, unsigned short* out, int rows, long long intermediate,
                 moeq_dev::ActivationArgs args, int vectorized) {
+  moeq_dev::begin_dependent_grid();
   moeq_dev::ActivationEntry<ElementwiseCfg>::run(in, out, rows, intermediate, args, vectorized);
 }
 
@@ -173,6 +175,7 @@ moeq_activation(const unsigned short* in, unsigned short* out, int rows, long lo
 extern "C" __global__ void __launch_bounds__(ElementwiseCfg::kThreads)
 moeq_quantize_activation(const unsigned short* in, long long in_row_stride, int rows, int cols,
                          unsigned char* codes, void* scales, int vectorized, int warps_per_row) {
+  moeq_dev::begin_dependent_grid();
   moeq_dev::QuantizeEntry<ElementwiseCfg>::run(in, in_row_stride, rows, cols, codes, scales, vectorized,
                                                warps_per_row);
 }
@@ -183,6 +186,7 @@ moeq_quantize_activation(const unsigned short* in, long long in_row_stride, int 
 extern "C" __global__ void __launch_bounds__(ElementwiseCfg::kThreads)
 moeq_activation_quantize(const unsigned short* gate_up, int rows, long long intermediate, moeq_dev::ActivationArgs args,
                          unsigned char* out, void* scales, int vectorized, int warps_per_row) {
+  moeq_dev::begin_dependent_grid();
   moeq_dev::ActivationQuantizeEntry<ElementwiseCfg>::run(gate_up, rows, intermediate, args, out, scales, vectorized,
                                                          warps_per_row);
 }
@@ -192,5 +196,6 @@ moeq_activation_quantize(const unsigned short* gate_up, int rows, long long inte
 extern "C" __global__ void __launch_bounds__(ElementwiseCfg::kThreads)
 moeq_dequantize_activation(const unsigned char* codes, const void* scales, int rows, int cols, unsigned short* out,
                            long long out_row_stride, int vectorized) {
+  moeq_dev::begin_dependent_grid();
   moeq_dev::DequantizeEntry<ElementwiseCfg>::run(codes, scales, rows, cols, out, out_row_stride, vectorized);
 }

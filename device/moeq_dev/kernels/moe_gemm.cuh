@@ -87,6 +87,7 @@
 #include "moeq_dev/moe/segments.cuh"
 #include "moeq_dev/ptx/cluster.cuh"
 #include "moeq_dev/ptx/cp_async.cuh"
+#include "moeq_dev/ptx/grid_dependency.cuh"
 #include "moeq_dev/ptx/mbarrier.cuh"
 #include "moeq_dev/ptx/mma.cuh"
 #include "moeq_dev/ptx/wgmma.cuh"
@@ -639,12 +640,14 @@ struct MoeGemmKernel<Cfg, 2> {
 extern "C" __global__ void __launch_bounds__(moeq_dev::MoeGemmKernel<MoeGemmCfg>::Shape::kThreads,
                                              moeq_dev::MoeGemmKernel<MoeGemmCfg>::Shape::kMinCtasPerSm)
     moeq_moe_gemm(moeq_dev::MoeGemmParams params) {
+  moeq_dev::begin_dependent_grid();
   moeq_dev::MoeGemmKernel<MoeGemmCfg>::run(params);
 }
 
 extern "C" __global__ void moeq_moe_gemm_segments(const long long* offsets, const void* counts, int counts_int64,
                                                   long long rows_per_expert, int num_experts, int* block_table,
                                                   int* num_blocks, int* error_flags) {
+  moeq_dev::begin_dependent_grid();
   moeq_dev::moe_gemm_segments<MoeGemmCfg>(offsets, counts, counts_int64, rows_per_expert, num_experts, block_table,
                                           num_blocks, error_flags);
 }

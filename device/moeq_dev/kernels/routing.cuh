@@ -19,6 +19,7 @@
 //   batched:    route_count(layout 2, 1)  -> route_scatter(E + 1 CTAs), or the chunked pair
 //   then topk_reduce with row_map = none (indexed), inv_permuted_idx, or batched_rows.
 #include "moeq_dev/moe/routing.cuh"
+#include "moeq_dev/ptx/grid_dependency.cuh"
 
 // One CTA. Maps ids to local ids (written), counts per expert in shared memory, scans the counts
 // padded to block_m, then writes the layout's per-expert outputs:
@@ -31,6 +32,7 @@ moeq_route_count(const void* topk_ids, const int* expert_map, int num_slots, int
                  int num_experts, int layout, int block_m, int num_blocks, int max_tokens_per_expert,
                  int* local_ids, int* error_flags, int* expert_ids, int* num_tokens_padded,
                  long long* offsets, int* counts) {
+  moeq_dev::begin_dependent_grid();
   if constexpr (RoutingCfg::kKernel == moeq_dev::RoutingKernel::kRouteCount) {
     constexpr int kThreads = RoutingCfg::kThreads;
     extern __shared__ int smem[];
@@ -82,6 +84,7 @@ moeq_route_scatter(const int* local_ids, int num_slots, int num_experts, int lay
                    const int* expert_ids, const int* num_tokens_padded, int* sorted_ids,
                    const long long* offsets, int* inv_permuted_idx, int* permuted_src,
                    int max_tokens_per_expert, int* batched_rows, int* slot_of_row) {
+  moeq_dev::begin_dependent_grid();
   if constexpr (RoutingCfg::kKernel == moeq_dev::RoutingKernel::kRouteScatter) {
     constexpr int kThreads = RoutingCfg::kThreads;
     __shared__ int smem_groups[64];
@@ -153,6 +156,7 @@ moeq_route_fused(const void* topk_ids, const int* expert_map, int num_slots, int
                  int num_experts, int layout, int block_m, int capacity, int* local_ids, int* error_flags,
                  int* sorted_ids, int* expert_ids, int* num_tokens_padded, long long* offsets,
                  int* inv_permuted_idx, int* permuted_src) {
+  moeq_dev::begin_dependent_grid();
   if constexpr (RoutingCfg::kKernel == moeq_dev::RoutingKernel::kRouteFused) {
     constexpr int kThreads = RoutingCfg::kThreads;
     constexpr int kWarps = kThreads / 32;
@@ -253,6 +257,7 @@ extern "C" __global__ void __launch_bounds__(RoutingCfg::kThreads)
 moeq_permute_rows(const unsigned char* hidden, long long hidden_row_stride_bytes, unsigned char* permuted,
                   long long permuted_row_stride_bytes, int row_bytes, int vec_bytes, const int* permuted_src,
                   const long long* num_valid_rows, int top_k, int threads_per_row) {
+  moeq_dev::begin_dependent_grid();
   if constexpr (RoutingCfg::kKernel == moeq_dev::RoutingKernel::kPermuteRows) {
     const int rows_per_cta = RoutingCfg::kThreads / threads_per_row;
     const int row_in_cta = threadIdx.x / threads_per_row;
@@ -277,6 +282,7 @@ extern "C" __global__ void __launch_bounds__(RoutingCfg::kThreads)
 moeq_topk_reduce(const void* down, long long down_row_stride, void* out, long long out_row_stride, int cols,
                  int vec_cols, const int* local_ids, const int* row_map, const void* weights, int num_tokens,
                  int top_k, int threads_per_token) {
+  moeq_dev::begin_dependent_grid();
   if constexpr (RoutingCfg::kKernel == moeq_dev::RoutingKernel::kTopkReduce) {
     constexpr moeq_dev::FloatType kType = RoutingCfg::kDType;
     const int tokens_per_cta = RoutingCfg::kThreads / threads_per_token;

@@ -16,6 +16,7 @@
 extern "C" __global__ void __launch_bounds__(RoutingCfg::kThreads)
 moeq_route_chunk_count(const void* topk_ids, const int* expert_map, int num_slots, int num_global_experts,
                        int num_experts, int chunk_slots, int* local_ids, int* error_flags, int* chunk_counts) {
+  moeq_dev::begin_dependent_grid();
   if constexpr (RoutingCfg::kKernel == moeq_dev::RoutingKernel::kRouteChunkCount) {
     constexpr int kThreads = RoutingCfg::kThreads;
     constexpr int kHeld = 4;  // slots per thread whose ids are loaded before any is counted
@@ -71,6 +72,7 @@ moeq_route_chunk_place(const int* local_ids, const int* chunk_counts, int num_sl
                        int* sorted_ids, int* expert_ids, int* num_tokens_padded, long long* offsets,
                        int* inv_permuted_idx, int* permuted_src, int* batched_rows, int* slot_of_row,
                        int* counts) {
+  moeq_dev::begin_dependent_grid();
   if constexpr (RoutingCfg::kKernel == moeq_dev::RoutingKernel::kRouteChunkPlace) {
     constexpr int kThreads = RoutingCfg::kThreads;
     constexpr int kWarps = kThreads / 32;

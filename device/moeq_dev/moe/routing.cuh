@@ -173,25 +173,38 @@ __device__ __forceinline__ int rank_expert_slots(const int* local_ids, int num_s
   return running;
 }
 
+// The lanes of the warp whose key equals this lane's (all 32 lanes call it; 0 <= key < 2^key_bits, the
+// same key_bits in every lane): __match_any_sync's result from one ballot per key bit.
+__device__ __forceinline__ unsigned warp_peers(int key, int key_bits) {
+  unsigned peers = 0xffffffffu;
+  for (int bit = 0; bit < key_bits; ++bit) {
+    const bool set = ((key >> bit) & 1) != 0;
+    const unsigned ones = __ballot_sync(0xffffffffu, set);
+    peers &= set ? ones : ~ones;
+  }
+  return peers;
+}
+
 // ---- ordered ranking of one chunk of slots in one CTA (the fused small-M path) ----
 // One slot per thread: slot f = base + threadIdx.x, in bucket `bucket` (>= 0; -1 = not placed).
 // Returns the slot's position: next[bucket] + its rank among this chunk's slots of the bucket in
 // increasing f. Thread b < num_buckets owns bucket b: `next` is its next free position (advanced
 // here past this chunk's slots). The whole CTA calls it, chunks in increasing base; 2 barriers.
 // table: kWarps rows of `stride` ints (row w: warp w's slots per bucket), zero on entry and on
-// return. Within a warp, __match_any_sync groups the lanes of one bucket; the group's leader
-// writes its size, the owner of each bucket turns its column into first positions.
+// return. Within a warp, warp_peers groups the lanes of one bucket; the group's leader writes its
+// size, the owner of each bucket turns its column into first positions.
 // PERF: the owner reads its column with kWarps independent loads (consecutive buckets across
-// lanes: no bank conflicts), no shuffle chains. Still measured ~2.6 us per full chunk on an H200
-// (graph replay, M = 4096 top_k 8: 32 chunks, 86 us); __match_any_sync over 32 warps of distinct
-// experts is the suspect (docs/perf-notes.md, "Routing: align").
+// lanes: no bank conflicts), no shuffle chains. Measured ~2.6 us per full chunk on an H200 with
+// __match_any_sync (graph replay, M = 4096 top_k 8: 32 chunks, 86 us), whose cost grows with the
+// distinct values in the warp (32 experts here); warp_peers costs one ballot per key bit.
 template <int kThreads>
 __device__ __forceinline__ int place_chunk_slots(int bucket, int num_buckets, int* table, int stride, int& next) {
   constexpr int kWarps = kThreads / 32;
   static_assert(kThreads % 32 == 0 && kWarps <= 32, "kThreads must be a multiple of 32, at most 1024");
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  const unsigned peers = __match_any_sync(0xffffffffu, bucket);
+  // Keys bucket + 1 in [0, num_buckets]: the unplaced lanes (-1) form a group of their own.
+  const unsigned peers = warp_peers(bucket + 1, 32 - __clz(num_buckets));
   const int rank_in_warp = __popc(peers & ((1u << lane) - 1u));
   const bool leader = bucket >= 0 && rank_in_warp == 0;
   int* row = table + warp * stride;
