@@ -9,6 +9,12 @@
 source "$(dirname "$0")/evidence_lib.sh"
 device_setup "$1"
 tables="$2"
+# The two checks call A's deadline cut (the routing timings test, the warm-up test).
+timeout 60 "$build/moeq_gpu_tests" --gtest_filter='RoutingGpu.PrintsTimings' >"$out/routing_timings.txt" 2>&1
+echo "routing timings test rc=$? $(($(date +%s) - t0)) s"
+timeout 120 "$build/moeq_gpu_warmup_test" >"$out/warmup.txt" 2>&1
+echo "warmup rc=$? $(($(date +%s) - t0)) s"
+grep -E "^\[  (PASSED|FAILED) " "$out/routing_timings.txt" "$out/warmup.txt"
 # side LABEL PRESET SCHEME "M..." [ENV=V] [FLAG...]: one process, its layer lines tagged LABEL in steps.txt.
 side() {
   local label="$1" preset="$2" scheme="$3" tokens="$4" first
@@ -35,6 +41,7 @@ ab persistent shipped qwen3-30b-a3b mxfp4 "512 768 1024 2048 4096" "--tuning $ta
 ab persistent shipped qwen3-30b-a3b int4-g128 "512 1024 4096" "--tuning $tables/qwen3_int4_s.json" ""
 ab persistent shipped gpt-oss-120b mxfp4 "1024 2048 4096" "--tuning $tables/gptoss_mxfp4_s.json" ""
 for m in 16 256 4096; do
+  [ $(($(date +%s) - t0)) -gt 500 ] && break
   for ps in "qwen3-30b-a3b mxfp4 mxfp4:fp8-token" "deepseek-v3 fp8-block fp8-block:fp8-token"; do
     # shellcheck disable=SC2086
     set -- $ps
