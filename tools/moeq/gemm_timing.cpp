@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "cuda/layer_kernels.hpp"
 #include "cuda/routing.hpp"
 #include "moeq/error.hpp"
 #include "plan/workspace.hpp"
@@ -211,9 +212,13 @@ GemmTiming time_moe_gemm(const ExpertsDesc& d, bool second, int64_t M, const cud
   for (int32_t e : ids_host) touched[e] = true;
   const int64_t experts_touched = std::count(touched.begin(), touched.end(), true);
   const double weight_bytes = static_cast<double>(w.code_bytes() + w.scale_bytes()) / E * experts_touched;
+  // The kernel the step runs for this input (cuda::gemm_plan, as the CUDA backend plans it): FP8
+  // per-token activations take the row-scale epilogue, on their 16-bit values or as e4m3 codes.
+  const cuda::GemmPlan plan = cuda::gemm_plan(d, w, cuda::tile_for_device(tile), cuda::device_sm(), prepared);
+  const int64_t a_elem_bytes = plan.input == cuda::GemmInput::row_scaled_e4m3 ? 1 : 2;
   // Rows of A the GEMM reads (GEMM1 of the indexed layout gathers the M token rows).
   const int64_t a_rows = second || layout != Layout::indexed ? slots : M;
-  const double act_bytes = static_cast<double>(a_rows * w.k * 2 + slots * w.n * 2);
+  const double act_bytes = static_cast<double>(a_rows * w.k * a_elem_bytes + slots * w.n * 2);
   GemmTiming t;
   t.bytes = weight_bytes + act_bytes;
   t.flops = 2.0 * static_cast<double>(slots) * static_cast<double>(w.n * w.k);
@@ -248,17 +253,25 @@ GemmTiming time_moe_gemm(const ExpertsDesc& d, bool second, int64_t M, const cud
 
   t.weight_copies = static_cast<int>(std::clamp(std::ceil(3.0 * static_cast<double>(l2_bytes) / t.bytes), 1.0, 16.0));
   const std::vector<cuda::GemmWeights>& weights = random_weight_copies(w, t.weight_copies, rng, prepared);
-  const DeviceBuffer& act = random_activations(d.act_dtype, (layout == Layout::masked ? segment_rows : a_rows) * w.k);
+  const int64_t act_rows = layout == Layout::masked ? segment_rows : a_rows;
   DeviceBuffer out(segment_rows * w.n * 2);
   cuda::MoeGemmArgs g;
   g.weights_desc = w;
   g.act_dtype = d.act_dtype;
   g.prepared_codes = prepared;
-  g.a = act.ptr();
-  g.a_row_stride = w.k;
   g.c = out.ptr();
   g.c_row_stride = w.n;
-  g.tile = tile;
+  g.tile = plan.tile;
+  g.a_e4m3 = plan.input == cuda::GemmInput::row_scaled_e4m3;
+  // NOTE: e4m3 codes are one byte, so half as many random 16-bit values fill them. Their bytes may
+  // hold NaN codes, which cost the MMAs nothing: this is a timing.
+  const DeviceBuffer& act = random_activations(d.act_dtype, g.a_e4m3 ? (act_rows * w.k + 1) / 2 : act_rows * w.k);
+  g.a = act.ptr();
+  g.a_row_stride = w.k;
+  std::vector<float> row_scales_host(static_cast<size_t>(std::max<int64_t>(act_rows, 1)));
+  for (float& x : row_scales_host) x = std::ldexp(1.0f + static_cast<float>(rng() % 1024) / 1024.0f, -8);
+  const DeviceBuffer row_scales = DeviceBuffer::from_host(row_scales_host);
+  if (plan.input != cuda::GemmInput::values) g.a_row_scales = row_scales.ptr();
   g.gather = layout == Layout::indexed;
   if (g.gather) {
     g.sorted_ids = sorted.ptr();
