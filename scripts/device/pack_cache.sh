@@ -4,7 +4,7 @@
 # (strace), and tars just those (xz: a third of gzip's size for cubins) with the binaries, so the call carries a few MiB instead of the whole
 # cache (over the 64 MiB a call may carry) and the device compiles nothing it can be handed.
 # Usage: pack_cache.sh BUILD LINES TXZ [EXTRA_DIR...]   LINES: one `moeq compile` argument list per line
-#        (the --arch sm_90a is added; a line that starts with `bin=NAME` runs $MOEQ_CACHE_DIR/bin/NAME, e.g.
+#        (blank lines and # comments skipped; the --arch sm_90a is added; a line that starts with `bin=NAME` runs $MOEQ_CACHE_DIR/bin/NAME, e.g.
 #        a baseline binary, instead of BUILD's moeq); EXTRA_DIR: folders of MOEQ_CACHE_DIR to add whole.
 set -eu
 build="$1" lines="$2" tgz="$3"
@@ -20,10 +20,10 @@ binary_and_args() {
     *) echo "$build/moeq"; echo "$1" ;;
   esac
 }
-grep -v '^\s*$' "$lines" | while read -r line; do binary_and_args "$line" | paste -sd' '; done |
+grep -Ev '^\s*(#|$)' "$lines" | while read -r line; do binary_and_args "$line" | paste -sd' '; done |
   xargs -P "$jobs" -L 1 sh -c "\"\$0\" compile --arch sm_90a \"\$@\" | tail -1" | sort | uniq -c
 trace=$(mktemp)
-grep -v '^\s*$' "$lines" | while read -r line; do
+grep -Ev '^\s*(#|$)' "$lines" | while read -r line; do
   { read -r binary; read -r args; } < <(binary_and_args "$line")
   # shellcheck disable=SC2086
   strace -f -e trace=openat -o "$trace.$$" "$binary" compile --arch sm_90a $args >/dev/null 2>&1 || true
