@@ -195,8 +195,11 @@ bool programmatic_launch() {
     const char* value = std::getenv("MOEQ_PDL");
     if (value != nullptr && std::string(value) == "0") return false;
     // NOTE: the kernels are compiled for the device's own arch (jit/compiler.cpp), so on sm_90 every
-    // loaded kernel holds the griddepcontrol.wait the attribute relies on.
-    return current_device_info().cc_major >= 9;
+    // loaded kernel holds the griddepcontrol.wait the attribute relies on. Stream capture keeps the
+    // programmatic edges from driver 12.3 (CUDA 12.3 release notes); older drivers launch without.
+    int version = 0;
+    check(driver().cuDriverGetVersion(&version), "cuDriverGetVersion");
+    return current_device_info().cc_major >= 9 && version >= 12030;
   }();
   return enabled;
 }

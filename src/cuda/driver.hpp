@@ -152,7 +152,8 @@ DeviceInfo current_device_info();
 
 // Whether moeq's kernels launch with programmatic stream serialization (each may start while the
 // kernel before it runs; its first step waits for that one: device/moeq_dev/ptx/grid_dependency.cuh):
-// on sm_90 and later, unless env MOEQ_PDL is 0 (read once; for measuring the launch gaps it hides).
+// on sm_90 and later with a driver of CUDA 12.3 or later, unless env MOEQ_PDL is 0 (read once; for
+// measuring the launch gaps it hides).
 bool programmatic_launch();
 
 // Device memory owned by one object; freed on destruction.

@@ -64,6 +64,7 @@ TEST(DriverAbi, ConstantsMatchCudaHeader) {
       {"CU_FUNC_ATTRIBUTE_NUM_REGS", cu::func_attr::kNumRegs},
       {"CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", cu::func_attr::kMaxDynamicSharedSizeBytes},
       {"CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION", cu::kLaunchAttributeClusterDimension},
+      {"CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION", cu::kLaunchAttributeProgrammaticStreamSerialization},
       {"CU_STREAM_NON_BLOCKING", cu::kStreamNonBlocking},
       {"CU_EVENT_DEFAULT", cu::kEventDefault},
       {"CU_EVENT_DISABLE_TIMING", cu::kEventDisableTiming},

@@ -56,11 +56,13 @@ void expect_guard_intact(const std::vector<uint8_t>& bytes, size_t payload, cons
 constexpr const char* kCodecSource = R"(#include "moeq_dev/format/fp4.cuh"
 #include "moeq_dev/format/fp8.cuh"
 #include "moeq_dev/format/ue8m0.cuh"
+#include "moeq_dev/ptx/grid_dependency.cuh"
 struct CodecCfg { static constexpr int kThreads = 256; };
 // out: 7 bytes per input: e4m3 (arch path), e4m3 (software path), e2m1, ue8m0(x,448), ue8m0(x,6),
 // e4m3 of the pair path's high half, e2m1 (generic integer path). dec: e4m3 / e2m1 / ue8m0 decode of code i (i < 256).
 extern "C" __global__ void __launch_bounds__(CodecCfg::kThreads)
 moeq_test_codecs(const float* in, unsigned char* out, float* dec, int n) {
+  moeq_dev::begin_dependent_grid();  // launched through cuda::launch, as every moeq kernel
   const int i = blockIdx.x * CodecCfg::kThreads + threadIdx.x;
   if (i < 256) {
     dec[3 * i] = moeq_dev::e4m3_to_f32(i);
