@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Packs the kernel cache a device call needs, here (no GPU): compiles what `moeq compile` lines name
 # into MOEQ_CACHE_DIR (kept outside the repo between sessions), records which cubins those lines read
-# (strace), and tars just those (xz: a third of gzip's size for cubins) with the binaries, so the call carries a few MiB instead of the whole
-# cache (over the 64 MiB a call may carry) and the device compiles nothing it can be handed.
-# Usage: pack_cache.sh BUILD LINES TXZ [EXTRA_DIR...]   LINES: one `moeq compile` argument list per line
-#        (blank lines and # comments skipped; the --arch sm_90a is added; a line that starts with `bin=NAME` runs $MOEQ_CACHE_DIR/bin/NAME, e.g.
-#        a baseline binary, instead of BUILD's moeq); EXTRA_DIR: folders of MOEQ_CACHE_DIR to add whole.
+# (strace), and tars just those with the binaries (xz: a third of gzip's size for cubins). So a call
+# carries 25-35 MB instead of the whole cache (over the 64 MiB a call may carry), and the device
+# compiles nothing it can be handed.
+# NOTE: two passes: a kernel compiled in the first is written under a temporary name and renamed, so
+# only the second pass, all cache hits, opens every cubin under its own name.
+# Usage: pack_cache.sh BUILD LINES TXZ [EXTRA_DIR...]
+#   LINES: one `moeq compile` argument list per line (blank lines and # comments skipped; --arch sm_90a
+#   is added); a line starting with `bin=NAME` runs $MOEQ_CACHE_DIR/bin/NAME (e.g. a baseline binary)
+#   instead of BUILD's moeq. EXTRA_DIR: folders of MOEQ_CACHE_DIR to add whole (e.g. tuning tables).
 set -eu
 build="$1" lines="$2" tgz="$3"
 shift 3

@@ -268,10 +268,13 @@ GemmTiming time_moe_gemm(const ExpertsDesc& d, bool second, int64_t M, const cud
   const DeviceBuffer& act = random_activations(d.act_dtype, g.a_e4m3 ? (act_rows * w.k + 1) / 2 : act_rows * w.k);
   g.a = act.ptr();
   g.a_row_stride = w.k;
-  std::vector<float> row_scales_host(static_cast<size_t>(std::max<int64_t>(act_rows, 1)));
-  for (float& x : row_scales_host) x = std::ldexp(1.0f + static_cast<float>(rng() % 1024) / 1024.0f, -8);
-  const DeviceBuffer row_scales = DeviceBuffer::from_host(row_scales_host);
-  if (plan.input != cuda::GemmInput::values) g.a_row_scales = row_scales.ptr();
+  DeviceBuffer row_scales;  // FP8 per token only: 16-bit layers (and `moeq tune`) upload none
+  if (plan.input != cuda::GemmInput::values) {
+    std::vector<float> row_scales_host(static_cast<size_t>(std::max<int64_t>(act_rows, 1)));
+    for (float& x : row_scales_host) x = std::ldexp(1.0f + static_cast<float>(rng() % 1024) / 1024.0f, -8);
+    row_scales = DeviceBuffer::from_host(row_scales_host);
+    g.a_row_scales = row_scales.ptr();
+  }
   g.gather = layout == Layout::indexed;
   if (g.gather) {
     g.sorted_ids = sorted.ptr();
