@@ -56,7 +56,7 @@ struct Options {
   Backend backend = Backend::auto_select;
   bool batch_invariant = false;  // rows bit-identical whatever else is in the batch (fixes the GPU tile)
   bool f16_accum = false;
-  int64_t block_m = 0;  // indexed layout alignment (CUDA: 8, 16, 24, 32, 64, 80, 96, 128 or 144); 0 = chosen by the planner
+  int64_t block_m = 0;  // indexed layout alignment (CUDA: 8, 16, 24, 32, 48, 64, 80, 96, 128 or 144); 0 = chosen by the planner
   // Block size and GEMM tiles by valid_shape_m (moeq tune); empty = the planner's rules. Checked
   // against the layer by can_implement; not with batch_invariant or block_m.
   TuningTable tuning;

@@ -14,7 +14,7 @@ namespace moeq {
 struct TuningEntry {
   int64_t min_m = 0;       // exclusive
   int64_t max_m = 0;       // inclusive
-  int64_t block_m = 0;     // the GEMM M block, for both GEMMs (one routing serves both): 8, 16, 24, 32, 64, 80, 96, 128 or 144
+  int64_t block_m = 0;     // the GEMM M block, for both GEMMs (one routing serves both): 8, 16, 24, 32, 48, 64, 80, 96, 128 or 144
   std::string gemm1_tile;  // BMxBN/WMxWNxWK/S[/kN][/oN][/w, /p or /r], BM = block_m (e.g. "8x128/1x4x1/4/o4/r")
   std::string gemm2_tile;
 };

@@ -171,3 +171,20 @@ tune_layers() {
   done
   (cd "$out" && tar cf tables.tar tables && rm -rf tables)
 }
+
+# bench_tile_cases "TILE ..." "PRESET SCHEME M ..." ...: GEMM1 and GEMM2 of each case on those tiles, appending
+# to sweep.txt (one process per case).
+bench_tile_cases() {
+  local tiles="$1" c p s
+  shift
+  for c in "$@"; do
+    # shellcheck disable=SC2086
+    set -- $c
+    p=$1 s=$2
+    shift 2
+    # shellcheck disable=SC2086
+    timeout 150 "$build/moeq" bench --trials 5 --kernel gemm1 gemm2 --preset "$p" --scheme "$s" -M "$@" --tile $tiles \
+      >>"$out/sweep.txt" 2>&1
+    echo "sweep $c rc=$? $(($(date +%s) - t0)) s"
+  done
+}

@@ -272,6 +272,8 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
     text = four_bit ? "24x128/1x4x1/4/r" : "24x128/1x4x1/2/r";
   } else if (block_m <= 32) {
     text = four_bit ? "32x128/1x8x1/4/o3" : "32x128/1x8x1/4";
+  } else if (block_m <= 48) {
+    text = "48x256/1x8x1/8/p";
   } else if (block_m <= 64) {
     text = "64x256/1x8x1/8/p";
   } else if (block_m <= 80) {
@@ -304,9 +306,9 @@ GemmTile parse_gemm_tile(const std::string& text) {
     } else if (key == 'r') {
       t.direct = true;
     } else if (key == 'w' || key == 'p') {
-      // /p: warp-specialized; wgmma consumers from 64 tokens, mma.sync ones below.
+      // /p: warp-specialized; wgmma consumers from 48 tokens, mma.sync ones below.
       t.producer = key == 'p';
-      t.wgmma = key == 'w' || t.block_m >= 64;
+      t.wgmma = key == 'w' || t.block_m >= 48;
     } else {
       int value = 0;
       ok = (in >> value) && ((key == 'k' && last == 0) || (key == 'o' && last != 'o'));
@@ -359,6 +361,9 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            "80x128/2x4x1/4", "96x128/2x4x1/4",
                            // persistent warp-specialized tiles (session 28), rings that fit 8-bit codes too
                            "80x256/1x8x1/5/p/s", "128x256/1x8x1/3/p/s", "64x256/1x8x1/6/p/s", "96x256/1x8x1/4/p/s",
+                           // 48 token rows (session 30: ~32 rows per expert, gpt-oss-120b M = 1024, Qwen3 M = 512),
+                           // and the mma.sync tile they run as without wgmma (mma_sync_tile_of)
+                           "48x256/1x8x1/8/p", "48x256/1x8x1/6/p", "48x256/1x8x1/6/p/s", "48x128/1x4x1/4",
                            // 64 channels per warp, MXFP4's alternative many-rows tile (GEMM v19)
                            "8x256/1x4x1/2/r"})
     tiles.push_back(parse_gemm_tile(text));
@@ -445,10 +450,10 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
     if (tile.block_m > 32 || tile.warps_m != 1 || tile.warps_k != 1 || tile.split_k != 1 || tile.stages > 8)
       bad("warp-specialized mma.sync (/p) tiles have up to 32 tokens, warps 1xNx1, at most 8 stages and no split K");
   } else if (tile.producer) {
-    // NOTE: every GPU block size from 64 up (is_gpu_block_m above); below 64 /p is the mma.sync copy-warp tile.
-    if (tile.block_m < 64 || (tile.block_n != 128 && tile.block_n != 256) || tile.warps_m != 1 || tile.warps_n != 8 ||
+    // NOTE: every GPU block size from 48 up (is_gpu_block_m above); below 48 /p is the mma.sync copy-warp tile.
+    if (tile.block_m < 48 || (tile.block_n != 128 && tile.block_n != 256) || tile.warps_m != 1 || tile.warps_n != 8 ||
         tile.warps_k != 1 || tile.split_k != 1 || tile.min_ctas != 0 || tile.stages < 3 || tile.stages > 8)
-      bad("warp-specialized (/p) tiles are (64, 80, 96, 128 or 144) x (128 or 256) with consumer warps 1x8x1, 3 to 8 "
+      bad("warp-specialized (/p) tiles are (48, 64, 80, 96, 128 or 144) x (128 or 256) with consumer warps 1x8x1, 3 to 8 "
           "stages, no split K and no /o");
   }
   if (tile.persistent && !(tile.producer && tile.wgmma)) bad("persistent (/s) tiles are warp-specialized wgmma (/p) tiles");

@@ -25,7 +25,7 @@ namespace moeq::cuda {
 // devices); min_ctas > 0 asks the compiler for registers that let that many CTAs share an SM
 // (__launch_bounds__; it may spill).
 struct GemmTile {
-  int block_m = 16;  // rows (tokens) per CTA: 8, 16, 24 (direct tiles), 32, 64, 80, 96, 128 or 144 (80-144: /p wgmma tiles)
+  int block_m = 16;  // rows (tokens) per CTA: 8, 16, 24 (direct tiles), 32, 48, 64, 80, 96, 128 or 144 (48, 80-144: /p wgmma tiles)
   int block_n = 128;
   int warps_m = 1;
   int warps_n = 4;
@@ -37,7 +37,7 @@ struct GemmTile {
   int min_ctas = 0;
   bool wgmma = false;  // wgmma.mma_async (sm_90a; 64-token blocks of one warpgroup), else mma.sync
   // Warp-specialized (sm_90a): with wgmma (kernels/moe_gemm_ws.cuh) a producer warpgroup besides
-  // the warps_n = 8 consumer warps (two warpgroups), 64, 80, 96, 128 or 144 tokens x 128 or 256 channels; with
+  // the warps_n = 8 consumer warps (two warpgroups), 48, 64, 80, 96, 128 or 144 tokens x 128 or 256 channels; with
   // mma.sync (up to 32 tokens, kernels/moe_gemm.cuh) one copy warp besides the compute warps.
   bool producer = false;
   // Direct loads (`/r`, kernels/moe_gemm_direct.cuh): 8, 16, 24 or 32 tokens, warps along N (and K groups)
@@ -50,7 +50,7 @@ struct GemmTile {
   std::string to_string() const;
 };
 
-// The planner's tile for a weight format, block size (8, 16, 24, 32, 64, 80, 96, 128 or 144 tokens) and routed rows
+// The planner's tile for a weight format, block size (8, 16, 24, 32, 48, 64, 80, 96, 128 or 144 tokens) and routed rows
 // (M * top_k); kTileForAnyRows gives one that does not depend on the rows (batch-invariant mode).
 // few_ctas (gemm_few_ctas): the few-rows tile would leave the SMs short of CTAs.
 // alt_fewer_waves (gemm_alt_fewer_waves): the format's alternative many-rows 8-row tile replaces its
@@ -135,8 +135,9 @@ GemmTile tile_for_device(GemmTile tile);
 // The mma.sync tile that runs a wgmma tile's M block where there is no wgmma (tile_for_device).
 GemmTile mma_sync_tile_of(GemmTile tile);
 // The M block the GPU GEMM of this device runs for the planner's block_m (plan::choose_block_m):
-// 48 -> 64 (the GEMM tiles M by 8, 16, 24, 32, 64, 80, 96, 128 or 144 rows), 80-144 -> 64 where there is
-// no wgmma (those blocks are warp-specialized wgmma tiles; mma.sync runs 64-row ones faster).
+// 48 -> 64 (48-row tiles run where a tuning table names them: not measured against 64 for every format),
+// 80-144 -> 64 where there is no wgmma (those blocks are warp-specialized wgmma tiles; mma.sync runs
+// 64-row ones faster).
 int64_t gemm_block_m(int64_t planned_block_m);
 // Every reason the tile is not a legal kernel config (shapes, warps, shared memory); empty if legal.
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);

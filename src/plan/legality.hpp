@@ -13,9 +13,9 @@ std::vector<std::string> option_reasons(const ExpertsDesc& desc, const Options& 
 // Why the CUDA backend cannot run this layer (no device, pairs and shapes not there yet).
 std::vector<std::string> cuda_reasons(const ExpertsDesc& desc, const Options& options);
 
-// The GEMM M blocks of the CUDA backend: 8, 16, 24, 32, 64, 80, 96, 128 or 144 rows.
-inline constexpr int64_t kGpuBlockSizes[] = {8, 16, 24, 32, 64, 80, 96, 128, 144};
-inline constexpr const char* kGpuBlockMs = "8, 16, 24, 32, 64, 80, 96, 128 or 144";
+// The GEMM M blocks of the CUDA backend: 8, 16, 24, 32, 48, 64, 80, 96, 128 or 144 rows.
+inline constexpr int64_t kGpuBlockSizes[] = {8, 16, 24, 32, 48, 64, 80, 96, 128, 144};
+inline constexpr const char* kGpuBlockMs = "8, 16, 24, 32, 48, 64, 80, 96, 128 or 144";
 inline bool is_gpu_block_m(int64_t block_m) {
   for (int64_t b : kGpuBlockSizes)
     if (b == block_m) return true;

@@ -311,10 +311,10 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
                                   text == "8x32/1x1x4/2/r" || text == "8x128/1x4x1/4/o4/r" ||
                                   text == "8x32/1x1x4/4/o4/r" || text == "144x256/1x8x1/4/p" ||
                                   text == "144x128/2x4x1/4" || text == "80x256/1x8x1/6/p" ||
-                                  text == "96x256/1x8x1/6/p";
+                                  text == "96x256/1x8x1/6/p" || text == "48x256/1x8x1/8/p";
       if (!plan.all_tiles && !few_tiles_tile && !selected) continue;
-      // M = 250: ~190 rows per expert, whole blocks of 80 to 144 rows and a part one.
-      for (int64_t M : {int64_t{1}, int64_t{45}, int64_t{tile.block_m >= 80 ? 250 : 0}}) {
+      // M = 250: ~190 rows per expert, whole blocks of 48 to 144 rows and a part one.
+      for (int64_t M : {int64_t{1}, int64_t{45}, int64_t{tile.block_m >= 48 ? 250 : 0}}) {
         if (M == 0) continue;
         std::vector<uint16_t> canonical_out, prepared_out;
         const std::mt19937 inputs(rng());  // the same routing and activations for both layouts
@@ -357,7 +357,7 @@ TEST(MoeGemmGpu, PersistentTilesEqualOneTilePerCta) {
     // The tuning candidates, and the deeper rings the shipped tables run where 4-bit codes leave room
     // (64 rows with 8 stages, 80 with 6, 144 with 3); a tile too large for the scheme's codes is skipped.
     for (const char* text : {"80x256/1x8x1/6/p/s", "144x256/1x8x1/3/p/s", "64x256/1x8x1/8/p/s", "80x256/1x8x1/5/p/s",
-                             "128x256/1x8x1/3/p/s", "64x256/1x8x1/6/p/s", "96x256/1x8x1/4/p/s"}) {
+                             "128x256/1x8x1/3/p/s", "64x256/1x8x1/6/p/s", "96x256/1x8x1/4/p/s", "48x256/1x8x1/6/p/s"}) {
       // MOEQ_TEST_TILES: only those of the list (a quick device check).
       const char* only = std::getenv("MOEQ_TEST_TILES");
       if (only != nullptr && (" " + std::string(only) + " ").find(" " + std::string(text) + " ") == std::string::npos) continue;

@@ -91,7 +91,7 @@ TEST(GemmTiles, CandidatesAndPlannerTilesAreLegalForEveryFormat) {
                          WeightFormat::fp8_block, WeightFormat::int4, WeightFormat::int8}) {
     const WeightDesc w = desc_of(f);
     for (const auto& t : cuda::gemm_tile_candidates()) EXPECT_TRUE(cuda::gemm_tile_reasons(t, w).empty()) << t.to_string();
-    for (int bm : {8, 16, 24, 32, 64, 80, 96, 128, 144})
+    for (int bm : {8, 16, 24, 32, 48, 64, 80, 96, 128, 144})
       for (int64_t slots : {int64_t{1}, cuda::kFewRoutedRows, cuda::kFewRoutedRows + 1, int64_t{1} << 20, cuda::kTileForAnyRows})
         for (bool few_ctas : {false, true})
           for (int pick = 0; pick < 4; ++pick) {
@@ -110,7 +110,7 @@ TEST(GemmTiles, EveryPlannerTileIsACandidate) {
     const auto tiles = cuda::planner_tiles(f);
     EXPECT_GE(tiles.size(), 4u);
     for (const auto& t : tiles) EXPECT_TRUE(candidates.count(t.to_string())) << t.to_string();
-    for (int bm : {8, 16, 24, 32, 64, 80, 96, 128, 144})
+    for (int bm : {8, 16, 24, 32, 48, 64, 80, 96, 128, 144})
       for (int64_t rows : {int64_t{1}, cuda::kFewRoutedRows + 7, int64_t{100000}})
         for (bool few_ctas : {false, true})
           for (int pick = 0; pick < 4; ++pick) {
@@ -216,7 +216,11 @@ TEST(GemmTiles, IllegalTilesSayWhy) {
     for (const auto& r : cuda::gemm_tile_reasons(cuda::parse_gemm_tile(text), w)) all += r + "; ";
     return all;
   };
-  EXPECT_THAT(reasons("48x128/1x4x1/4"), HasSubstr("block_m must be 8, 16, 24, 32, 64, 80, 96, 128 or 144"));
+  EXPECT_THAT(reasons("40x128/1x4x1/4"), HasSubstr("block_m must be 8, 16, 24, 32, 48, 64, 80, 96, 128 or 144"));
+  // 48 rows: warp-specialized wgmma consumers (as from 64), not the mma.sync copy-warp tile (up to 32).
+  EXPECT_TRUE(cuda::parse_gemm_tile("48x256/1x8x1/8/p").wgmma);
+  EXPECT_EQ(reasons("48x256/1x8x1/8/p"), "");
+  EXPECT_EQ(cuda::mma_sync_tile_of(cuda::parse_gemm_tile("48x256/1x8x1/6/p/s")).to_string(), "48x128/1x4x1/4");
   EXPECT_THAT(reasons("24x128/1x4x1/4"), HasSubstr("24-row blocks run direct (/r) tiles only"));
   EXPECT_EQ(reasons("24x128/1x4x1/2/r"), "");
   EXPECT_THAT(reasons("128x128/1x4x1/4/w"), HasSubstr("wgmma tiles are 64 x"));
@@ -285,7 +289,7 @@ TEST(GemmTiles, LayerKernelsCoverEveryPlannerPick) {
     io::apply_scheme(scheme, d);
     std::set<std::string> sources;
     for (const jit::KernelSpec& spec : cuda::layer_kernel_specs(d)) sources.insert(spec.source);
-    for (int block_m : {8, 16, 24, 32, 64, 80, 96, 128, 144})
+    for (int block_m : {8, 16, 24, 32, 48, 64, 80, 96, 128, 144})
       for (int64_t rows : {int64_t{1}, cuda::kFewRoutedRows, cuda::kFewRoutedRows + 1, int64_t{100000}, cuda::kTileForAnyRows})
         for (int pick = 0; pick < 8; ++pick) {
           const cuda::GemmTile tile =
@@ -301,10 +305,10 @@ TEST(GemmTiles, LayerKernelsCoverEveryPlannerPick) {
   }
   ExpertsDesc d = io::find_preset("qwen3-30b-a3b").desc;
   try {
-    cuda::layer_kernel_specs(d, {cuda::parse_gemm_tile("64x128/1x4x1/4/w"), cuda::parse_gemm_tile("48x128/1x4x1/4")});
+    cuda::layer_kernel_specs(d, {cuda::parse_gemm_tile("64x128/1x4x1/4/w"), cuda::parse_gemm_tile("40x128/1x4x1/4")});
     ADD_FAILURE() << "an illegal extra tile was accepted";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("48x128/1x4x1/4"));
+    EXPECT_THAT(e.what(), HasSubstr("40x128/1x4x1/4"));
   }
 }
 

@@ -100,8 +100,10 @@ struct MoeGemmWsShape {
   // PERF: 80, 96 and 144 tokens: rows per expert near 64, 128 or 256 (gpt-oss-120b at M = 2048 and 4096,
   // Qwen3-30B-A3B at M = 4096) fill one or two such blocks where 64- and 128-row ones pad about half
   // the experts to a block more (plan::choose_block_m).
-  static_assert(kBlockM == 64 || kBlockM == 80 || kBlockM == 96 || kBlockM == 128 || kBlockM == 144,
-                "producer tiles: 64, 80, 96, 128 or 144 tokens (the wgmma N)");
+  // 48 tokens: ~32 rows per expert (gpt-oss-120b at M = 1024, Qwen3-30B-A3B at M = 512), which a 64-row
+  // block holds too, but with a third of its MMAs, token copies and permutes on padding.
+  static_assert(kBlockM == 48 || kBlockM == 64 || kBlockM == 80 || kBlockM == 96 || kBlockM == 128 || kBlockM == 144,
+                "producer tiles: 48, 64, 80, 96, 128 or 144 tokens (the wgmma N)");
   static_assert(!Cfg::kActE4m3 || kBlockM == 64 || kBlockM == 128, "e4m3 activations on producer tiles: 64 or 128 tokens");
   static_assert(!kPersistent || !Cfg::kActE4m3, "persistent producer tiles: 16-bit activations");
   static_assert(kBlockN == 128 || kBlockN == 256, "producer tiles: 128 or 256 channels");
@@ -289,7 +291,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
           const unsigned token_dst = base + (tid / 8) * 128 + ((chunk ^ ((tid / 8) % 8)) * 16);
           // PERF: 4 row pointers loaded before their 4 copies: one shared-load latency per 4 copies
           // (one per copy, GEMM v7 run 4: the copy warps issued at 0.14 IPC on short-scoreboard stalls).
-          // (80- and 144-row blocks end on one pair: 10 or 18 rows per copy thread.)
+          // (48-, 80- and 144-row blocks end on one pair: 6, 10 or 18 rows per copy thread.)
   #pragma unroll
           for (int jb = 0; jb < kTokenChunks; jb += 4) {
             const int pairs = jb + 4 <= kTokenChunks ? 2 : 1;
@@ -324,7 +326,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       // PERF: permute_token_tile's per-tile address arithmetic (and spills at 56 registers) cost
       // 165 instructions per tile and warp (ncu, GEMM v7 run 2); this is ~45.
       // An 80- or 144-row block's last pass has 16 rows (the first half of the first permute warp), a
-      // 96-row block's 32.
+      // 96-row block's 32, a 48-row block's only pass 48.
       constexpr int kPermuteThreads = 128 - kCopyThreads, kRowPasses = (BM + kPermuteThreads - 1) / kPermuteThreads;
       static_assert(kPermuteThreads == 64 && BM % 16 == 0, "64 permute threads, rows in whole quarter warps");
       const int ptid = tid - kCopyThreads, x = ptid % 8;
