@@ -188,3 +188,25 @@ bench_tile_cases() {
     echo "sweep $c rc=$? $(($(date +%s) - t0)) s"
   done
 }
+
+# side LABEL PRESET SCHEME "M..." [ENV=V] [FLAG...]: one process, its layer lines tagged LABEL in steps.txt.
+side() {
+  local label="$1" preset="$2" scheme="$3" tokens="$4" first
+  shift 4
+  local envs=()
+  while [ $# -gt 0 ] && [[ "$1" == *=* ]]; do envs+=("$1"); shift; done
+  first="${tokens%% *}"
+  # shellcheck disable=SC2086
+  env "${envs[@]}" timeout 90 "$build/moeq" bench --trials 7 --kernel layer --preset "$preset" --scheme "$scheme" \
+    -M $first $tokens "$@" >"$out/s.tmp" 2>&1
+  echo "rc=$? $label" >>"$out/steps.txt"
+  grep -E '^layer  ' "$out/s.tmp" | tail -n +2 | sed "s/^/$label /" >>"$out/steps.txt"
+}
+
+# ab LABEL_A LABEL_B PRESET SCHEME "M..." "A-ARGS" "B-ARGS": A, B, B, A (two rounds, one process each).
+ab() {
+  local a="$1" b="$2" p="$3" s="$4" m="$5"
+  # shellcheck disable=SC2086
+  side "$a" "$p" "$s" "$m" $6; side "$b" "$p" "$s" "$m" $7; side "$b" "$p" "$s" "$m" $7; side "$a" "$p" "$s" "$m" $6
+  echo "ab $a/$b $p $s $(($(date +%s) - t0)) s"
+}
