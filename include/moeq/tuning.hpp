@@ -27,8 +27,8 @@ struct TuningTable {
   // The layout whose GEMMs it timed (`moeq tune --layout`): the plan follows it only for that
   // layout. auto_select (JSON: no "layout") = every layout.
   Layout layout = Layout::auto_select;
-  // Ascending and contiguous: the first starts at 0, each next one where the one before ends.
-  // Past the last range the planner's rules apply.
+  // Ascending from 0, not overlapping: each starts at or past the end of the one before. Where no
+  // range holds the rows (a gap, or past the last one) the planner's rules apply.
   std::vector<TuningEntry> entries;
 
   bool empty() const { return entries.empty(); }

@@ -142,9 +142,16 @@ TEST(Tuning, ReasonsNameTheEntryAndTheValue) {
     for (const std::string& r : plan::tuning_reasons(d, o)) all += r + "\n";
     return all;
   };
+  TuningTable overlap = qwen3_table();
+  overlap.entries[1].min_m = 32;
+  EXPECT_NE(reasons_of(overlap).find("entries[1] (32, 512]: min_m = 32 is below 64"), std::string::npos);
+  // A gap is legal: the planner's rules serve it.
   TuningTable gap = qwen3_table();
   gap.entries[1].min_m = 100;
-  EXPECT_NE(reasons_of(gap).find("entries[1] (100, 512]: min_m = 100 should be 64"), std::string::npos);
+  EXPECT_EQ(reasons_of(gap), "");
+  EXPECT_EQ(gap.find(80), nullptr);
+  EXPECT_EQ(gap.find(100), nullptr);
+  EXPECT_EQ(gap.find(101), &gap.entries[1]);
   TuningTable empty_range = qwen3_table();
   empty_range.entries[1].max_m = 64;
   EXPECT_NE(reasons_of(empty_range).find("max_m = 64 is not above min_m"), std::string::npos);
@@ -279,6 +286,24 @@ TEST(Tuning, ALayoutsTableServesOnlyThatLayout) {
   }
   t.layout = Layout::auto_select;
   EXPECT_TRUE(t.serves(Layout::indexed) && t.serves(Layout::masked));
+}
+
+// Rows in a gap between a table's ranges are planned by the planner's rules, as past its last range.
+TEST(Tuning, AGapIsPlannedByThePlannersRules) {
+  const ExpertsDesc d = test::small_desc(WeightFormat::mxfp4, ActFormat::none, Activation::silu);
+  TuningTable t;
+  t.entries = {{0, 4, 32, "32x128/1x8x1/4", "32x128/1x8x1/4"}, {40, 64, 32, "32x128/1x8x1/4", "32x128/1x8x1/4"}};
+  Options o;
+  o.backend = Backend::cpu;
+  o.tuning = t;
+  ASSERT_TRUE(plan::tuning_reasons(d, o).empty());
+  const Experts experts(d, o);
+  for (int64_t M : {int64_t{1}, int64_t{4}, int64_t{16}}) {
+    const int64_t rows = plan::valid_shape_m(d, M);
+    const std::string plan = experts.explain(M);
+    const bool in_range = (rows > 0 && rows <= 4) || (rows > 40 && rows <= 64);
+    EXPECT_EQ(plan.find("tuned (") != std::string::npos, in_range) << "M = " << M << " rows " << rows << ": " << plan;
+  }
 }
 
 // The shipped table serves only options that leave the choice to moeq.
