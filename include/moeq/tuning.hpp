@@ -27,8 +27,9 @@ struct TuningTable {
   // The layout whose GEMMs it timed (`moeq tune --layout`): the plan follows it only for that
   // layout. auto_select (JSON: no "layout") = every layout.
   Layout layout = Layout::auto_select;
-  // Ascending from 0, not overlapping: each starts at or past the end of the one before. Where no
-  // range holds the rows (a gap, or past the last one) the planner's rules apply.
+  // Ascending, not overlapping: each starts at or past the end of the one before (the first at 0 or
+  // later). Where no range holds the rows (a gap, before the first or past the last one) the planner's
+  // rules apply.
   std::vector<TuningEntry> entries;
 
   bool empty() const { return entries.empty(); }

@@ -123,7 +123,7 @@ std::vector<std::string> tuning_reasons(const ExpertsDesc& d, const Options& o) 
     const std::string where = "tuning entries[" + std::to_string(i) + "] " + range_of(e);
     if (e.min_m < previous_max)
       r.push_back(where + ": min_m = " + std::to_string(e.min_m) + " is below " + std::to_string(previous_max) +
-                  " (the ranges ascend from 0 without overlapping: each starts at or past the end of the one before)");
+                  " (the ranges ascend without overlapping: each starts at or past the end of the one before)");
     if (e.max_m <= e.min_m) r.push_back(where + ": max_m = " + std::to_string(e.max_m) + " is not above min_m");
     previous_max = e.max_m;
     if (!is_gpu_block_m(e.block_m)) {
