@@ -23,6 +23,15 @@ void require(const void* p, const char* name, int64_t align) {
     throw Error(std::string(name) + " is not aligned to " + std::to_string(align) + " bytes (the GPU path loads 16-byte vectors)");
 }
 
+// GEMM1's input quantizer in the routing's first launch (cuda/folded_quantizer.hpp) unless the
+// routing takes the chunked pair.
+// PERF: H200, Qwen3-30B-A3B MXFP4 x FP8 per token, whole step against the quantizer in its own launch
+// (bench/results/2026-12-03-h200-folded-quantizer.md): M = 256 -1.8% (186 against 189 us), M = 16
+// -0.3%, but M = 4096 (chunked routing) +1.0% (902 against 893 us).
+bool fold_gemm1_quantizer(const cuda::RouteIds& ids, CUdeviceptr chunk_counts) {
+  return !cuda::takes_chunked_path(ids, chunk_counts);
+}
+
 cuda::GemmWeights device_weights(const WeightView& v) {
   return {dptr(v.codes), dptr(v.scales), dptr(v.global_scales), dptr(v.zero_points), dptr(v.bias)};
 }
@@ -162,15 +171,22 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   // A GEMM's input x [rows, cols] (row stride `stride`): as is, or, for quantized activations
   // (CONTRACT §5), quantized into the codes the e4m3 GEMM takes, or quantized and dequantized in
   // one kernel into the 16-bit values the other GEMMs take (the codes themselves not written).
+  // fold: the quantizer is not launched but returned there, for the routing's first launch to run.
   const auto set_gemm_input = [&](cuda::MoeGemmArgs& g, cuda::GemmInput input, CUdeviceptr x, int64_t stride,
                                   int64_t rows, int64_t cols, const std::string& codes_name,
-                                  const char* dequantized_name) {
+                                  const char* dequantized_name, cuda::FoldedQuantizer* fold = nullptr) {
     g.a = x;
     g.a_row_stride = stride;
     if (d.act_format == ActFormat::none) return;
     const CUdeviceptr scales = buffer((codes_name + ".scales").c_str());
-    g.a = buffer(input == cuda::GemmInput::row_scaled_e4m3 ? codes_name.c_str() : dequantized_name);
-    quantize_for(input, x, stride, rows, cols, g.a, scales);
+    const bool e4m3 = input == cuda::GemmInput::row_scaled_e4m3;
+    g.a = buffer(e4m3 ? codes_name.c_str() : dequantized_name);
+    if (fold != nullptr) {
+      *fold = cuda::fold_quantizer(d.act_format, c, x, stride, rows, cols, g.a, scales, !e4m3,
+                                   cuda::kRouteFirstKernelThreads);
+    } else {
+      quantize_for(input, x, stride, rows, cols, g.a, scales);
+    }
     g.a_row_stride = cols;
     set_row_scales(g, input, scales);
   };
@@ -242,6 +258,11 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   if (shape.layout == Layout::indexed) {
     cuda::AlignOutputs align{local_ids, buffer("sorted_ids"), buffer("expert_ids"), buffer("num_tokens_padded"),
                              buffer("route_chunk_counts")};
+    // GEMM1's input quantizer, if any, runs in the routing's first launch (fold_gemm1_quantizer).
+    const bool fold = d.act_format != ActFormat::none && fold_gemm1_quantizer(ids, align.chunk_counts);
+    if (fold)
+      set_gemm_input(g1, input1, dptr(in.hidden), hidden_stride, M, K, "quanted_gate_up_input",
+                     "dequantized_gate_up_input", &align.quantizer);
     cuda::map_and_align(ids, shape.block_m, align, stream);
     for (cuda::MoeGemmArgs* g : {&g1, &g2}) {
       g->gather = true;
@@ -253,14 +274,14 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     }
     g1.src_row_divisor = d.top_k;
     g2.src_row_divisor = 1;
-    run_chain(dptr(in.hidden), hidden_stride, M, slots);
+    run_chain(fold ? 0 : dptr(in.hidden), hidden_stride, M, slots);
     cuda::topk_reduce(reduce, stream);
     return;
   }
 
   // Contiguous: permute, then the GEMMs over each expert's segment of the permuted rows.
-  const cuda::PermuteOutputs perm{local_ids, buffer("expert_offsets"), buffer("inv_permuted_idx"), buffer("permuted_src"),
-                                  buffer("route_chunk_counts")};
+  cuda::PermuteOutputs perm{local_ids, buffer("expert_offsets"), buffer("inv_permuted_idx"), buffer("permuted_src"),
+                            buffer("route_chunk_counts")};
   const CUdeviceptr permuted = buffer("permuted_hidden");
   CUdeviceptr gemm1_input = permuted;
   if (d.act_format == ActFormat::none) {
@@ -272,11 +293,15 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     // maps each permuted row to its token through permuted_src). Permuting first quantized
     // M * top_k rows: ~350 MB more traffic at Qwen3 M = 4096
     // (bench/results/2026-12-02-h200-quant-activations.md).
-    cuda::permute_indices(ids, perm, stream);
     const CUdeviceptr scales = buffer("quanted_gate_up_input.scales");
     const bool e4m3 = input1 == cuda::GemmInput::row_scaled_e4m3;
     const CUdeviceptr tokens = e4m3 ? buffer("quanted_gate_up_input") : permuted;
-    quantize_for(input1, dptr(in.hidden), hidden_stride, M, K, tokens, scales);
+    const bool fold = fold_gemm1_quantizer(ids, perm.chunk_counts);
+    if (fold)
+      perm.quantizer = cuda::fold_quantizer(d.act_format, c, dptr(in.hidden), hidden_stride, M, K, tokens, scales,
+                                            !e4m3, cuda::kRouteFirstKernelThreads);
+    cuda::permute_indices(ids, perm, stream);
+    if (!fold) quantize_for(input1, dptr(in.hidden), hidden_stride, M, K, tokens, scales);
     // NOTE: e4m3 codes (1 byte each) fit in the values' buffer.
     const CUdeviceptr rows_out = buffer("dequantized_gate_up_input");
     const int64_t row_bytes = e4m3 ? K : K * elem;

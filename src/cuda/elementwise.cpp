@@ -6,6 +6,7 @@
 #include <climits>
 #include <string>
 
+#include "cuda/folded_quantizer.hpp"
 #include "cuda/launch.hpp"
 #include "moeq/error.hpp"
 
@@ -207,7 +208,8 @@ struct QuantizerLaunch {
   int warps_per_row = 1;
   int64_t work_blocks = 0;
 };
-QuantizerLaunch quantizer_launch(ActFormat format, int64_t rows, int64_t cols, bool vectorized) {
+// On CTAs of `threads` (kThreads for the quantizer's own launch, the routing's for a folded one).
+QuantizerLaunch quantizer_launch(ActFormat format, int64_t rows, int64_t cols, bool vectorized, int threads) {
   QuantizerLaunch q;
   if (format == ActFormat::fp8_token) {
     // The fewest warps per row that keep the row in registers (8 slots of 8 elements per lane;
@@ -219,22 +221,24 @@ QuantizerLaunch quantizer_launch(ActFormat format, int64_t rows, int64_t cols, b
     // 3.0); with one vector per lane everywhere 4.0 and 7.7 us, but at M = 4096 (512 and 4096
     // blocks of one warp per row) 16 -> 27 and 90 -> 154 us (ncu, bench/results/
     // 2026-12-02-h200-quantizer-warps.md): more warps only where the grid is short.
+    // NOTE: at most 8 warps per row (kThreads / 32) on larger CTAs too: the rule was measured there.
+    const int max_warps_per_row = kThreads / 32;
     const int64_t vecs = vectorized ? cols / kVecElems : cols;
-    while (q.warps_per_row < kThreads / 32 && vecs > int64_t{q.warps_per_row} * 32 * kFp8TokenSlots)
+    while (q.warps_per_row < max_warps_per_row && vecs > int64_t{q.warps_per_row} * 32 * kFp8TokenSlots)
       q.warps_per_row *= 2;
     static const int64_t num_sms = current_device_info().num_sms;  // queried once, as grid_blocks
     auto blocks = [&](int warps_per_row) {
-      const int64_t rows_per_block = kThreads / 32 / warps_per_row;
+      const int64_t rows_per_block = threads / 32 / warps_per_row;
       return (rows + rows_per_block - 1) / rows_per_block;
     };
-    while (q.warps_per_row < kThreads / 32 && blocks(q.warps_per_row) < num_sms && vecs > int64_t{q.warps_per_row} * 32)
+    while (q.warps_per_row < max_warps_per_row && blocks(q.warps_per_row) < num_sms &&
+           vecs > int64_t{q.warps_per_row} * 32)
       q.warps_per_row *= 2;
-    const int64_t rows_per_block = kThreads / 32 / q.warps_per_row;
-    q.work_blocks = (rows + rows_per_block - 1) / rows_per_block;
+    q.work_blocks = blocks(q.warps_per_row);
   } else {
     // moeq_dev::kMxItems = 4 vectors per thread on the 16-byte path.
     const int64_t items = vectorized ? rows * cols / kVecElems / kMxItems : rows * cols / kMxBlock;
-    q.work_blocks = (items + kThreads - 1) / kThreads;
+    q.work_blocks = (items + threads - 1) / threads;
   }
   return q;
 }
@@ -249,10 +253,11 @@ unsigned check_quantizer_outputs(const std::string& name, ActFormat format, CUde
   return values_out ? 16 : format == ActFormat::mxfp4 ? 4 : 8;
 }
 
-// quantize_activation (values_out false: `out` is the codes) and quantize_activation_values (true:
-// `out` is the codes' 16-bit values, dense [rows, cols]).
-void launch_quantizer(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows, int64_t cols,
-                      CUdeviceptr out, CUdeviceptr scales, bool values_out, CUstream stream) {
+// The checks of quantize_activation (values_out false: `out` is the codes) and
+// quantize_activation_values (true: `out` is the codes' 16-bit values, dense [rows, cols]), folded
+// or not; whether the 16-byte path serves. rows = 0 passes before the pointers are checked.
+bool check_quantizer(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows, int64_t cols,
+                     CUdeviceptr out, CUdeviceptr scales, bool values_out) {
   check_dtype(dtype);
   format_enum(format);
   if (rows < 0 || rows > INT_MAX) throw Error("rows = " + str(rows) + " is outside [0, 2^31)");
@@ -263,7 +268,7 @@ void launch_quantizer(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_
                 std::string(to_string(format)) + " activation scales");
   if (in_row_stride < cols)
     throw Error("in_row_stride = " + str(in_row_stride) + " is smaller than cols = " + str(cols));
-  if (rows == 0) return;
+  if (rows == 0) return false;
   const std::string name = values_out ? "quantize_activation_values" : "quantize_activation";
   if (in == 0 || out == 0 || scales == 0)
     throw Error(name + ": in, " + (values_out ? "values" : "codes") + " and scales must be device pointers, not null");
@@ -272,8 +277,14 @@ void launch_quantizer(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_
                           aligned(out, store_bytes);
   if (rows * cols / (vectorized ? kVecElems : 1) >= (int64_t{1} << 31))  // 32-bit item indices
     throw Error(name + ": rows * cols = " + str(rows * cols) + " is too large");
+  return vectorized;
+}
 
-  const QuantizerLaunch q = quantizer_launch(format, rows, cols, vectorized);
+void launch_quantizer(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows, int64_t cols,
+                      CUdeviceptr out, CUdeviceptr scales, bool values_out, CUstream stream) {
+  const bool vectorized = check_quantizer(format, dtype, in, in_row_stride, rows, cols, out, scales, values_out);
+  if (rows == 0) return;
+  const QuantizerLaunch q = quantizer_launch(format, rows, cols, vectorized, kThreads);
   static std::array<std::atomic<CUfunction>, 4 * 2 * 2> functions{};
   const CUfunction f = cached_function(functions, quantize_index(format, dtype) * 2 + (values_out ? 1 : 0),
                                        [&] { return quantize_kernel_spec(format, dtype, values_out); });
@@ -313,7 +324,7 @@ void launch_activation_quantizer(const ActivationParams& params, bool interleave
   const bool vectorized = intermediate % kVecElems == 0 && aligned(gate_up, 16) && aligned(out, store_bytes);
   if (rows * intermediate / (vectorized ? kVecElems : 1) >= (int64_t{1} << 31))
     throw Error(name + ": rows * intermediate = " + str(rows * intermediate) + " is too large");
-  const QuantizerLaunch q = quantizer_launch(format, rows, intermediate, vectorized);
+  const QuantizerLaunch q = quantizer_launch(format, rows, intermediate, vectorized, kThreads);
   static std::array<std::atomic<CUfunction>, 9 * 2 * 2 * 3 * 2> functions{};
   const size_t index =
       (activation_index(params.kind, interleaved, dtype) * 3 + static_cast<size_t>(format) - 1) * 2 + (values_out ? 1 : 0);
@@ -344,6 +355,29 @@ void activation_quantize_codes(const ActivationParams& params, bool interleaved,
                                CUdeviceptr scales, CUstream stream) {
   launch_activation_quantizer(params, interleaved, format, dtype, gate_up, rows, intermediate, codes, scales, false,
                               stream);
+}
+
+FoldedQuantizer fold_quantizer(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows,
+                               int64_t cols, CUdeviceptr out, CUdeviceptr scales, bool values_out, int threads) {
+  FoldedQuantizer fold;
+  const bool vectorized = check_quantizer(format, dtype, in, in_row_stride, rows, cols, out, scales, values_out);
+  if (rows == 0) return fold;
+  const QuantizerLaunch q = quantizer_launch(format, rows, cols, vectorized, threads);
+  // NOTE: as grid_blocks: at most a full GPU of these CTAs (2048 threads per SM); the bodies loop.
+  static const int64_t num_sms = current_device_info().num_sms;
+  fold.format = format;
+  fold.dtype = dtype;
+  fold.values_out = values_out;
+  fold.blocks = std::clamp<int64_t>(q.work_blocks, 1, num_sms * std::max(1, 2048 / threads));
+  fold.args.in = in;
+  fold.args.in_row_stride = in_row_stride;
+  fold.args.codes = out;
+  fold.args.scales = scales;
+  fold.args.rows = static_cast<int32_t>(rows);
+  fold.args.cols = static_cast<int32_t>(cols);
+  fold.args.vectorized = vectorized ? 1 : 0;
+  fold.args.warps_per_row = q.warps_per_row;
+  return fold;
 }
 
 void quantize_activation(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows,

@@ -29,8 +29,13 @@ struct Config {
   bool ids_int64 = false;
   DType dtype = DType::bf16;
   DType weights_dtype = DType::f32;
+  // A quantizer folded into route_count, route_fused or route_chunk_count (FoldedQuantizer); its
+  // input dtype is `dtype`.
+  ActFormat fold_format = ActFormat::none;
+  bool fold_values_out = false;
   uint32_t key() const {
-    return static_cast<uint32_t>(kernel) | (ids_int64 ? 1u << 8 : 0u) | static_cast<uint32_t>(dtype) << 16 |
+    return static_cast<uint32_t>(kernel) | (ids_int64 ? 1u << 8 : 0u) | static_cast<uint32_t>(fold_format) << 9 |
+           (fold_values_out ? 1u << 11 : 0u) | static_cast<uint32_t>(dtype) << 16 |
            static_cast<uint32_t>(weights_dtype) << 24;
   }
 };
@@ -103,6 +108,14 @@ jit::KernelSpec spec_of(const Config& config) {
   source += "  static constexpr bool kIdsInt64 = " + std::string(config.ids_int64 ? "true" : "false") + ";\n";
   source += "  static constexpr moeq_dev::FloatType kDType = " + std::string(float_type(config.dtype)) + ";\n";
   source += "  static constexpr moeq_dev::FloatType kWeightsDType = " + std::string(float_type(config.weights_dtype)) +
+            ";\n";
+  // moeq_dev::QuantFormat has ActFormat's order without `none`.
+  const bool fold = config.fold_format != ActFormat::none;
+  source += "  static constexpr int kFoldFormat = " +
+            std::to_string(fold ? static_cast<int>(config.fold_format) - 1 : -1) + ";\n";
+  source += "  static constexpr bool kFoldBf16 = " + std::string(fold && config.dtype == DType::bf16 ? "true" : "false") +
+            ";\n";
+  source += "  static constexpr bool kFoldValuesOut = " + std::string(fold && config.fold_values_out ? "true" : "false") +
             ";\n};\n#include \"moeq_dev/kernels/routing.cuh\"\n";
   return jit::KernelSpec{entry_of(config.kernel), source};
 }
@@ -153,40 +166,60 @@ int threads_for(int64_t work, int cap) {
   return threads;
 }
 
+// The quantizer `fold` (if active) in a routing launch of config / shape: its CTAs after the
+// routing's, the kernel argument that tells them apart.
+FoldedQuantizerArgs add_fold(const FoldedQuantizer& fold, Config& config, LaunchShape& shape) {
+  FoldedQuantizerArgs args = fold.args;
+  args.first_block = shape.grid_x;  // the routing's CTAs; a CTA index never reaches it without a fold
+  if (!fold.active()) return args;
+  require(shape.block_x == static_cast<unsigned>(kRouteFirstKernelThreads),
+          "a quantizer folds into a routing kernel of " + std::to_string(kRouteFirstKernelThreads) + " threads");
+  require(fold.dtype == DType::bf16 || fold.dtype == DType::f16,
+          "folded quantizer dtype = " + std::string(to_string(fold.dtype)) + " is not bf16 or f16");
+  config.fold_format = fold.format;
+  config.fold_values_out = fold.values_out;
+  config.dtype = fold.dtype;
+  shape.grid_x += static_cast<unsigned>(fold.blocks);
+  return args;
+}
+
 // route_count for any layout: block_m = 1 gives unpadded offsets.
 void launch_count(const RouteIds& ids, int32_t layout, int32_t block_m, int32_t num_blocks, int32_t max_tokens,
                   CUdeviceptr local_ids, CUdeviceptr expert_ids, CUdeviceptr num_tokens_padded,
-                  CUdeviceptr offsets, CUdeviceptr counts, CUstream stream) {
+                  CUdeviceptr offsets, CUdeviceptr counts, const FoldedQuantizer& fold, CUstream stream) {
   Config config;
   config.kernel = Kernel::kRouteCount;
   config.ids_int64 = ids.ids_dtype == DType::i64;
   LaunchShape shape;
   shape.block_x = static_cast<unsigned>(threads_of(config.kernel));
   shape.smem_bytes = static_cast<unsigned>((2 * ids.num_experts + 1) * sizeof(int32_t));
+  const FoldedQuantizerArgs fold_args = add_fold(fold, config, shape);
   const auto num_slots = static_cast<int32_t>(ids.num_slots());
   const auto num_global = static_cast<int32_t>(ids.num_global_experts);
   const auto num_experts = static_cast<int32_t>(ids.num_experts);
   launch(function_of(config), shape, stream, ids.topk_ids, ids.expert_map, num_slots, num_global, num_experts,
          layout, block_m, num_blocks, max_tokens, local_ids, ids.error_flags, expert_ids, num_tokens_padded,
-         offsets, counts);
+         offsets, counts, fold_args);
 }
 
 // route_fused for the indexed (block_m, capacity) or contiguous (block_m 1) layout.
 void launch_fused(const RouteIds& ids, int32_t layout, int32_t block_m, int32_t capacity, CUdeviceptr local_ids,
                   CUdeviceptr sorted_ids, CUdeviceptr expert_ids, CUdeviceptr num_tokens_padded,
-                  CUdeviceptr offsets, CUdeviceptr inv_permuted_idx, CUdeviceptr permuted_src, CUstream stream) {
+                  CUdeviceptr offsets, CUdeviceptr inv_permuted_idx, CUdeviceptr permuted_src,
+                  const FoldedQuantizer& fold, CUstream stream) {
   Config config;
   config.kernel = Kernel::kRouteFused;
   config.ids_int64 = ids.ids_dtype == DType::i64;
   LaunchShape shape;
   shape.block_x = static_cast<unsigned>(threads_of(config.kernel));
   shape.smem_bytes = static_cast<unsigned>(fused_smem_bytes(ids.num_experts));
+  const FoldedQuantizerArgs fold_args = add_fold(fold, config, shape);
   const auto num_slots = static_cast<int32_t>(ids.num_slots());
   const auto num_global = static_cast<int32_t>(ids.num_global_experts);
   const auto num_experts = static_cast<int32_t>(ids.num_experts);
   launch(function_of(config), shape, stream, ids.topk_ids, ids.expert_map, num_slots, num_global, num_experts,
          layout, block_m, capacity, local_ids, ids.error_flags, sorted_ids, expert_ids, num_tokens_padded, offsets,
-         inv_permuted_idx, permuted_src);
+         inv_permuted_idx, permuted_src, fold_args);
 }
 
 bool use_fused(const RouteIds& ids, RoutingPath path) {
@@ -220,10 +253,11 @@ struct LayoutOutputs {
 };
 
 void launch_chunked(const RouteIds& ids, CUdeviceptr local_ids, CUdeviceptr chunk_counts, const LayoutOutputs& a,
-                    CUstream stream) {
+                    const FoldedQuantizer& fold, CUstream stream) {
   const int64_t chunk_slots = route_chunk_slots(ids.num_slots());
+  const auto num_chunks = static_cast<unsigned>(route_num_chunks(ids.num_slots()));
   LaunchShape shape;
-  shape.grid_x = static_cast<unsigned>(route_num_chunks(ids.num_slots()));
+  shape.grid_x = num_chunks;
   const auto num_slots = static_cast<int32_t>(ids.num_slots());
   const auto num_global = static_cast<int32_t>(ids.num_global_experts);
   const auto num_experts = static_cast<int32_t>(ids.num_experts);
@@ -234,10 +268,12 @@ void launch_chunked(const RouteIds& ids, CUdeviceptr local_ids, CUdeviceptr chun
   count.ids_int64 = ids.ids_dtype == DType::i64;
   shape.block_x = static_cast<unsigned>(threads_of(count.kernel));
   shape.smem_bytes = static_cast<unsigned>((ids.num_experts + 1) * sizeof(int32_t));
+  const FoldedQuantizerArgs fold_args = add_fold(fold, count, shape);
   launch(function_of(count), shape, stream, ids.topk_ids, ids.expert_map, num_slots, num_global, num_experts, chunk,
-         local_ids, ids.error_flags, chunk_counts);
+         local_ids, ids.error_flags, chunk_counts, fold_args);
 
   Config place;
+  shape.grid_x = num_chunks;
   place.kernel = Kernel::kRouteChunkPlace;
   shape.block_x = static_cast<unsigned>(threads_of(place.kernel));
   shape.smem_bytes = static_cast<unsigned>(chunk_place_smem_bytes(ids.num_experts));
@@ -276,7 +312,11 @@ std::string describe_routing_errors(int flags) {
 
 // One thread per bucket (E experts + the non-local slots), and the default shared-memory limit.
 bool fused_path_fits(int64_t num_experts) {
-  return num_experts + 1 <= threads_of(Kernel::kRouteFused) && fused_smem_bytes(num_experts) <= kMaxSmemBytes;
+  // NOTE: a folded FP8 per-token quantizer adds 2 * 32 words of static shared memory (its CTAs
+  // take the launch's dynamic size too): kept free for it.
+  constexpr int64_t kFoldedQuantizerSmemBytes = 512;
+  return num_experts + 1 <= threads_of(Kernel::kRouteFused) &&
+         fused_smem_bytes(num_experts) + kFoldedQuantizerSmemBytes <= kMaxSmemBytes;
 }
 bool chunked_path_fits(int64_t num_experts) {
   return num_experts + 1 <= threads_of(Kernel::kRouteChunkPlace) &&
@@ -289,6 +329,9 @@ int64_t route_chunk_slots(int64_t num_slots) {
 }
 int64_t route_num_chunks(int64_t num_slots) {
   return std::max<int64_t>(1, (num_slots + route_chunk_slots(num_slots) - 1) / route_chunk_slots(num_slots));
+}
+bool takes_chunked_path(const RouteIds& ids, CUdeviceptr chunk_counts) {
+  return use_chunked(ids, RoutingPath::kAuto, chunk_counts);
 }
 int64_t route_chunk_counts_elems(int64_t num_slots, int64_t num_experts) {
   return route_num_chunks(num_slots) * (num_experts + 1);
@@ -306,7 +349,7 @@ void map_and_align(const RouteIds& ids, int64_t block_m, const AlignOutputs& out
     require_ptr(ptr, name);
   if (use_fused(ids, path)) {
     launch_fused(ids, kLayoutIndexed, static_cast<int32_t>(block_m), static_cast<int32_t>(capacity), out.local_ids,
-                 out.sorted_ids, out.expert_ids, out.num_tokens_padded, 0, 0, 0, stream);
+                 out.sorted_ids, out.expert_ids, out.num_tokens_padded, 0, 0, 0, out.quantizer, stream);
     return;
   }
   LayoutOutputs outputs;
@@ -317,11 +360,11 @@ void map_and_align(const RouteIds& ids, int64_t block_m, const AlignOutputs& out
   outputs.num_tokens_padded = out.num_tokens_padded;
   outputs.sorted_ids = out.sorted_ids;
   if (use_chunked(ids, path, out.chunk_counts)) {
-    launch_chunked(ids, out.local_ids, out.chunk_counts, outputs, stream);
+    launch_chunked(ids, out.local_ids, out.chunk_counts, outputs, out.quantizer, stream);
     return;
   }
   launch_count(ids, kLayoutIndexed, outputs.block_m, static_cast<int32_t>(capacity / block_m), 0, out.local_ids,
-               out.expert_ids, out.num_tokens_padded, 0, 0, stream);
+               out.expert_ids, out.num_tokens_padded, 0, 0, out.quantizer, stream);
   launch_scatter(ids, out.local_ids, outputs, stream);
 }
 
@@ -334,7 +377,7 @@ void permute_indices(const RouteIds& ids, const PermuteOutputs& out, CUstream st
       require_ptr(ptr, name);
   if (use_fused(ids, path)) {
     launch_fused(ids, kLayoutContiguous, 1, 0, out.local_ids, 0, 0, 0, out.offsets, out.inv_permuted_idx,
-                 out.permuted_src, stream);
+                 out.permuted_src, out.quantizer, stream);
     return;
   }
   LayoutOutputs outputs;
@@ -343,10 +386,10 @@ void permute_indices(const RouteIds& ids, const PermuteOutputs& out, CUstream st
   outputs.inv_permuted_idx = out.inv_permuted_idx;
   outputs.permuted_src = out.permuted_src;
   if (use_chunked(ids, path, out.chunk_counts)) {
-    launch_chunked(ids, out.local_ids, out.chunk_counts, outputs, stream);
+    launch_chunked(ids, out.local_ids, out.chunk_counts, outputs, out.quantizer, stream);
     return;
   }
-  launch_count(ids, kLayoutContiguous, 1, 0, 0, out.local_ids, 0, 0, out.offsets, 0, stream);
+  launch_count(ids, kLayoutContiguous, 1, 0, 0, out.local_ids, 0, 0, out.offsets, 0, out.quantizer, stream);
   launch_scatter(ids, out.local_ids, outputs, stream);
 }
 
@@ -404,10 +447,10 @@ void batched_ranks(const RouteIds& ids, int64_t max_tokens_per_expert, const Bat
   outputs.slot_of_row = out.slot_of_row;
   outputs.counts = out.counts;
   if (use_chunked(ids, path, out.chunk_counts)) {
-    launch_chunked(ids, out.local_ids, out.chunk_counts, outputs, stream);
+    launch_chunked(ids, out.local_ids, out.chunk_counts, outputs, FoldedQuantizer{}, stream);
     return;
   }
-  launch_count(ids, kLayoutBatched, 1, 0, max_tokens, out.local_ids, 0, 0, 0, out.counts, stream);
+  launch_count(ids, kLayoutBatched, 1, 0, max_tokens, out.local_ids, 0, 0, 0, out.counts, FoldedQuantizer{}, stream);
   launch_scatter(ids, out.local_ids, outputs, stream);
 }
 
@@ -474,15 +517,35 @@ void combine_batched(CUdeviceptr down, DType dtype, int64_t max_tokens_per_exper
   topk_reduce(args, stream);
 }
 
-std::vector<jit::KernelSpec> routing_kernel_specs() {
+namespace {
+
+// The first kernels of a routing (count, fused, chunk count; ids i32 / i64), with `fold`'s
+// quantizer fields (none: plain).
+std::vector<jit::KernelSpec> first_kernel_specs(const Config& fold) {
   std::vector<jit::KernelSpec> specs;
   for (const Kernel kernel : {Kernel::kRouteCount, Kernel::kRouteFused, Kernel::kRouteChunkCount})
     for (const bool ids_int64 : {false, true}) {
-      Config config;
+      Config config = fold;
       config.kernel = kernel;
       config.ids_int64 = ids_int64;
       specs.push_back(spec_of(config));
     }
+  return specs;
+}
+
+}  // namespace
+
+std::vector<jit::KernelSpec> folded_routing_kernel_specs(ActFormat format, DType dtype, bool values_out) {
+  require(format != ActFormat::none, "folded routing kernels need an activation format");
+  Config fold;
+  fold.fold_format = format;
+  fold.fold_values_out = values_out;
+  fold.dtype = dtype;
+  return first_kernel_specs(fold);
+}
+
+std::vector<jit::KernelSpec> routing_kernel_specs() {
+  std::vector<jit::KernelSpec> specs = first_kernel_specs(Config{});
   for (const Kernel kernel : {Kernel::kRouteScatter, Kernel::kPermuteRows, Kernel::kRouteChunkPlace}) {
     Config config;
     config.kernel = kernel;

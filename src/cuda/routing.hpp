@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cuda/driver.hpp"
+#include "cuda/folded_quantizer.hpp"
 #include "jit/compiler.hpp"
 #include "moeq/types.hpp"
 #include "reference/routing.hpp"
@@ -49,6 +50,8 @@ enum class RoutingPath { kAuto, kFused, kTwoKernel, kChunked };
 // 4.7-5.5); a tie at 128 slots streamed and slower from 512 slots on, so only the smallest M.
 constexpr int64_t kFusedMaxSlots = 8;
 bool fused_path_fits(int64_t num_experts);
+// The CTA size of the kernels a FoldedQuantizer joins (fold_quantizer's `threads`).
+constexpr int kRouteFirstKernelThreads = 1024;
 
 // The chunked pair (route_chunk_count, route_chunk_place): one CTA per chunk of slots, a multiple
 // of kRouteChunkUnit, at most kMaxRouteChunks chunks (each CTA of the place kernel reads every
@@ -65,6 +68,8 @@ bool chunked_path_fits(int64_t num_experts);
 int64_t route_chunk_slots(int64_t num_slots);
 int64_t route_num_chunks(int64_t num_slots);  // >= 1
 int64_t route_chunk_counts_elems(int64_t num_slots, int64_t num_experts);
+// Whether map_and_align / permute_indices take the chunked pair (kAuto, as they decide it).
+bool takes_chunked_path(const RouteIds& ids, CUdeviceptr chunk_counts);
 
 // ---- Indexed ----
 // align_capacity(M*top_k, E, BM) entries of sorted_ids (reference/routing.hpp, the one
@@ -76,6 +81,7 @@ struct AlignOutputs {
   CUdeviceptr expert_ids = 0;         // int32 [capacity / BM]
   CUdeviceptr num_tokens_padded = 0;  // int32 [1]
   CUdeviceptr chunk_counts = 0;       // int32 [route_chunk_counts_elems], or 0: no chunked path
+  FoldedQuantizer quantizer{};        // run by the first kernel's extra CTAs (fold_quantizer), if active
 };
 // One fused kernel (small M) or two: count (one CTA) and scatter (E + 1 CTAs), or the chunked pair.
 void map_and_align(const RouteIds& ids, int64_t block_m, const AlignOutputs& out, CUstream stream,
@@ -88,6 +94,7 @@ struct PermuteOutputs {
   CUdeviceptr inv_permuted_idx = 0;  // int32 [M*top_k]
   CUdeviceptr permuted_src = 0;      // int32 [M*top_k]
   CUdeviceptr chunk_counts = 0;      // int32 [route_chunk_counts_elems], or 0: no chunked path
+  FoldedQuantizer quantizer{};       // run by the first kernel's extra CTAs (fold_quantizer), if active
 };
 struct PermuteRows {
   CUdeviceptr hidden = 0;  // [M, row_bytes] rows at hidden_row_stride_bytes
@@ -142,5 +149,9 @@ void combine_batched(CUdeviceptr down, DType dtype, int64_t max_tokens_per_exper
 // Every routing kernel config the planner can emit (ids i32/i64, dtypes bf16/f16, weights
 // f32/bf16/f16), for tests/jit and `moeq compile`.
 std::vector<jit::KernelSpec> routing_kernel_specs();
+// The first kernels (count, fused, chunk count; ids i32 / i64) with a quantizer of `format` on
+// `dtype` input folded in (FoldedQuantizer; values_out: the codes' 16-bit values): a quantized
+// layer's (cuda/layer_kernels.cpp).
+std::vector<jit::KernelSpec> folded_routing_kernel_specs(ActFormat format, DType dtype, bool values_out);
 
 }  // namespace moeq::cuda

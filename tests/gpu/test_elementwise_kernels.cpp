@@ -22,34 +22,22 @@
 #include "reference/activation.hpp"
 #include "reference/formats.hpp"
 #include "reference/quantize.hpp"
+#include "tests/gpu/quantizer_test_util.hpp"
 
 namespace {
 
 namespace cu = moeq::cuda;
+using moeq::test::download;
+using moeq::test::expect_guard_intact;
+using moeq::test::poisoned;
+using moeq::test::quantize_input;
+using moeq::test::to_half;
 using moeq::ActFormat;
 using moeq::Activation;
 using moeq::DType;
 
 #define SKIP_WITHOUT_DEVICE() \
   if (cu::device_count() == 0) GTEST_SKIP() << "no CUDA device"
-
-constexpr size_t kGuardBytes = 64;
-
-// A device buffer of `bytes` (+ guard) filled with 0xFF.
-cu::DeviceBuffer poisoned(size_t bytes) {
-  cu::DeviceBuffer b(bytes + kGuardBytes);
-  b.fill_bytes(0xFF);
-  return b;
-}
-std::vector<uint8_t> download(const cu::DeviceBuffer& b) { return b.to_host<uint8_t>(b.num_bytes()); }
-void expect_guard_intact(const std::vector<uint8_t>& bytes, size_t payload, const std::string& what) {
-  for (size_t i = payload; i < bytes.size(); ++i) {
-    if (bytes[i] != 0xFF) {
-      ADD_FAILURE() << what << ": wrote past the end, byte " << i << " (payload " << payload << ")";
-      return;
-    }
-  }
-}
 
 // ---------------------------------------------------------------- codecs
 
@@ -170,9 +158,6 @@ TEST(ElementwiseGpu, CodecsMatchReferenceOnEveryInputClass) {
 
 // ---------------------------------------------------------------- activations
 
-uint16_t to_half(DType dt, float x) {
-  return dt == DType::bf16 ? moeq::ref::f32_to_bf16(x) : moeq::ref::f32_to_f16(x);
-}
 float from_half(DType dt, uint16_t h) {
   return dt == DType::bf16 ? moeq::ref::bf16_to_f32(h) : moeq::ref::f16_to_f32(h);
 }
@@ -294,33 +279,6 @@ TEST(ElementwiseGpu, ActivationsMatchReferenceWithinOneUlp) {
 }
 
 // ---------------------------------------------------------------- quantizers
-
-// Random rows in [-range, range] with special rows: 0 all NaN (both signs), 1 all zero, 2 huge
-// (max finite and +-inf), 3 tiny, 4 one NaN among normal values, 5 mixed scales per 32 columns.
-std::vector<uint16_t> quantize_input(DType dt, int64_t rows, int64_t stride, int64_t cols, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
-  const float big = dt == DType::bf16 ? 3.3e38f : 65504.0f;
-  const float inf = std::numeric_limits<float>::infinity();
-  std::vector<uint16_t> v(static_cast<size_t>(rows * stride), to_half(dt, 12345.0f));  // padding: not read
-  for (int64_t r = 0; r < rows; ++r) {
-    const float range = std::ldexp(1.0f, static_cast<int>(rng() % 40) - 20);
-    for (int64_t c = 0; c < cols; ++c) {
-      float x = uni(rng) * range;
-      switch (r) {
-        case 0: x = (c % 2) ? -std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::quiet_NaN(); break;
-        case 1: x = 0.0f; break;
-        case 2: x = (c % 5 == 0) ? ((c % 10 == 0) ? inf : -inf) : uni(rng) * big; break;
-        case 3: x = uni(rng) * 1e-30f; break;
-        case 4: x = (c == cols / 2) ? -std::numeric_limits<float>::quiet_NaN() : x; break;
-        case 5: x = uni(rng) * std::ldexp(1.0f, static_cast<int>((c / 32) % 30) - 15); break;
-        default: break;
-      }
-      v[static_cast<size_t>(r * stride + c)] = to_half(dt, x);
-    }
-  }
-  return v;
-}
 
 TEST(ElementwiseGpu, QuantizersMatchReferenceBitExactly) {
   SKIP_WITHOUT_DEVICE();

@@ -54,4 +54,45 @@ TEST(RoutingKernels, EverySpecCompilesForEveryArch) {
   }
 }
 
+// The first routing kernels with a quantizer folded in (cuda/folded_quantizer.hpp): each format,
+// codes and values out, one of the three kernels each (the layer lists hold all six per format;
+// every one compiled in full took too long for CI), for sm_80 and sm_90a.
+TEST(RoutingKernels, FoldedQuantizerSpecsCompile) {
+  std::string why;
+  if (!moeq::jit::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  struct Pick {
+    moeq::ActFormat format;
+    moeq::DType dtype;
+    bool values_out;
+    size_t index;  // into folded_routing_kernel_specs: {count, fused, chunk count} x {i32, i64}
+  };
+  const Pick picks[] = {{moeq::ActFormat::fp8_token, moeq::DType::bf16, true, 0},
+                        {moeq::ActFormat::fp8_token, moeq::DType::f16, false, 2},
+                        {moeq::ActFormat::mxfp8, moeq::DType::bf16, true, 5},
+                        {moeq::ActFormat::mxfp4, moeq::DType::bf16, false, 1}};
+  std::set<std::string> sources;
+  for (const Pick& pick : picks) {
+    const std::vector<KernelSpec> specs = moeq::cuda::folded_routing_kernel_specs(pick.format, pick.dtype, pick.values_out);
+    ASSERT_EQ(specs.size(), 6u);
+    for (const KernelSpec& spec : specs) EXPECT_TRUE(sources.insert(spec.source).second) << spec.entry;
+    const KernelSpec& spec = specs[pick.index];
+    EXPECT_NE(spec.source.find("kFoldFormat = " + std::to_string(static_cast<int>(pick.format) - 1)), std::string::npos)
+        << spec.source;
+    for (const Arch arch : {Arch{80, false}, Arch{90, true}}) {
+      try {
+        const moeq::jit::CompileResult result =
+            moeq::jit::compile_to_cubin(spec.source, spec.entry, arch.sm, arch.arch_specific, {});
+        const std::string image(result.cubin.begin(), result.cubin.end());
+        EXPECT_NE(image.find(spec.entry), std::string::npos) << spec.entry << " " << to_string(arch);
+        EXPECT_EQ(result.log.find("warning"), std::string::npos) << spec.entry << ":\n" << result.log;
+        std::printf("folded %-22s %-7s %.0f ms\n", spec.entry.c_str(), to_string(arch).c_str(), result.compile_ms);
+      } catch (const moeq::Error& error) {
+        ADD_FAILURE() << error.what() << "\nsource:\n" << spec.source;
+      }
+    }
+  }
+  // The unfolded specs are none of these.
+  for (const KernelSpec& spec : moeq::cuda::routing_kernel_specs()) EXPECT_EQ(sources.count(spec.source), 0u);
+}
+
 }  // namespace

@@ -85,28 +85,6 @@ struct ActivationEntry<Cfg, true> {
   }
 };
 
-// The quantizer of Cfg (kFormat, kDtypeIsBf16, kValuesOut, kThreads) over `source`'s rows.
-template <class Cfg, class Source>
-__device__ __forceinline__ void quantize_rows(const Source& source, int rows, int cols, unsigned char* codes,
-                                              void* scales, int vectorized, int warps_per_row) {
-  constexpr bool kBf16 = Cfg::kDtypeIsBf16, kValues = Cfg::kValuesOut;
-  if constexpr (Cfg::kFormat == QuantFormat::kFp8Token) {
-    float* s = static_cast<float*>(scales);
-    if (vectorized) {
-      quantize_fp8_token_rows<kBf16, 8, Cfg::kThreads, kValues>(source, rows, cols, codes, s, warps_per_row);
-    } else {
-      quantize_fp8_token_rows<kBf16, 1, Cfg::kThreads, kValues>(source, rows, cols, codes, s, warps_per_row);
-    }
-  } else {
-    unsigned char* s = static_cast<unsigned char*>(scales);
-    if (vectorized) {
-      quantize_mx_vec8<Cfg::kFormat, kBf16, kValues>(source, rows, cols, codes, s);
-    } else {
-      quantize_mx_scalar<Cfg::kFormat, kBf16, kValues>(source, rows, cols, codes, s);
-    }
-  }
-}
-
 template <class Cfg, bool kLive = HasQuantFormat<Cfg>::value && !HasActivation<Cfg>::value>
 struct QuantizeEntry {
   __device__ static void run(const unsigned short*, long long, int, int, unsigned char*, void*, int, int) {}
@@ -120,7 +98,8 @@ struct QuantizeEntry<Cfg, true> {
   // pointers are aligned for 16-byte loads and 8-byte (fp8) / 4-byte (fp4) code stores.
   __device__ static void run(const unsigned short* in, long long in_row_stride, int rows, int cols,
                              unsigned char* codes, void* scales, int vectorized, int warps_per_row) {
-    quantize_rows<Cfg>(BufferSource{in, in_row_stride}, rows, cols, codes, scales, vectorized, warps_per_row);
+    quantize_rows<Cfg>(BufferSource{in, in_row_stride}, rows, cols, codes, scales, vectorized, warps_per_row,
+                       whole_grid());
   }
 };
 
@@ -137,7 +116,8 @@ struct ActivationQuantizeEntry<Cfg, true> {
   __device__ static void run(const unsigned short* gate_up, int rows, long long intermediate, ActivationArgs args,
                              unsigned char* out, void* scales, int vectorized, int warps_per_row) {
     const ActivationSource<Cfg::kActivation, Cfg::kInterleaved, Cfg::kDtypeIsBf16> source{gate_up, intermediate, args};
-    quantize_rows<Cfg>(source, rows, static_cast<int>(intermediate), out, scales, vectorized, warps_per_row);
+    quantize_rows<Cfg>(source, rows, static_cast<int>(intermediate), out, scales, vectorized, warps_per_row,
+                       whole_grid());
   }
 };
 

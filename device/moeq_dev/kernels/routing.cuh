@@ -6,6 +6,8 @@
 //     static constexpr bool kIdsInt64;                    // topk_ids int64 (else int32)
 //     static constexpr moeq_dev::FloatType kDType;        // down / out (bf16, f16)
 //     static constexpr moeq_dev::FloatType kWeightsDType; // topk_weights (f32, bf16, f16)
+//     static constexpr int kFoldFormat;                   // -1, or the QuantFormat folded into
+//     static constexpr bool kFoldBf16, kFoldValuesOut;    //   route_count / _fused / _chunk_count
 //   };
 // after including moe/routing.cuh and before this header (src/cuda/routing.cpp writes it).
 // NOTE: every entry is declared in every module, but only RoutingCfg::kKernel's has a body: the
@@ -18,6 +20,7 @@
 //   contiguous: the same with layout 1 (offsets unpadded); then permute_rows
 //   batched:    route_count(layout 2, 1)  -> route_scatter(E + 1 CTAs), or the chunked pair
 //   then topk_reduce with row_map = none (indexed), inv_permuted_idx, or batched_rows.
+#include "moeq_dev/moe/folded_quantizer.cuh"
 #include "moeq_dev/moe/routing.cuh"
 #include "moeq_dev/ptx/grid_dependency.cuh"
 
@@ -31,8 +34,9 @@ extern "C" __global__ void __launch_bounds__(RoutingCfg::kThreads)
 moeq_route_count(const void* topk_ids, const int* expert_map, int num_slots, int num_global_experts,
                  int num_experts, int layout, int block_m, int num_blocks, int max_tokens_per_expert,
                  int* local_ids, int* error_flags, int* expert_ids, int* num_tokens_padded,
-                 long long* offsets, int* counts) {
+                 long long* offsets, int* counts, moeq_dev::FoldedQuantizerArgs fold) {
   moeq_dev::begin_dependent_grid();
+  if (moeq_dev::run_folded_quantizer<RoutingCfg>(fold)) return;
   if constexpr (RoutingCfg::kKernel == moeq_dev::RoutingKernel::kRouteCount) {
     constexpr int kThreads = RoutingCfg::kThreads;
     extern __shared__ int smem[];
@@ -155,8 +159,9 @@ extern "C" __global__ void __launch_bounds__(RoutingCfg::kThreads)
 moeq_route_fused(const void* topk_ids, const int* expert_map, int num_slots, int num_global_experts,
                  int num_experts, int layout, int block_m, int capacity, int* local_ids, int* error_flags,
                  int* sorted_ids, int* expert_ids, int* num_tokens_padded, long long* offsets,
-                 int* inv_permuted_idx, int* permuted_src) {
+                 int* inv_permuted_idx, int* permuted_src, moeq_dev::FoldedQuantizerArgs fold) {
   moeq_dev::begin_dependent_grid();
+  if (moeq_dev::run_folded_quantizer<RoutingCfg>(fold)) return;
   if constexpr (RoutingCfg::kKernel == moeq_dev::RoutingKernel::kRouteFused) {
     constexpr int kThreads = RoutingCfg::kThreads;
     constexpr int kWarps = kThreads / 32;

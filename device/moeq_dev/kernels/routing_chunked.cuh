@@ -15,8 +15,10 @@
 // per-bucket counts in chunk_counts[c * (E + 1) + b]. Dynamic shared memory: (E + 1) ints.
 extern "C" __global__ void __launch_bounds__(RoutingCfg::kThreads)
 moeq_route_chunk_count(const void* topk_ids, const int* expert_map, int num_slots, int num_global_experts,
-                       int num_experts, int chunk_slots, int* local_ids, int* error_flags, int* chunk_counts) {
+                       int num_experts, int chunk_slots, int* local_ids, int* error_flags, int* chunk_counts,
+                       moeq_dev::FoldedQuantizerArgs fold) {
   moeq_dev::begin_dependent_grid();
+  if (moeq_dev::run_folded_quantizer<RoutingCfg>(fold)) return;
   if constexpr (RoutingCfg::kKernel == moeq_dev::RoutingKernel::kRouteChunkCount) {
     constexpr int kThreads = RoutingCfg::kThreads;
     constexpr int kHeld = 4;  // slots per thread whose ids are loaded before any is counted

@@ -24,6 +24,14 @@ constexpr float kE2m1MaxValue = 6.0f;
 constexpr float kFp8TokenMinAmax = 1e-12f;
 constexpr float kF16Max = 65504.0f;
 
+// The CTAs a quantizer body runs on: CTA `block` of `blocks`. The whole grid for the quantizer's
+// own launch; the CTAs past the routing's for a quantizer folded into a routing launch
+// (kernels/routing.cuh), so both share one kernel boundary.
+struct GridSlice {
+  unsigned block, blocks;
+};
+__device__ __forceinline__ GridSlice whole_grid() { return GridSlice{blockIdx.x, gridDim.x}; }
+
 // The 16-bit value of one code for the 16-bit GEMMs (moe/dequantize.cuh says why these values):
 // MX q * 2^(code - 127) (`mx_scale`), FP8 per token q alone; f16 clamps to +-65504.
 template <QuantFormat kFormat, bool kBf16>
@@ -227,7 +235,7 @@ constexpr int kFp8TokenSlots = 8;
 
 template <bool kBf16, int kVec, int kThreads, bool kValues, class Source>
 __device__ __forceinline__ void quantize_fp8_token_rows(const Source& source, int rows, int cols, unsigned char* codes,
-                                                        float* scales, int warps_per_row) {
+                                                        float* scales, int warps_per_row, GridSlice grid) {
   const CodeSink<QuantFormat::kFp8Token, kBf16, kValues> sink{codes};
   constexpr int kWarps = kThreads / 32;
   // kRolled (the fused activation-quantize, 16-byte path): one rolled loop over a lane's vectors,
@@ -250,8 +258,8 @@ __device__ __forceinline__ void quantize_fp8_token_rows(const Source& source, in
   const int num_passes = (num_vecs + pass_vecs - 1) / pass_vecs;
 
   // NOTE: the loop bound is uniform over the block (every thread reaches each __syncthreads).
-  for (long long row_base = static_cast<long long>(blockIdx.x) * rows_per_block; row_base < rows;
-       row_base += static_cast<long long>(gridDim.x) * rows_per_block) {
+  for (long long row_base = static_cast<long long>(grid.block) * rows_per_block; row_base < rows;
+       row_base += static_cast<long long>(grid.blocks) * rows_per_block) {
     const long long row = row_base + group;
     const bool row_ok = row < rows;
     const long long row_elem = row * static_cast<long long>(cols);  // element index of the row's codes
@@ -374,7 +382,7 @@ constexpr int kMxItems = 4;
 
 template <QuantFormat kFormat, bool kBf16, bool kValues, class Source>
 __device__ __forceinline__ void quantize_mx_vec8(const Source& source, int rows, int cols, unsigned char* codes,
-                                                 unsigned char* scales) {
+                                                 unsigned char* scales, GridSlice grid) {
   constexpr bool kFp4 = kFormat == QuantFormat::kMxfp4;
   const CodeSink<kFormat, kBf16, kValues> sink{codes};
   // PERF: 32-bit item arithmetic (the host keeps rows * cols / 8 below 2^31).
@@ -385,8 +393,8 @@ __device__ __forceinline__ void quantize_mx_vec8(const Source& source, int rows,
   const unsigned group_mask = 0xFu << (lane & ~3u);
   // NOTE: a warp walks kMxItems runs of 32 consecutive items and num_items is a multiple of 4,
   // so each 4-lane group is all in range or all out: the shuffles see every lane they read.
-  for (unsigned base = (blockIdx.x * blockDim.x + (threadIdx.x - lane)) * kMxItems; base < num_items;
-       base += gridDim.x * blockDim.x * kMxItems) {
+  for (unsigned base = (grid.block * blockDim.x + (threadIdx.x - lane)) * kMxItems; base < num_items;
+       base += grid.blocks * blockDim.x * kMxItems) {
     HalfVec<8> raw[kMxItems];
 #pragma unroll
     for (int k = 0; k < kMxItems; ++k) {
@@ -469,13 +477,13 @@ __device__ __forceinline__ void quantize_mx_vec8(const Source& source, int rows,
 // ---- MX scalar fallback (rows not 16-byte aligned): one thread per 32-element block ----
 template <QuantFormat kFormat, bool kBf16, bool kValues, class Source>
 __device__ __forceinline__ void quantize_mx_scalar(const Source& source, int rows, int cols, unsigned char* codes,
-                                                   unsigned char* scales) {
+                                                   unsigned char* scales, GridSlice grid) {
   constexpr bool kFp4 = kFormat == QuantFormat::kMxfp4;
   const CodeSink<kFormat, kBf16, kValues> sink{codes};
   const long long blocks_per_row = cols / kMxBlock;
   const long long num_items = static_cast<long long>(rows) * blocks_per_row;
-  for (long long item = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; item < num_items;
-       item += static_cast<long long>(gridDim.x) * blockDim.x) {
+  for (long long item = static_cast<long long>(grid.block) * blockDim.x + threadIdx.x; item < num_items;
+       item += static_cast<long long>(grid.blocks) * blockDim.x) {
     const long long row = item / blocks_per_row;
     const long long b = item - row * blocks_per_row;
     float f[kMxBlock];
@@ -500,6 +508,29 @@ __device__ __forceinline__ void quantize_mx_scalar(const Source& source, int row
     } else {
 #pragma unroll
       for (int i = 0; i < kMxBlock; ++i) sink.e4m3(block_elem + i, f32_to_e4m3(f[i]), mx_scale);
+    }
+  }
+}
+
+// The quantizer of Cfg (kFormat, kDtypeIsBf16, kValuesOut, kThreads = blockDim.x) over `source`'s
+// rows, on the CTAs of `grid`.
+template <class Cfg, class Source>
+__device__ __forceinline__ void quantize_rows(const Source& source, int rows, int cols, unsigned char* codes,
+                                              void* scales, int vectorized, int warps_per_row, GridSlice grid) {
+  constexpr bool kBf16 = Cfg::kDtypeIsBf16, kValues = Cfg::kValuesOut;
+  if constexpr (Cfg::kFormat == QuantFormat::kFp8Token) {
+    float* s = static_cast<float*>(scales);
+    if (vectorized) {
+      quantize_fp8_token_rows<kBf16, 8, Cfg::kThreads, kValues>(source, rows, cols, codes, s, warps_per_row, grid);
+    } else {
+      quantize_fp8_token_rows<kBf16, 1, Cfg::kThreads, kValues>(source, rows, cols, codes, s, warps_per_row, grid);
+    }
+  } else {
+    unsigned char* s = static_cast<unsigned char*>(scales);
+    if (vectorized) {
+      quantize_mx_vec8<Cfg::kFormat, kBf16, kValues>(source, rows, cols, codes, s, grid);
+    } else {
+      quantize_mx_scalar<Cfg::kFormat, kBf16, kValues>(source, rows, cols, codes, s, grid);
     }
   }
 }

@@ -1,0 +1,43 @@
+#pragma once
+// GEMM1's input quantizer folded into the launch of the step's first routing kernel
+// (device/moeq_dev/moe/folded_quantizer.cuh): route_count, route_fused or route_chunk_count runs
+// `blocks` more CTAs, which quantize the rows as quantize_activation(_values) would, bit for bit.
+// PERF: the quantizer does not depend on the routing, and its own launch was one more kernel
+// boundary on the step's critical path at small M (docs/perf-notes.md, "The quantizer folded into
+// the routing launch").
+#include <cstdint>
+
+#include "cuda/driver.hpp"
+#include "moeq/types.hpp"
+
+namespace moeq::cuda {
+
+// moeq_dev::FoldedQuantizerArgs, passed by value: the same layout.
+struct FoldedQuantizerArgs {
+  CUdeviceptr in = 0;
+  int64_t in_row_stride = 0;
+  CUdeviceptr codes = 0;
+  CUdeviceptr scales = 0;
+  int32_t rows = 0, cols = 0;
+  int32_t vectorized = 0, warps_per_row = 1;
+  uint32_t first_block = 0;  // set by the routing launch: its own CTAs
+  int32_t unused = 0;
+};
+static_assert(sizeof(FoldedQuantizerArgs) == 56, "the device struct's layout");
+
+struct FoldedQuantizer {
+  ActFormat format = ActFormat::none;  // none: nothing folded
+  DType dtype = DType::bf16;           // the input's (bf16, f16)
+  bool values_out = false;             // the codes' 16-bit values instead of the codes
+  int64_t blocks = 0;                  // the quantizer's CTAs
+  FoldedQuantizerArgs args{};
+  bool active() const { return format != ActFormat::none && blocks > 0; }
+};
+
+// quantize_activation (values_out false) or quantize_activation_values (true) of in [rows, cols]
+// (row stride in_row_stride elements) into out and scales, checked as they check (moeq::Error),
+// on CTAs of `threads` threads, for a routing launch to run. rows = 0: nothing to fold (inactive).
+FoldedQuantizer fold_quantizer(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows,
+                               int64_t cols, CUdeviceptr out, CUdeviceptr scales, bool values_out, int threads);
+
+}  // namespace moeq::cuda
