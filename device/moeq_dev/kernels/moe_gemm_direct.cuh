@@ -98,11 +98,18 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   __shared__ int row_src[BM];
   __shared__ int row_dst[BM];
   __shared__ int block_expert;
+  // Cfg::kRowScales: each row's A-row scale, fetched before the main loop.
+  // PERF: read in the epilogue (one or two dependent global loads per row after the last MMA) the
+  // row scales cost Qwen3-30B-A3B's M = 256 GEMMs 1.9 / 2.6 us on the 24-row tile (ncu, session 30,
+  // bench/results/2026-12-03-h200-block48.md); here the loads overlap the main loop.
+  __shared__ float block_row_scales[Cfg::kRowScales ? BM : 1];
 
   const int tid = threadIdx.x;
   const int m_block = blockIdx.x;
   const int n0 = blockIdx.y * BN;
   if (!load_block_rows<BM, T>(p, m_block, tid, row_src, row_dst, &block_expert)) return;
+  if constexpr (Cfg::kRowScales)
+    for (int r = tid; r < BM; r += T) block_row_scales[r] = a_row_scale(p, row_src[r]);
 
   const int e = block_expert, N = p.n, K = p.k;
   const int tiles_n16 = (N + 15) / 16, tiles_k = (K + BK - 1) / BK;
@@ -415,7 +422,11 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   // Epilogue: K groups added in group order, then the output tile and its rows (moe_gemm.cuh).
   if constexpr (G > 1) add_k_groups<G, T>(acc, reinterpret_cast<float*>(smem), warp_k, warp_n * 32 + lane);
   unsigned char* out_tile = smem + S::kReduceBytes;
-  if (warp_k == 0) write_output_tile<Cfg>(p, e, n0, acc, out_tile, S::kOutRowBytes, 0, t, lane_channel, row_src);
+  // NOTE: the main loop has no barrier: this one orders the row scales' stores before their reads.
+  if constexpr (Cfg::kRowScales && G == 1) __syncthreads();
+  if (warp_k == 0)
+    write_output_tile<Cfg>(p, e, n0, acc, out_tile, S::kOutRowBytes, 0, t, lane_channel, row_src,
+                           Cfg::kRowScales ? block_row_scales : nullptr);
   __syncthreads();
   store_output_rows<BM, BN, T>(p, out_tile, S::kOutRowBytes, row_dst, n0, tid);
 }
