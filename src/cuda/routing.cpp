@@ -312,8 +312,10 @@ std::string describe_routing_errors(int flags) {
 
 // One thread per bucket (E experts + the non-local slots), and the default shared-memory limit.
 bool fused_path_fits(int64_t num_experts) {
-  // NOTE: a folded FP8 per-token quantizer adds 2 * 32 words of static shared memory (its CTAs
-  // take the launch's dynamic size too): kept free for it.
+  // NOTE: a folded FP8 per-token quantizer adds 512 bytes of static shared memory (ptxas -v,
+  // sm_90a: 2 * 32 words for each of its 16-byte and scalar bodies; its CTAs take the launch's
+  // dynamic size too): kept free for it, with no slack left. A new static array in
+  // quantize_fp8_token_rows must raise this.
   constexpr int64_t kFoldedQuantizerSmemBytes = 512;
   return num_experts + 1 <= threads_of(Kernel::kRouteFused) &&
          fused_smem_bytes(num_experts) + kFoldedQuantizerSmemBytes <= kMaxSmemBytes;

@@ -70,11 +70,24 @@ TEST(RoutingKernels, FoldedQuantizerSpecsCompile) {
                         {moeq::ActFormat::fp8_token, moeq::DType::f16, false, 2},
                         {moeq::ActFormat::mxfp8, moeq::DType::bf16, true, 5},
                         {moeq::ActFormat::mxfp4, moeq::DType::bf16, false, 1}};
+  // Every folded config has its own source (the JIT cache's key), naming its format, dtype and output.
   std::set<std::string> sources;
+  for (const moeq::ActFormat format : {moeq::ActFormat::fp8_token, moeq::ActFormat::mxfp8, moeq::ActFormat::mxfp4})
+    for (const moeq::DType dtype : {moeq::DType::bf16, moeq::DType::f16})
+      for (const bool values_out : {false, true}) {
+        const std::vector<KernelSpec> specs = moeq::cuda::folded_routing_kernel_specs(format, dtype, values_out);
+        ASSERT_EQ(specs.size(), 6u);
+        for (const KernelSpec& spec : specs) {
+          EXPECT_TRUE(sources.insert(spec.source).second) << spec.entry;
+          EXPECT_NE(spec.source.find(std::string("kFoldBf16 = ") + (dtype == moeq::DType::bf16 ? "true" : "false")),
+                    std::string::npos);
+          EXPECT_NE(spec.source.find(std::string("kFoldValuesOut = ") + (values_out ? "true" : "false")),
+                    std::string::npos);
+        }
+      }
+  EXPECT_EQ(sources.size(), 3u * 2u * 2u * 6u);
   for (const Pick& pick : picks) {
     const std::vector<KernelSpec> specs = moeq::cuda::folded_routing_kernel_specs(pick.format, pick.dtype, pick.values_out);
-    ASSERT_EQ(specs.size(), 6u);
-    for (const KernelSpec& spec : specs) EXPECT_TRUE(sources.insert(spec.source).second) << spec.entry;
     const KernelSpec& spec = specs[pick.index];
     EXPECT_NE(spec.source.find("kFoldFormat = " + std::to_string(static_cast<int>(pick.format) - 1)), std::string::npos)
         << spec.source;
