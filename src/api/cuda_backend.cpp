@@ -160,9 +160,13 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   };
   // x [rows, cols] (row stride `stride`) quantized for a GEMM reading `input`: its codes (e4m3) or
   // their 16-bit values into `out` (dense), and the scales.
+  // fold: not launched but returned there, for the routing's first launch to run (cuda/folded_quantizer.hpp).
   const auto quantize_for = [&](cuda::GemmInput input, CUdeviceptr x, int64_t stride, int64_t rows, int64_t cols,
-                                CUdeviceptr out, CUdeviceptr scales) {
-    if (input == cuda::GemmInput::row_scaled_e4m3) {
+                                CUdeviceptr out, CUdeviceptr scales, cuda::FoldedQuantizer* fold = nullptr) {
+    if (fold != nullptr) {
+      *fold = cuda::fold_quantizer(d.act_format, c, x, stride, rows, cols, out, scales,
+                                   input != cuda::GemmInput::row_scaled_e4m3, cuda::kRouteFirstKernelThreads);
+    } else if (input == cuda::GemmInput::row_scaled_e4m3) {
       cuda::quantize_activation(d.act_format, c, x, stride, rows, cols, out, scales, stream);
     } else {
       cuda::quantize_activation_values(d.act_format, c, x, stride, rows, cols, out, scales, stream);
@@ -171,7 +175,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   // A GEMM's input x [rows, cols] (row stride `stride`): as is, or, for quantized activations
   // (CONTRACT §5), quantized into the codes the e4m3 GEMM takes, or quantized and dequantized in
   // one kernel into the 16-bit values the other GEMMs take (the codes themselves not written).
-  // fold: the quantizer is not launched but returned there, for the routing's first launch to run.
+  // fold: as quantize_for's.
   const auto set_gemm_input = [&](cuda::MoeGemmArgs& g, cuda::GemmInput input, CUdeviceptr x, int64_t stride,
                                   int64_t rows, int64_t cols, const std::string& codes_name,
                                   const char* dequantized_name, cuda::FoldedQuantizer* fold = nullptr) {
@@ -179,14 +183,8 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     g.a_row_stride = stride;
     if (d.act_format == ActFormat::none) return;
     const CUdeviceptr scales = buffer((codes_name + ".scales").c_str());
-    const bool e4m3 = input == cuda::GemmInput::row_scaled_e4m3;
-    g.a = buffer(e4m3 ? codes_name.c_str() : dequantized_name);
-    if (fold != nullptr) {
-      *fold = cuda::fold_quantizer(d.act_format, c, x, stride, rows, cols, g.a, scales, !e4m3,
-                                   cuda::kRouteFirstKernelThreads);
-    } else {
-      quantize_for(input, x, stride, rows, cols, g.a, scales);
-    }
+    g.a = buffer(input == cuda::GemmInput::row_scaled_e4m3 ? codes_name.c_str() : dequantized_name);
+    quantize_for(input, x, stride, rows, cols, g.a, scales, fold);
     g.a_row_stride = cols;
     set_row_scales(g, input, scales);
   };
@@ -297,9 +295,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     const bool e4m3 = input1 == cuda::GemmInput::row_scaled_e4m3;
     const CUdeviceptr tokens = e4m3 ? buffer("quanted_gate_up_input") : permuted;
     const bool fold = fold_gemm1_quantizer(ids, perm.chunk_counts);
-    if (fold)
-      perm.quantizer = cuda::fold_quantizer(d.act_format, c, dptr(in.hidden), hidden_stride, M, K, tokens, scales,
-                                            !e4m3, cuda::kRouteFirstKernelThreads);
+    if (fold) quantize_for(input1, dptr(in.hidden), hidden_stride, M, K, tokens, scales, &perm.quantizer);
     cuda::permute_indices(ids, perm, stream);
     if (!fold) quantize_for(input1, dptr(in.hidden), hidden_stride, M, K, tokens, scales);
     // NOTE: e4m3 codes (1 byte each) fit in the values' buffer.
