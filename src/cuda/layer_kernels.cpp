@@ -33,16 +33,19 @@ std::vector<jit::KernelSpec> other_kernel_specs(const ExpertsDesc& d) {
     // The 16-bit GEMMs' inputs (cuda_backend.cpp): GEMM1's by quantize_activation_values, GEMM2's
     // by activation_quantize_values (the plain activation kernel above serves 16-bit layers).
     // GEMM1's quantizer runs in the routing's first launch (indexed, contiguous), or alone (masked).
+    // NOTE: not the folded chunk counts: apply never folds on the chunked path (cuda_backend.cpp).
+    auto add_folded = [&](bool values_out) {
+      for (jit::KernelSpec& spec : folded_routing_kernel_specs(d.act_format, d.act_dtype, values_out))
+        if (spec.entry != "moeq_route_chunk_count") specs.push_back(std::move(spec));
+    };
     specs.push_back(quantize_kernel_spec(d.act_format, d.act_dtype, true));
-    for (jit::KernelSpec& spec : folded_routing_kernel_specs(d.act_format, d.act_dtype, true))
-      specs.push_back(std::move(spec));
+    add_folded(true);
     specs.push_back(activation_quantize_kernel_spec(d.activation.kind, d.interleaved_gate_up, d.act_format, d.act_dtype));
     // The e4m3 GEMMs' inputs (GemmInput::row_scaled_e4m3): the codes themselves.
     if (d.act_format == ActFormat::fp8_token &&
         (d.weight_format == WeightFormat::fp8_channel || d.weight_format == WeightFormat::mxfp4)) {
       specs.push_back(quantize_kernel_spec(d.act_format, d.act_dtype, false));
-      for (jit::KernelSpec& spec : folded_routing_kernel_specs(d.act_format, d.act_dtype, false))
-        specs.push_back(std::move(spec));
+      add_folded(false);
       specs.push_back(
           activation_quantize_kernel_spec(d.activation.kind, d.interleaved_gate_up, d.act_format, d.act_dtype, false));
     }

@@ -36,8 +36,8 @@ moeq_route_count(const void* topk_ids, const int* expert_map, int num_slots, int
                  int* local_ids, int* error_flags, int* expert_ids, int* num_tokens_padded,
                  long long* offsets, int* counts, moeq_dev::FoldedQuantizerArgs fold) {
   moeq_dev::begin_dependent_grid();
-  if (moeq_dev::run_folded_quantizer<RoutingCfg>(fold)) return;
   if constexpr (RoutingCfg::kKernel == moeq_dev::RoutingKernel::kRouteCount) {
+    if (moeq_dev::run_folded_quantizer<RoutingCfg>(fold)) return;
     constexpr int kThreads = RoutingCfg::kThreads;
     extern __shared__ int smem[];
     int* smem_counts = smem;                 // (E)
@@ -161,8 +161,8 @@ moeq_route_fused(const void* topk_ids, const int* expert_map, int num_slots, int
                  int* sorted_ids, int* expert_ids, int* num_tokens_padded, long long* offsets,
                  int* inv_permuted_idx, int* permuted_src, moeq_dev::FoldedQuantizerArgs fold) {
   moeq_dev::begin_dependent_grid();
-  if (moeq_dev::run_folded_quantizer<RoutingCfg>(fold)) return;
   if constexpr (RoutingCfg::kKernel == moeq_dev::RoutingKernel::kRouteFused) {
+    if (moeq_dev::run_folded_quantizer<RoutingCfg>(fold)) return;
     constexpr int kThreads = RoutingCfg::kThreads;
     constexpr int kWarps = kThreads / 32;
     constexpr int kHeld = 8;  // chunks whose local ids stay in registers

@@ -18,8 +18,8 @@ moeq_route_chunk_count(const void* topk_ids, const int* expert_map, int num_slot
                        int num_experts, int chunk_slots, int* local_ids, int* error_flags, int* chunk_counts,
                        moeq_dev::FoldedQuantizerArgs fold) {
   moeq_dev::begin_dependent_grid();
-  if (moeq_dev::run_folded_quantizer<RoutingCfg>(fold)) return;
   if constexpr (RoutingCfg::kKernel == moeq_dev::RoutingKernel::kRouteChunkCount) {
+    if (moeq_dev::run_folded_quantizer<RoutingCfg>(fold)) return;
     constexpr int kThreads = RoutingCfg::kThreads;
     constexpr int kHeld = 4;  // slots per thread whose ids are loaded before any is counted
     extern __shared__ int smem_counts[];  // (E + 1)
