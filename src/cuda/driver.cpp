@@ -4,6 +4,9 @@
 
 #include <cstdlib>
 #include <initializer_list>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "moeq/error.hpp"
@@ -97,6 +100,8 @@ LoadedDriver load_driver() {
   MOEQ_RESOLVE(cuGraphExecDestroy);
   MOEQ_RESOLVE(cuGraphDestroy);
 #undef MOEQ_RESOLVE
+  std::string optional_missing;
+  resolve(library, d.cuFuncGetName, {"cuFuncGetName"}, &optional_missing);
   resolve(library, d.cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, &missing);
   if (!missing.empty()) {
     loaded.why = std::string(kDriverLibrary) + " lacks " + missing + " (driver too old?)";
@@ -202,6 +207,30 @@ bool programmatic_launch() {
     return current_device_info().cc_major >= 9 && version >= 12030;
   }();
   return enabled;
+}
+
+bool programmatic_launch(CUfunction function) {
+  if (!programmatic_launch()) return false;
+  static const std::string skip = [] {
+    const char* value = std::getenv("MOEQ_PDL_SKIP");
+    std::string list;
+    if (value != nullptr) list.append(",").append(value).append(",");
+    return list;
+  }();
+  if (skip.empty()) return true;
+  static std::mutex mutex;
+  static std::unordered_map<CUfunction, bool> verdicts;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (const auto known = verdicts.find(function); known != verdicts.end()) return known->second;
+  const char* name = nullptr;
+  const Driver& d = driver();
+  if (d.cuFuncGetName == nullptr || d.cuFuncGetName(&name, function) != kSuccess || name == nullptr)
+    throw Error("MOEQ_PDL_SKIP needs cuFuncGetName (a CUDA 12.3 or later driver)");
+  std::string needle(",");
+  needle.append(name).append(",");
+  const bool dependent = skip.find(needle) == std::string::npos;
+  verdicts.emplace(function, dependent);
+  return dependent;
 }
 
 DeviceInfo current_device_info() {

@@ -98,6 +98,8 @@ struct Driver {
                              unsigned block_x, unsigned block_y, unsigned block_z,
                              unsigned shared_bytes, CUstream stream, void** params, void** extra);
   CUresult (*cuLaunchKernelEx)(const LaunchConfig* config, CUfunction function, void** params, void** extra);
+  // Optional (CUDA 12.3+ drivers; null where absent): only MOEQ_PDL_SKIP reads kernel names.
+  CUresult (*cuFuncGetName)(const char** name, CUfunction function);
   CUresult (*cuMemAlloc_v2)(CUdeviceptr* ptr, size_t num_bytes);
   CUresult (*cuMemFree_v2)(CUdeviceptr ptr);
   CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr dst, const void* src, size_t num_bytes);
@@ -155,6 +157,10 @@ DeviceInfo current_device_info();
 // on sm_90 and later with a driver of CUDA 12.3 or later, unless env MOEQ_PDL is 0 (read once; for
 // measuring the launch gaps it hides).
 bool programmatic_launch();
+// programmatic_launch() for one kernel: false too where env MOEQ_PDL_SKIP (comma-separated entry
+// names, e.g. moeq_activation_quantize) names it, so that kernel starts only after the one before it
+// has finished (docs/env.md; for measuring which boundaries programmatic dependent launch helps).
+bool programmatic_launch(CUfunction function);
 
 // Device memory owned by one object; freed on destruction.
 class DeviceBuffer {

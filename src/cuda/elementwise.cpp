@@ -208,10 +208,8 @@ struct QuantizerLaunch {
   int warps_per_row = 1;
   int64_t work_blocks = 0;
 };
-// On CTAs of `threads` (kThreads for the quantizer's own launch, the routing's for a folded one);
-// `resident_ctas`: how many such CTAs the GPU holds at once (0: as many as the warp rule needs).
-QuantizerLaunch quantizer_launch(ActFormat format, int64_t rows, int64_t cols, bool vectorized, int threads,
-                                 int64_t resident_ctas = 0) {
+// On CTAs of `threads` (kThreads for the quantizer's own launch, the routing's for a folded one).
+QuantizerLaunch quantizer_launch(ActFormat format, int64_t rows, int64_t cols, bool vectorized, int threads) {
   QuantizerLaunch q;
   if (format == ActFormat::fp8_token) {
     // The fewest warps per row that keep the row in registers (8 slots of 8 elements per lane;
@@ -233,11 +231,11 @@ QuantizerLaunch quantizer_launch(ActFormat format, int64_t rows, int64_t cols, b
       const int64_t rows_per_block = threads / 32 / warps_per_row;
       return (rows + rows_per_block - 1) / rows_per_block;
     };
-    // NOTE: never doubled past what fits in one wave of resident CTAs: a second, partial wave costs
-    // more than the wider rows save (the folded CTAs, one per SM).
+    // PERF: the folded CTAs too, though one 1024-thread CTA fits an SM (64 registers a thread): kept
+    // to one wave of them (Qwen3 at M = 640: 80 CTAs of 4 warps per row, not 160 of 8) the FP8 step
+    // took +1.3% (M = 512, 768: even; bench/results/2026-12-03-h200-dense-tune.md, call 2).
     while (q.warps_per_row < max_warps_per_row && blocks(q.warps_per_row) < num_sms &&
-           vecs > int64_t{q.warps_per_row} * 32 &&
-           (resident_ctas == 0 || blocks(2 * q.warps_per_row) <= resident_ctas))
+           vecs > int64_t{q.warps_per_row} * 32)
       q.warps_per_row *= 2;
     q.work_blocks = blocks(q.warps_per_row);
   } else {
@@ -367,15 +365,13 @@ FoldedQuantizer fold_quantizer(ActFormat format, DType dtype, CUdeviceptr in, in
   FoldedQuantizer fold;
   const bool vectorized = check_quantizer(format, dtype, in, in_row_stride, rows, cols, out, scales, values_out);
   if (rows == 0) return fold;
-  // NOTE: one folded CTA per SM: the routing kernels' launch bounds leave them 64 registers a thread,
-  // so 1024 threads take the whole register file (65536). The bodies loop past a full GPU.
+  const QuantizerLaunch q = quantizer_launch(format, rows, cols, vectorized, threads);
+  // NOTE: as grid_blocks: at most a full GPU of these CTAs (2048 threads per SM); the bodies loop.
   static const int64_t num_sms = current_device_info().num_sms;
-  const int64_t resident_ctas = num_sms * std::max(1, 65536 / (threads * 64));
-  const QuantizerLaunch q = quantizer_launch(format, rows, cols, vectorized, threads, resident_ctas);
   fold.format = format;
   fold.dtype = dtype;
   fold.values_out = values_out;
-  fold.blocks = std::clamp<int64_t>(q.work_blocks, 1, resident_ctas);
+  fold.blocks = std::clamp<int64_t>(q.work_blocks, 1, num_sms * std::max(1, 2048 / threads));
   fold.args.in = in;
   fold.args.in_row_stride = in_row_stride;
   fold.args.codes = out;

@@ -16,7 +16,7 @@ struct LaunchShape {
 template <typename... Args>
 void launch(CUfunction function, const LaunchShape& s, CUstream stream, const Args&... args) {
   void* params[] = {const_cast<void*>(static_cast<const void*>(&args))..., nullptr};
-  const bool dependent = programmatic_launch();
+  const bool dependent = programmatic_launch(function);
   if (s.cluster_z == 1 && !dependent) {
     check(driver().cuLaunchKernel(function, s.grid_x, s.grid_y, s.grid_z, s.block_x, s.block_y, s.block_z,
                                   s.smem_bytes, stream, params, nullptr),
