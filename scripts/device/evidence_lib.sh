@@ -210,3 +210,14 @@ ab() {
   side "$a" "$p" "$s" "$m" $6; side "$b" "$p" "$s" "$m" $7; side "$b" "$p" "$s" "$m" $7; side "$a" "$p" "$s" "$m" $6
   echo "ab $a/$b $p $s $(($(date +%s) - t0)) s"
 }
+
+# tests_and_warmup FILTER SECONDS: gpu_tests on no extra tiles with FILTER, each test's verdict on one line, then
+# moeq_gpu_warmup_test (60 s) into warmup.txt.
+tests_and_warmup() {
+  gpu_tests "" "$1" "$2"
+  grep -E "^\[  FAILED|^\[       OK" "$out/gpu_tests.txt" | awk '{print $2, $3, $4, $5}' | paste -sd' ' | head -c 2500
+  echo
+  timeout 60 "$build/moeq_gpu_warmup_test" >"$out/warmup.txt" 2>&1
+  echo "warmup rc=$? $(($(date +%s) - t0)) s"
+  grep -E "^\[  FAILED|^\[       OK|PASSED" "$out/warmup.txt"
+}

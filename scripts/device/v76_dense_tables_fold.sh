@@ -15,11 +15,7 @@ source "$(dirname "$0")/evidence_lib.sh"
 device_setup "$1"
 old="$2" new="$3"
 touch "$out/.start"
-gpu_tests "" 'FoldedQuantizerGpu.*:RoutingGpu.*:ExpertsGpu.*Quantized*:-RoutingGpu.PrintsTimings' 150
-grep -E "^\[  FAILED|^\[       OK" "$out/gpu_tests.txt" | awk '{print $2, $3, $4, $5}' | paste -sd' ' | head -c 2500; echo
-timeout 60 "$build/moeq_gpu_warmup_test" >"$out/warmup.txt" 2>&1
-echo "warmup rc=$? $(($(date +%s) - t0)) s"
-grep -E "^\[  FAILED|^\[       OK|PASSED" "$out/warmup.txt"
+tests_and_warmup 'FoldedQuantizerGpu.*:RoutingGpu.*:ExpertsGpu.*Quantized*:-RoutingGpu.PrintsTimings' 150
 for binary in moeq moeq_base moeq_base moeq; do
   timeout 60 "$build/$binary" bench --trials 7 --kernel layer --preset qwen3-30b-a3b --scheme mxfp4:fp8-token \
     -M 512 16 256 512 640 768 >"$out/l.tmp" 2>&1
