@@ -11,12 +11,15 @@ struct LaunchShape {
   unsigned block_x = 1, block_y = 1, block_z = 1;
   unsigned smem_bytes = 0;
   unsigned cluster_z = 1;  // > 1: thread-block clusters of that many CTAs along z (sm_90; divides grid_z)
+  // false: never with programmatic stream serialization (the kernel starts once the one before it
+  // has finished), where a call site measured the early start to cost more than it hides.
+  bool programmatic = true;
 };
 
 template <typename... Args>
 void launch(CUfunction function, const LaunchShape& s, CUstream stream, const Args&... args) {
   void* params[] = {const_cast<void*>(static_cast<const void*>(&args))..., nullptr};
-  const bool dependent = programmatic_launch(function);
+  const bool dependent = s.programmatic && programmatic_launch(function);
   if (s.cluster_z == 1 && !dependent) {
     check(driver().cuLaunchKernel(function, s.grid_x, s.grid_y, s.grid_z, s.block_x, s.block_y, s.block_z,
                                   s.smem_bytes, stream, params, nullptr),
