@@ -337,6 +337,10 @@ void launch_activation_quantizer(const ActivationParams& params, bool interleave
   LaunchShape shape;
   shape.grid_x = grid_blocks(q.work_blocks);
   shape.block_x = kThreads;
+  // PERF: started early under programmatic dependent launch, this kernel cost the Qwen3-30B-A3B MXFP4 x
+  // FP8-per-token step 3.6 us at M = 256 and 0.9 us at M = 16 (MOEQ_PDL_SKIP, bench/results/
+  // 2026-12-03-h200-dense-tune.md, call 3); no other boundary of the step did. Why was not established.
+  shape.programmatic = false;
   const int rows_arg = static_cast<int>(rows);
   const long long intermediate_arg = intermediate;
   const KernelActivationArgs args{params.swiglu_alpha, params.swiglu_limit, params.silu_clamp};
