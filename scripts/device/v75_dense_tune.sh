@@ -3,7 +3,7 @@
 # two), Qwen3-30B-A3B and gpt-oss-120b MXFP4, every candidate pre-compiled here and carried. The tune times
 # the planner's block and its neighbours, checks each tile against the reference first, and keeps a pick
 # only where it beats the planner's tiles by 1% in alternating confirm rounds (`kept`). The picks are
-# merged into the shipped tables by scripts/dev/merge_tuned_points.py, then timed as whole steps (v76).
+# merged into the shipped tables (then by a script of d0e3662; now `moeq tune --update`), then timed as whole steps (v76).
 # Usage: v75_dense_tune.sh BUILD "PRESET:SCHEME:M,M,... ..."   (env OUT, TUNE_DEADLINE seconds)
 # shellcheck source=scripts/device/evidence_lib.sh
 source "$(dirname "$0")/evidence_lib.sh"

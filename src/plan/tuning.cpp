@@ -1,6 +1,8 @@
 // Tuning tables: JSON in and out, range lookup, and their legality against a layer.
 #include "plan/tuning.hpp"
 
+#include <algorithm>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -170,6 +172,43 @@ TuningTable tuning_table_from_points(const std::vector<TunedPoint>& points) {
     start = p.valid_shape_m;
   }
   return t;
+}
+
+int64_t tuned_range_start(const TuningTable& table, int64_t rows, int64_t top_k, const std::vector<int64_t>& samples) {
+  int64_t start = 0;
+  auto consider = [&](int64_t bound) {
+    if (bound < rows) start = std::max(start, bound);
+  };
+  for (const TuningEntry& e : table.entries) {
+    consider(e.min_m);
+    consider(e.max_m);
+  }
+  for (int64_t power = std::max<int64_t>(top_k, 1); power < rows; power *= 2) consider(power);
+  for (const int64_t sample : samples) consider(sample);
+  return start;
+}
+
+void put_tuning_entry(TuningTable& table, const TuningEntry& entry) {
+  std::vector<TuningEntry> kept;
+  for (const TuningEntry& e : table.entries) {
+    if (e.max_m <= entry.min_m || e.min_m >= entry.max_m) {
+      kept.push_back(e);
+      continue;
+    }
+    if (e.min_m < entry.min_m) {
+      TuningEntry below = e;
+      below.max_m = entry.min_m;
+      kept.push_back(below);
+    }
+    if (e.max_m > entry.max_m) {
+      TuningEntry above = e;
+      above.min_m = entry.max_m;
+      kept.push_back(above);
+    }
+  }
+  kept.push_back(entry);
+  std::sort(kept.begin(), kept.end(), [](const TuningEntry& a, const TuningEntry& b) { return a.min_m < b.min_m; });
+  table.entries = std::move(kept);
 }
 
 const std::vector<std::pair<std::string, TuningTable>>& shipped_tuning_tables() {

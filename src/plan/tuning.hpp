@@ -30,6 +30,14 @@ struct TunedPoint {
 // at a valid_shape_m already taken (two M with the same routed rows) keep the first.
 TuningTable tuning_table_from_points(const std::vector<TunedPoint>& points);
 
+// Where a point sampled at valid_shape_m `rows` starts its range when merged into an existing table
+// (`moeq tune --update`): the nearest below `rows` of the table's range ends, top_k times a power of
+// two (the shipped tables' samples) and `samples` (the other rows of the same tune); 0 if none is.
+int64_t tuned_range_start(const TuningTable& table, int64_t rows, int64_t top_k, const std::vector<int64_t>& samples);
+// `entry` into `table`: the entries overlapping (entry.min_m, entry.max_m] cut back to their rows
+// outside it (one reaching past both ends split in two); ascending order kept.
+void put_tuning_entry(TuningTable& table, const TuningEntry& entry);
+
 // The shipped table (tuning/<arch>/*.json, embedded in the library) whose key is the layer's, else,
 // for quantized activations, the one whose key is the layer's with 16-bit activations (the same
 // GEMM tiles), or null. `arch` as "sm_90".

@@ -92,6 +92,9 @@ expect "run --tuning illegal" 1 "entries\[0\] \(0, 64\]: gemm1_tile = '32x128/1x
 expect "run --tuning missing" 1 "cannot read $tmp/none.json" -- "$moeq" run --preset tiny --tuning "$tmp/none.json"
 expect "tune --layout bad" 1 '--layout = "sideways" is not indexed, contiguous or masked' -- \
   "$moeq" tune --preset tiny --layout sideways
+echo '{"arch": "sm_90", "key": "E=8 some other layer", "entries": []}' >"$tmp/other_layer.json"
+expect "tune --update of another layer" 1 'is the table of "E=8 some other layer", not of this layer' -- \
+  "$moeq" tune --preset tiny --update "$tmp/other_layer.json"
 # Without a device `moeq tune` says so (with one it would tune: not here).
 if "$moeq" info 2>/dev/null | grep -q "cuda (no CUDA device"; then
   expect "tune needs a device" 1 "moeq tune needs a CUDA device" -- "$moeq" tune --preset tiny

@@ -205,6 +205,41 @@ TEST(Tuning, PointsBecomeContiguousRanges) {
   EXPECT_TRUE(plan::tuning_table_from_points({}).empty());
 }
 
+// `moeq tune --update`: a pick at rows r takes (s, r], s the nearest below r of the table's range ends,
+// top_k x a power of two and the tune's other samples; the entries there are cut back around it.
+TEST(Tuning, UpdatePutsAPickBetweenTheSamplesBelowIt) {
+  TuningTable t;
+  t.entries = {{0, 8, 8, "8x32/1x1x4/4/o4/r", "8x32/1x1x4/2/r"},
+               {16, 32, 8, "8x128/1x4x1/4/o4/r", "8x256/1x8x1/4/r"},
+               {2816, 4096, 48, "48x256/1x8x1/6/p/s", "48x256/1x8x1/6/p/s"},
+               {4096, 7168, 64, "64x256/1x8x1/8/p/s", "64x256/1x8x1/8/p/s"}};
+  const int64_t top_k = 8;
+  EXPECT_EQ(plan::tuned_range_start(t, 24, top_k, {24, 48}), 16);       // a range end
+  EXPECT_EQ(plan::tuned_range_start(t, 48, top_k, {24, 48}), 32);       // a range end (and 4 x 8)
+  EXPECT_EQ(plan::tuned_range_start(t, 1536, top_k, {1536}), 1024);     // in a gap: 128 x 8
+  EXPECT_EQ(plan::tuned_range_start(t, 5120, top_k, {4608, 5120}), 4608);  // the tune's own sample
+  EXPECT_EQ(plan::tuned_range_start(t, 8, top_k, {}), 0);
+
+  plan::put_tuning_entry(t, {4608, 5120, 48, "48x128/1x4x1/4", "48x128/1x4x1/4"});  // inside one range: split
+  plan::put_tuning_entry(t, {16, 24, 8, "8x32/1x1x4/2/r", "8x256/1x8x1/4/r"});      // its lower part
+  plan::put_tuning_entry(t, {1024, 3072, 24, "24x128/1x4x1/4/r", "24x128/1x4x1/4/r"});  // a gap and a range's start
+  const std::vector<std::pair<int64_t, int64_t>> expected = {{0, 8},       {16, 24},    {24, 32},    {1024, 3072},
+                                                             {3072, 4096}, {4096, 4608}, {4608, 5120}, {5120, 7168}};
+  ASSERT_EQ(t.entries.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(t.entries[i].min_m, expected[i].first) << i;
+    EXPECT_EQ(t.entries[i].max_m, expected[i].second) << i;
+  }
+  EXPECT_EQ(t.entries[2].gemm1_tile, "8x128/1x4x1/4/o4/r");  // the old (16, 32] entry's upper part
+  EXPECT_EQ(t.entries[4].block_m, 48);
+  EXPECT_EQ(t.entries[5].gemm1_tile, "64x256/1x8x1/8/p/s");
+  EXPECT_EQ(t.entries[6].gemm1_tile, "48x128/1x4x1/4");
+  EXPECT_EQ(t.entries[7].block_m, 64);
+  Options o;
+  o.tuning = t;
+  EXPECT_TRUE(plan::tuning_reasons(qwen3_mxfp4(), o).empty());
+}
+
 // `moeq compile --tuning` compiles each entry's GEMM1 tile for w13 and GEMM2 tile for w2 (and a wgmma
 // tile's mma.sync stand-in). (N, K and the bias are run-time values, so a tile's kernel text is
 // usually the same for both GEMMs: only coverage is checked.)

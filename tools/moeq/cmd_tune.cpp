@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@ struct TuneArgs {
   std::string layout;  // "" = time the indexed layout's GEMMs, write a table for every layout
   int confirm_rounds = 3;
   double min_gain_pct = 1.0;
+  std::string update;  // a table to merge the picks into ("" = a table of the picks alone)
 };
 
 struct Timed {
@@ -107,7 +109,6 @@ int run_tune(const TuneArgs& a) {
       throw Error("--layout = \"" + a.layout + "\" is not indexed, contiguous or masked");
     layout = *parsed;
   }
-  require_cuda_device("tune");
   const io::Preset& preset = io::find_preset(a.preset);
   ExpertsDesc d = preset.desc;
   const std::string scheme = a.scheme.empty() ? preset.default_scheme : a.scheme;
@@ -115,6 +116,14 @@ int run_tune(const TuneArgs& a) {
   if (d.act_format != ActFormat::none)
     throw Error("moeq tune times 16-bit activations; " + d.to_string() +
                 " quantizes them for the same tiles (tune its weights with bf16 or f16 activations)");
+  std::optional<TuningTable> base;
+  if (!a.update.empty()) {
+    base = TuningTable::load(a.update);
+    if (!base->key.empty() && base->key != d.tuning_key())
+      throw Error("--update " + a.update + " is the table of \"" + base->key + "\", not of this layer (\"" +
+                  d.tuning_key() + "\")");
+  }
+  require_cuda_device("tune");
   Options cuda_options;
   cuda_options.backend = Backend::cuda;
   if (const auto reasons = can_implement(d, cuda_options); !reasons.empty())
@@ -141,9 +150,11 @@ int run_tune(const TuneArgs& a) {
   if (candidates.empty()) throw Error("no candidate tile is legal for both GEMMs of " + d.to_string());
   std::fprintf(stderr, "tune: %s %s on %s (sm_%d%d), %zu candidate tiles\n", preset.name.c_str(), scheme.c_str(),
                info.name.c_str(), info.cc_major, info.cc_minor, candidates.size());
-  // planner / tuned: the two GEMM pairs' medians over the confirm rounds (kept: the config written).
-  std::fprintf(stderr, "%6s %8s %6s  %-22s %9s  %-22s %9s  %9s %9s %7s  %s\n", "M", "rows", "block", "gemm1", "us", "gemm2",
-               "us", "planner", "tuned", "gain", "kept");
+  // planner / table / tuned: the GEMM pairs' medians over the confirm rounds (table: --update's
+  // entry at those rows, "-" where it has none); gain: the pick's over the better of the other two;
+  // kept: the config written (with --update, "table" and "planner" leave the table as it is).
+  std::fprintf(stderr, "%6s %8s %6s  %-22s %9s  %-22s %9s  %9s %9s %9s %7s  %s\n", "M", "rows", "block", "gemm1", "us",
+               "gemm2", "us", "planner", "table", "tuned", "gain", "kept");
 
   TileChecker checker(d, a.check_tokens);
   std::vector<plan::TunedPoint> points;
@@ -187,25 +198,46 @@ int run_tune(const TuneArgs& a) {
     // slow the GPU, and a planner pair timed once before the search looked 3-10% faster than the
     // same tiles timed in it (bench/results/2026-12-02-h200-tune-tables.md, session 21).
     const cuda::GemmTile tuned_tiles[2] = {cuda::parse_gemm_tile(best[0].tile), cuda::parse_gemm_tile(best[1].tile)};
-    std::vector<double> planner_runs, tuned_runs;
+    // NOTE: with --update, the table's own entry too: session 32 shipped picks that beat the planner's
+    // tiles yet lost to the entry they replaced (bench/results/2026-12-03-h200-dense-tune.md).
+    const TuningEntry* old_entry = base ? base->find(rows) : nullptr;
+    std::vector<double> planner_runs, tuned_runs, table_runs;
     for (int round = 0; round < std::max(1, a.confirm_rounds); ++round) {
       planner_runs.push_back(time_gemm(false, planner_tiles[0]) + time_gemm(true, planner_tiles[1]));
       tuned_runs.push_back(time_gemm(false, tuned_tiles[0]) + time_gemm(true, tuned_tiles[1]));
+      if (old_entry != nullptr)
+        table_runs.push_back(time_gemm(false, cuda::parse_gemm_tile(old_entry->gemm1_tile)) +
+                             time_gemm(true, cuda::parse_gemm_tile(old_entry->gemm2_tile)));
     }
     const double planner_us = median(planner_runs), tuned_us = median(tuned_runs);
-    const double gain_pct = 100.0 * (planner_us - tuned_us) / planner_us;
+    const double table_us = old_entry != nullptr ? median(table_runs) : std::numeric_limits<double>::infinity();
+    const double rival_us = std::min(planner_us, table_us);
+    const double gain_pct = 100.0 * (rival_us - tuned_us) / rival_us;
     const bool keep_tuned = gain_pct >= a.min_gain_pct;
-    std::fprintf(stderr, "%6lld %8lld %6lld  %-22s %9.2f  %-22s %9.2f  %9.2f %9.2f %6.1f%%  %s\n", static_cast<long long>(M),
-                 static_cast<long long>(rows), static_cast<long long>(best_block), best[0].tile.c_str(), best[0].us,
-                 best[1].tile.c_str(), best[1].us, planner_us, tuned_us, gain_pct, keep_tuned ? "tuned" : "planner");
+    const char* kept = keep_tuned ? "tuned" : table_us < planner_us ? "table" : "planner";
+    char table_text[32] = "-";
+    if (old_entry != nullptr) std::snprintf(table_text, sizeof table_text, "%.2f", table_us);
+    std::fprintf(stderr, "%6lld %8lld %6lld  %-22s %9.2f  %-22s %9.2f  %9.2f %9s %9.2f %6.1f%%  %s\n",
+                 static_cast<long long>(M), static_cast<long long>(rows), static_cast<long long>(best_block),
+                 best[0].tile.c_str(), best[0].us, best[1].tile.c_str(), best[1].us, planner_us, table_text,
+                 tuned_us, gain_pct, kept);
     if (keep_tuned) {
       points.push_back({rows, best_block, best[0].tile, best[1].tile});
-    } else {
+    } else if (!base) {
       points.push_back({rows, planner_tiles[0].block_m, planner_tiles[0].to_string(), planner_tiles[1].to_string()});
     }
   }
 
   TuningTable table = plan::tuning_table_from_points(points);
+  if (base) {
+    // Each pick takes the rows from the nearest sample or range end below its own (tuned_range_start).
+    std::vector<int64_t> sampled;
+    for (const int64_t M : a.tokens) sampled.push_back(plan::valid_shape_m(d, M));
+    table = *base;
+    for (const plan::TunedPoint& p : points)
+      plan::put_tuning_entry(table, {plan::tuned_range_start(*base, p.valid_shape_m, d.top_k, sampled), p.valid_shape_m,
+                                     p.block_m, p.gemm1_tile, p.gemm2_tile});
+  }
   table.arch = "sm_" + std::to_string(info.cc_major) + std::to_string(info.cc_minor);
   table.layer = preset.name + " " + scheme;
   table.key = d.tuning_key();
@@ -246,8 +278,12 @@ Action add_tune_command(CLI::App& app) {
                   "Rounds timing the pick and the planner's tiles alternately after the search (medians compared)")
       ->capture_default_str();
   cmd->add_option("--min-gain", a->min_gain_pct,
-                  "Keep the pick only when it beats the planner's tiles by this many percent in the confirm rounds")
+                  "Keep the pick only when it beats the planner's tiles (and with --update the table's entry) by this "
+                  "many percent in the confirm rounds")
       ->capture_default_str();
+  cmd->add_option("--update", a->update,
+                  "Merge the picks into this table (JSON, the layer's): each kept pick takes the rows from the nearest "
+                  "sampled M, power of two or range end below its own; elsewhere the table stays as it is");
   return [a] { return run_tune(*a); };
 }
 
