@@ -188,27 +188,45 @@ int64_t tuned_range_start(const TuningTable& table, int64_t rows, int64_t top_k,
   return start;
 }
 
-void put_tuning_entry(TuningTable& table, const TuningEntry& entry) {
+void clear_tuning_rows(TuningTable& table, int64_t min_m, int64_t max_m) {
   std::vector<TuningEntry> kept;
   for (const TuningEntry& e : table.entries) {
-    if (e.max_m <= entry.min_m || e.min_m >= entry.max_m) {
+    if (e.max_m <= min_m || e.min_m >= max_m) {
       kept.push_back(e);
       continue;
     }
-    if (e.min_m < entry.min_m) {
+    if (e.min_m < min_m) {
       TuningEntry below = e;
-      below.max_m = entry.min_m;
+      below.max_m = min_m;
       kept.push_back(below);
     }
-    if (e.max_m > entry.max_m) {
+    if (e.max_m > max_m) {
       TuningEntry above = e;
-      above.min_m = entry.max_m;
+      above.min_m = max_m;
       kept.push_back(above);
     }
   }
-  kept.push_back(entry);
-  std::sort(kept.begin(), kept.end(), [](const TuningEntry& a, const TuningEntry& b) { return a.min_m < b.min_m; });
   table.entries = std::move(kept);
+}
+
+void put_tuning_entry(TuningTable& table, const TuningEntry& entry) {
+  clear_tuning_rows(table, entry.min_m, entry.max_m);
+  std::vector<TuningEntry> all = std::move(table.entries);
+  all.push_back(entry);
+  std::sort(all.begin(), all.end(), [](const TuningEntry& a, const TuningEntry& b) { return a.min_m < b.min_m; });
+  // Touching neighbours with the same config become one range.
+  table.entries.clear();
+  for (const TuningEntry& e : all) {
+    if (!table.entries.empty()) {
+      TuningEntry& last = table.entries.back();
+      if (last.max_m == e.min_m && last.block_m == e.block_m && last.gemm1_tile == e.gemm1_tile &&
+          last.gemm2_tile == e.gemm2_tile) {
+        last.max_m = e.max_m;
+        continue;
+      }
+    }
+    table.entries.push_back(e);
+  }
 }
 
 const std::vector<std::pair<std::string, TuningTable>>& shipped_tuning_tables() {

@@ -34,8 +34,11 @@ TuningTable tuning_table_from_points(const std::vector<TunedPoint>& points);
 // (`moeq tune --update`): the nearest below `rows` of the table's range ends, top_k times a power of
 // two (the shipped tables' samples) and `samples` (the other rows of the same tune); 0 if none is.
 int64_t tuned_range_start(const TuningTable& table, int64_t rows, int64_t top_k, const std::vector<int64_t>& samples);
+// The rows (min_m, max_m] of `table` left to the planner's rules (a gap): the entries there cut back.
+void clear_tuning_rows(TuningTable& table, int64_t min_m, int64_t max_m);
 // `entry` into `table`: the entries overlapping (entry.min_m, entry.max_m] cut back to their rows
-// outside it (one reaching past both ends split in two); ascending order kept.
+// outside it (one reaching past both ends split in two); ascending order kept, and touching
+// neighbours with the same config joined.
 void put_tuning_entry(TuningTable& table, const TuningEntry& entry);
 
 // The shipped table (tuning/<arch>/*.json, embedded in the library) whose key is the layer's, else,

@@ -235,6 +235,19 @@ TEST(Tuning, UpdatePutsAPickBetweenTheSamplesBelowIt) {
   EXPECT_EQ(t.entries[5].gemm1_tile, "64x256/1x8x1/8/p/s");
   EXPECT_EQ(t.entries[6].gemm1_tile, "48x128/1x4x1/4");
   EXPECT_EQ(t.entries[7].block_m, 64);
+  // A gap cut into one range, then the same config again beside another: one range.
+  plan::clear_tuning_rows(t, 28, 30);
+  ASSERT_EQ(t.entries.size(), expected.size() + 1);
+  EXPECT_EQ(t.entries[2].max_m, 28);
+  EXPECT_EQ(t.entries[3].min_m, 30);
+  EXPECT_EQ(t.find(29), nullptr);
+  plan::put_tuning_entry(t, {24, 32, 8, "8x128/1x4x1/4/o4/r", "8x256/1x8x1/4/r"});
+  ASSERT_EQ(t.entries.size(), expected.size());
+  plan::put_tuning_entry(t, {5120, 6144, 48, "48x128/1x4x1/4", "48x128/1x4x1/4"});
+  ASSERT_EQ(t.entries.size(), expected.size());
+  EXPECT_EQ(t.entries[6].min_m, 4608);
+  EXPECT_EQ(t.entries[6].max_m, 6144);
+  EXPECT_EQ(t.entries[7].min_m, 6144);
   Options o;
   o.tuning = t;
   EXPECT_TRUE(plan::tuning_reasons(qwen3_mxfp4(), o).empty());

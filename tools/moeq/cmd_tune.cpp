@@ -158,6 +158,7 @@ int run_tune(const TuneArgs& a) {
 
   TileChecker checker(d, a.check_tokens);
   std::vector<plan::TunedPoint> points;
+  std::vector<int64_t> gap_rows;  // --update: rows whose range goes to the planner's rules
   for (int64_t M : a.tokens) {
     const int64_t rows = plan::valid_shape_m(d, M);
     const int64_t planner_block = planner_block_m(d, M);
@@ -214,7 +215,10 @@ int run_tune(const TuneArgs& a) {
     const double rival_us = std::min(planner_us, table_us);
     const double gain_pct = 100.0 * (rival_us - tuned_us) / rival_us;
     const bool keep_tuned = gain_pct >= a.min_gain_pct;
-    const char* kept = keep_tuned ? "tuned" : table_us < planner_us ? "table" : "planner";
+    // With --update, where the planner's tiles beat the table's entry by as much, its rows become a gap.
+    const bool to_gap = !keep_tuned && old_entry != nullptr &&
+                        100.0 * (table_us - planner_us) / table_us >= a.min_gain_pct;
+    const char* kept = keep_tuned ? "tuned" : to_gap ? "planner (gap)" : table_us < planner_us ? "table" : "planner";
     char table_text[32] = "-";
     if (old_entry != nullptr) std::snprintf(table_text, sizeof table_text, "%.2f", table_us);
     std::fprintf(stderr, "%6lld %8lld %6lld  %-22s %9.2f  %-22s %9.2f  %9.2f %9s %9.2f %6.1f%%  %s\n",
@@ -223,6 +227,8 @@ int run_tune(const TuneArgs& a) {
                  tuned_us, gain_pct, kept);
     if (keep_tuned) {
       points.push_back({rows, best_block, best[0].tile, best[1].tile});
+    } else if (to_gap) {
+      gap_rows.push_back(rows);
     } else if (!base) {
       points.push_back({rows, planner_tiles[0].block_m, planner_tiles[0].to_string(), planner_tiles[1].to_string()});
     }
@@ -234,6 +240,8 @@ int run_tune(const TuneArgs& a) {
     std::vector<int64_t> sampled;
     for (const int64_t M : a.tokens) sampled.push_back(plan::valid_shape_m(d, M));
     table = *base;
+    for (const int64_t rows : gap_rows)
+      plan::clear_tuning_rows(table, plan::tuned_range_start(*base, rows, d.top_k, sampled), rows);
     for (const plan::TunedPoint& p : points)
       plan::put_tuning_entry(table, {plan::tuned_range_start(*base, p.valid_shape_m, d.top_k, sampled), p.valid_shape_m,
                                      p.block_m, p.gemm1_tile, p.gemm2_tile});
@@ -283,7 +291,8 @@ Action add_tune_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--update", a->update,
                   "Merge the picks into this table (JSON, the layer's): each kept pick takes the rows from the nearest "
-                  "sampled M, power of two or range end below its own; elsewhere the table stays as it is");
+                  "sampled M, power of two or range end below its own; where the planner's tiles beat the table's "
+                  "entry by --min-gain instead, those rows become a gap; elsewhere the table stays as it is");
   return [a] { return run_tune(*a); };
 }
 
