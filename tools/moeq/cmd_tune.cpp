@@ -122,6 +122,11 @@ int run_tune(const TuneArgs& a) {
     if (!base->key.empty() && base->key != d.tuning_key())
       throw Error("--update " + a.update + " is the table of \"" + base->key + "\", not of this layer (\"" +
                   d.tuning_key() + "\")");
+    // NOTE: the table's layout is kept, so it must be the one these timings are for.
+    if (base->layout != (a.layout.empty() ? Layout::auto_select : layout))
+      throw Error("--update " + a.update + " serves " +
+                  (base->layout == Layout::auto_select ? std::string("every layout") : std::string(to_string(base->layout))) +
+                  ", not what --layout times; give the same --layout");
   }
   require_cuda_device("tune");
   Options cuda_options;
