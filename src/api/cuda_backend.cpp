@@ -1,6 +1,7 @@
 #include "api/cuda_backend.hpp"
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "cuda/driver.hpp"
@@ -28,8 +29,13 @@ void require(const void* p, const char* name, int64_t align) {
 // PERF: H200, Qwen3-30B-A3B MXFP4 x FP8 per token, whole step against the quantizer in its own launch
 // (bench/results/2026-12-03-h200-folded-quantizer.md): M = 256 -1.8% (186 against 189 us), M = 16
 // -0.3%, but M = 4096 (chunked routing) +1.0% (902 against 893 us).
+// Env MOEQ_FOLD=0 (read once) launches the quantizer on its own instead, for measuring the fold.
 bool fold_gemm1_quantizer(const cuda::RouteIds& ids, CUdeviceptr chunk_counts) {
-  return !cuda::takes_chunked_path(ids, chunk_counts);
+  static const bool enabled = [] {
+    const char* value = std::getenv("MOEQ_FOLD");
+    return value == nullptr || std::string(value) != "0";
+  }();
+  return enabled && !cuda::takes_chunked_path(ids, chunk_counts);
 }
 
 cuda::GemmWeights device_weights(const WeightView& v) {

@@ -1,6 +1,7 @@
 #include "cuda/driver.hpp"
 
 #include <dlfcn.h>
+#include <algorithm>
 
 #include <cstdlib>
 #include <initializer_list>
@@ -8,6 +9,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "moeq/error.hpp"
 
@@ -195,6 +197,46 @@ CUdevice ensure_context() {
   return primary.device;
 }
 
+namespace {
+
+const char* function_name(CUfunction function, const char* knob) {
+  const char* name = nullptr;
+  const Driver& d = driver();
+  if (d.cuFuncGetName == nullptr || d.cuFuncGetName(&name, function) != kSuccess || name == nullptr)
+    throw Error(std::string(knob) + " needs cuFuncGetName (a CUDA 12.3 or later driver)");
+  return name;
+}
+
+}  // namespace
+
+std::vector<DiagOmitRule> parse_diag_omit(const std::string& list) {
+  std::vector<DiagOmitRule> rules;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t end = std::min(list.find(',', start), list.size());
+    const std::string entry = list.substr(start, end - start);
+    start = end + 1;
+    if (entry.empty()) continue;
+    DiagOmitRule rule;
+    const size_t at = entry.find('@');
+    rule.name = entry.substr(0, at);
+    if (at != std::string::npos) {
+      const std::string when = entry.substr(at + 1);
+      const size_t percent = when.find('%');
+      char* rest = nullptr;
+      if (percent != std::string::npos) {
+        rule.residue = std::strtoll(when.c_str(), &rest, 10);
+        rule.modulus = std::strtoll(when.c_str() + percent + 1, nullptr, 10);
+      }
+      if (percent == std::string::npos || rest != when.c_str() + percent || rule.modulus < 1 || rule.residue < 0 ||
+          rule.residue >= rule.modulus)
+        throw Error("MOEQ_DIAG_OMIT entry '" + entry + "': expected NAME or NAME@I%N with 0 <= I < N");
+    }
+    rules.push_back(rule);
+  }
+  return rules;
+}
+
 bool programmatic_launch() {
   static const bool enabled = [] {
     const char* value = std::getenv("MOEQ_PDL");
@@ -222,15 +264,36 @@ bool programmatic_launch(CUfunction function) {
   static std::unordered_map<CUfunction, bool> verdicts;
   const std::lock_guard<std::mutex> lock(mutex);
   if (const auto known = verdicts.find(function); known != verdicts.end()) return known->second;
-  const char* name = nullptr;
-  const Driver& d = driver();
-  if (d.cuFuncGetName == nullptr || d.cuFuncGetName(&name, function) != kSuccess || name == nullptr)
-    throw Error("MOEQ_PDL_SKIP needs cuFuncGetName (a CUDA 12.3 or later driver)");
+  const char* name = function_name(function, "MOEQ_PDL_SKIP");
   std::string needle(",");
   needle.append(name).append(",");
   const bool dependent = skip.find(needle) == std::string::npos;
   verdicts.emplace(function, dependent);
   return dependent;
+}
+
+bool omitted_by_diagnostics(CUfunction function) {
+  static const std::vector<DiagOmitRule> rules = [] {
+    const char* value = std::getenv("MOEQ_DIAG_OMIT");
+    return parse_diag_omit(value == nullptr ? "" : value);
+  }();
+  if (rules.empty()) return false;
+  static std::mutex mutex;
+  static std::unordered_map<CUfunction, const DiagOmitRule*> rule_of;
+  static std::unordered_map<std::string, long long> launches;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto known = rule_of.find(function);
+  if (known == rule_of.end()) {
+    const std::string name = function_name(function, "MOEQ_DIAG_OMIT");
+    const DiagOmitRule* match = nullptr;
+    for (const DiagOmitRule& rule : rules)
+      if (rule.name == name) match = &rule;
+    known = rule_of.emplace(function, match).first;
+  }
+  if (known->second == nullptr) return false;
+  const DiagOmitRule& rule = *known->second;
+  const long long count = launches[rule.name]++;
+  return count % rule.modulus == rule.residue;
 }
 
 DeviceInfo current_device_info() {

@@ -161,6 +161,18 @@ bool programmatic_launch();
 // names, e.g. moeq_activation_quantize) names it, so that kernel starts only after the one before it
 // has finished (docs/env.md; for measuring which boundaries programmatic dependent launch helps).
 bool programmatic_launch(CUfunction function);
+// Timing diagnostics only (results are wrong): whether env MOEQ_DIAG_OMIT names this kernel, so that
+// launch() skips it. Entries are comma-separated entry names, each optionally `@i%n`: only the
+// launches whose running count of that entry (from 0, per process) is i mod n (moeq_moe_gemm@0%2:
+// every GEMM1, as each step launches the two GEMMs in order). Read once; counted per call.
+bool omitted_by_diagnostics(CUfunction function);
+// One MOEQ_DIAG_OMIT entry: the launches of `name` whose running count is residue mod modulus.
+struct DiagOmitRule {
+  std::string name;
+  long long residue = 0, modulus = 1;  // modulus 1: every launch
+};
+// MOEQ_DIAG_OMIT's value as rules (empty entries skipped); moeq::Error naming a malformed entry.
+std::vector<DiagOmitRule> parse_diag_omit(const std::string& list);
 
 // Device memory owned by one object; freed on destruction.
 class DeviceBuffer {

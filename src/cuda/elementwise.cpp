@@ -208,8 +208,10 @@ struct QuantizerLaunch {
   int warps_per_row = 1;
   int64_t work_blocks = 0;
 };
-// On CTAs of `threads` (kThreads for the quantizer's own launch, the routing's for a folded one).
-QuantizerLaunch quantizer_launch(ActFormat format, int64_t rows, int64_t cols, bool vectorized, int threads) {
+// On CTAs of `threads` (kThreads for the quantizer's own launch, the routing's for a folded one),
+// FP8 per token with `slots` vectors a lane keeps per pass (kFp8TokenSlots, or kFoldedFp8TokenSlots).
+QuantizerLaunch quantizer_launch(ActFormat format, int64_t rows, int64_t cols, bool vectorized, int threads,
+                                 int slots = kFp8TokenSlots) {
   QuantizerLaunch q;
   if (format == ActFormat::fp8_token) {
     // The fewest warps per row that keep the row in registers (8 slots of 8 elements per lane;
@@ -224,7 +226,7 @@ QuantizerLaunch quantizer_launch(ActFormat format, int64_t rows, int64_t cols, b
     // NOTE: at most 8 warps per row (kThreads / 32) on larger CTAs too: the rule was measured there.
     const int max_warps_per_row = kThreads / 32;
     const int64_t vecs = vectorized ? cols / kVecElems : cols;
-    while (q.warps_per_row < max_warps_per_row && vecs > int64_t{q.warps_per_row} * 32 * kFp8TokenSlots)
+    while (q.warps_per_row < max_warps_per_row && vecs > int64_t{q.warps_per_row} * 32 * slots)
       q.warps_per_row *= 2;
     static const int64_t num_sms = current_device_info().num_sms;  // queried once, as grid_blocks
     auto blocks = [&](int warps_per_row) {
@@ -369,7 +371,7 @@ FoldedQuantizer fold_quantizer(ActFormat format, DType dtype, CUdeviceptr in, in
   FoldedQuantizer fold;
   const bool vectorized = check_quantizer(format, dtype, in, in_row_stride, rows, cols, out, scales, values_out);
   if (rows == 0) return fold;
-  const QuantizerLaunch q = quantizer_launch(format, rows, cols, vectorized, threads);
+  const QuantizerLaunch q = quantizer_launch(format, rows, cols, vectorized, threads, kFoldedFp8TokenSlots);
   // NOTE: as grid_blocks: at most a full GPU of these CTAs (2048 threads per SM); the bodies loop.
   static const int64_t num_sms = current_device_info().num_sms;
   fold.format = format;

@@ -25,6 +25,10 @@ struct FoldedQuantizerArgs {
 };
 static_assert(sizeof(FoldedQuantizerArgs) == 56, "the device struct's layout");
 
+// FP8 per-token vectors a lane of a folded quantizer keeps per pass (moeq_dev::FoldedQuantizerCfg::
+// kFp8Slots; the quantizer's own launch keeps 8).
+constexpr int kFoldedFp8TokenSlots = 2;
+
 struct FoldedQuantizer {
   ActFormat format = ActFormat::none;  // none: nothing folded
   DType dtype = DType::bf16;           // the input's (bf16, f16)

@@ -18,6 +18,7 @@ struct LaunchShape {
 
 template <typename... Args>
 void launch(CUfunction function, const LaunchShape& s, CUstream stream, const Args&... args) {
+  if (omitted_by_diagnostics(function)) return;
   void* params[] = {const_cast<void*>(static_cast<const void*>(&args))..., nullptr};
   const bool dependent = s.programmatic && programmatic_launch(function);
   if (s.cluster_z == 1 && !dependent) {

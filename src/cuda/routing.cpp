@@ -2,6 +2,7 @@
 #include "cuda/routing.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <mutex>
 #include <string>
@@ -179,7 +180,13 @@ FoldedQuantizerArgs add_fold(const FoldedQuantizer& fold, Config& config, Launch
   config.fold_format = fold.format;
   config.fold_values_out = fold.values_out;
   config.dtype = fold.dtype;
-  shape.grid_x += static_cast<unsigned>(fold.blocks);
+  // Timing diagnostics only (GEMM1's input is then never written): env MOEQ_DIAG_FOLD_CTAS=0 keeps
+  // the folded kernel but launches none of the quantizer's CTAs, to tell the two halves' times apart.
+  static const bool quantizer_ctas = [] {
+    const char* value = std::getenv("MOEQ_DIAG_FOLD_CTAS");
+    return value == nullptr || std::string(value) != "0";
+  }();
+  if (quantizer_ctas) shape.grid_x += static_cast<unsigned>(fold.blocks);
   return args;
 }
 

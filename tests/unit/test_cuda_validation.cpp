@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "api/cuda_backend.hpp"
+#include "cuda/driver.hpp"
 #include "moeq/error.hpp"
 
 namespace moeq {
@@ -132,6 +133,28 @@ TEST(CudaValidation, InputErrorBitsAreDescribed) {
   EXPECT_THAT(describe_input_errors(kInputErrorBadExpertMap), HasSubstr("expert_map value is outside [-1, num_experts)"));
   EXPECT_THAT(describe_input_errors(kInputErrorBatchedOverflow), HasSubstr("expert_num_tokens value is outside [0, "));
   EXPECT_THAT(describe_input_errors(kInputErrorBadTopkId | kInputErrorBatchedOverflow), HasSubstr("; "));
+}
+
+TEST(DiagOmit, ParsesNamesAndLaunchResidues) {
+  const auto rules = cuda::parse_diag_omit("moeq_activation,,moeq_moe_gemm@1%2");
+  ASSERT_EQ(rules.size(), 2u);
+  EXPECT_EQ(rules[0].name, "moeq_activation");
+  EXPECT_EQ(rules[0].modulus, 1);
+  EXPECT_EQ(rules[1].name, "moeq_moe_gemm");
+  EXPECT_EQ(rules[1].residue, 1);
+  EXPECT_EQ(rules[1].modulus, 2);
+  EXPECT_TRUE(cuda::parse_diag_omit("").empty());
+}
+
+TEST(DiagOmit, MalformedEntriesNameThemselves) {
+  for (const char* bad : {"moeq_moe_gemm@2%2", "moeq_moe_gemm@1", "moeq_moe_gemm@x%2", "moeq_moe_gemm@0%0"}) {
+    try {
+      cuda::parse_diag_omit(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), ::testing::HasSubstr(bad));
+    }
+  }
 }
 
 }  // namespace

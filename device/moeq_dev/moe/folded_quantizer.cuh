@@ -6,6 +6,7 @@
 // The generated RoutingCfg defines kFoldFormat (-1: none, else a QuantFormat), kFoldBf16 and
 // kFoldValuesOut.
 #include "moeq_dev/moe/quantize.cuh"
+#include "moeq_dev/moe/routing.cuh"
 
 namespace moeq_dev {
 
@@ -27,16 +28,41 @@ struct FoldedQuantizerCfg {
   static constexpr bool kDtypeIsBf16 = RoutingCfg::kFoldBf16;
   static constexpr bool kValuesOut = RoutingCfg::kFoldValuesOut;
   static constexpr int kThreads = RoutingCfg::kThreads;
+  // FP8 per token: 2 vectors a lane keeps per pass, not 8 (the host's kFoldedFp8TokenSlots).
+  // PERF: with 8, inline, the unrolled bodies shared the routing's 64 registers a thread (1024-thread
+  // CTAs): the folded route_fused spilled 56 bytes and its routing CTA alone took 13.4 us against the
+  // plain kernel's 6.6 at Qwen3 M = 1, half its cycles waiting for instruction fetches (ncu, cold);
+  // out of line, 8 slots spilled 116 bytes in the quantizer, 2 slots 0-20
+  // (bench/results/2026-12-03-h200-fold-codegen.md).
+  static constexpr int kFp8Slots = 2;
 };
 
+template <class RoutingCfg>
+__device__ __forceinline__ void folded_quantize_rows_inline(const FoldedQuantizerArgs& a) {
+  quantize_rows<FoldedQuantizerCfg<RoutingCfg>>(BufferSource{a.in, a.in_row_stride}, a.rows, a.cols, a.codes, a.scales,
+                                                a.vectorized, a.warps_per_row,
+                                                GridSlice{blockIdx.x - a.first_block, gridDim.x - a.first_block});
+}
+template <class RoutingCfg>
+__device__ __noinline__ void folded_quantize_rows_out_of_line(const FoldedQuantizerArgs& a) {
+  folded_quantize_rows_inline<RoutingCfg>(a);
+}
+
 // True on the quantizer's CTAs, once they are done: the caller returns. False on the routing's.
+// PERF: out of line where the routing half takes every register itself (route_fused: 63 of 64 at
+// 1024 threads), inline where it leaves room (route_count, route_chunk_count: 32). Qwen3-30B-A3B
+// MXFP4 x FP8 per token, step: out of line -1.75 us at M = 1 (route_fused) but +0.5 / +1.3 us at
+// M = 16 / 256 (route_count), where inline took -0.7 / -1.2 us (both against 8 slots inline;
+// bench/results/2026-12-03-h200-fold-codegen.md).
 template <class RoutingCfg>
 __device__ __forceinline__ bool run_folded_quantizer(const FoldedQuantizerArgs& a) {
   if constexpr (RoutingCfg::kFoldFormat >= 0) {
     if (blockIdx.x < a.first_block) return false;
-    quantize_rows<FoldedQuantizerCfg<RoutingCfg>>(BufferSource{a.in, a.in_row_stride}, a.rows, a.cols, a.codes,
-                                                  a.scales, a.vectorized, a.warps_per_row,
-                                                  GridSlice{blockIdx.x - a.first_block, gridDim.x - a.first_block});
+    if constexpr (RoutingCfg::kKernel == RoutingKernel::kRouteFused) {
+      folded_quantize_rows_out_of_line<RoutingCfg>(a);
+    } else {
+      folded_quantize_rows_inline<RoutingCfg>(a);
+    }
     return true;
   } else {
     return false;

@@ -232,8 +232,18 @@ __device__ __forceinline__ float div_rn_by_scale(float x, float s, float inv_s) 
 // amax pass and the encode pass (8 slots of 16 bytes = 32 registers), so the row is read from
 // DRAM once; longer rows (cols > 16384 at 8 warps) re-read it, mostly from L2.
 constexpr int kFp8TokenSlots = 8;
+// A Cfg's slots: kFp8Slots where it names them (the folded quantizer), else kFp8TokenSlots
+// (fp8_token_slots<Cfg>(0)).
+template <class Cfg>
+constexpr auto fp8_token_slots(int) -> decltype(Cfg::kFp8Slots, int()) {
+  return Cfg::kFp8Slots;
+}
+template <class Cfg>
+constexpr int fp8_token_slots(long) {
+  return kFp8TokenSlots;
+}
 
-template <bool kBf16, int kVec, int kThreads, bool kValues, class Source>
+template <bool kBf16, int kVec, int kThreads, bool kValues, int kSlots, class Source>
 __device__ __forceinline__ void quantize_fp8_token_rows(const Source& source, int rows, int cols, unsigned char* codes,
                                                         float* scales, int warps_per_row, GridSlice grid) {
   const CodeSink<QuantFormat::kFp8Token, kBf16, kValues> sink{codes};
@@ -245,7 +255,7 @@ __device__ __forceinline__ void quantize_fp8_token_rows(const Source& source, in
   // 46% of the warps' cycles waited for instruction fetches (ncu, Qwen3 M = 256: 13.3 us against
   // 5.8 for the activation alone; bench/results/2026-12-02-h200-quantizer-warps.md).
   constexpr bool kRolled = Source::kRolled && kVec == 8;
-  __shared__ uint4 staged[kRolled ? kFp8TokenSlots * kThreads : 1];
+  __shared__ uint4 staged[kRolled ? kSlots * kThreads : 1];
   __shared__ float partial_amax[kWarps];
   __shared__ unsigned partial_bits[kWarps];
   const int warp = threadIdx.x / 32;
@@ -254,7 +264,7 @@ __device__ __forceinline__ void quantize_fp8_token_rows(const Source& source, in
   const int group_threads = warps_per_row * 32;
   const int t = threadIdx.x - group * group_threads;
   const int num_vecs = cols / kVec;
-  const int pass_vecs = group_threads * kFp8TokenSlots;
+  const int pass_vecs = group_threads * kSlots;
   const int num_passes = (num_vecs + pass_vecs - 1) / pass_vecs;
 
   // NOTE: the loop bound is uniform over the block (every thread reaches each __syncthreads).
@@ -263,7 +273,7 @@ __device__ __forceinline__ void quantize_fp8_token_rows(const Source& source, in
     const long long row = row_base + group;
     const bool row_ok = row < rows;
     const long long row_elem = row * static_cast<long long>(cols);  // element index of the row's codes
-    HalfVec<kVec> slot[kRolled ? 1 : kFp8TokenSlots];
+    HalfVec<kVec> slot[kRolled ? 1 : kSlots];
     // Every vector of this thread's part of the row, in slot order: body(vector, index), the
     // vector read from memory on the first pass over the row (`first_read`) and on every pass of
     // a row longer than the slots hold, else kept in its slot (kRolled: its shared-memory slot).
@@ -280,14 +290,14 @@ __device__ __forceinline__ void quantize_fp8_token_rows(const Source& source, in
             if (v + group_threads < num_vecs)
               next = source.template fetch<kVec>(row, static_cast<long long>(v + group_threads) * kVec);
             const HalfVec<kVec> x = source.template from_inputs<kVec>(in);
-            if (i < kFp8TokenSlots) staged[i * kThreads + threadIdx.x] = x.raw;
+            if (i < kSlots) staged[i * kThreads + threadIdx.x] = x.raw;
             body(x, v);
           }
         } else if (row_ok) {
 #pragma unroll 1
           for (int i = 0; v < num_vecs; ++i, v += group_threads) {
             HalfVec<kVec> x;
-            if (i < kFp8TokenSlots) {
+            if (i < kSlots) {
               x.raw = staged[i * kThreads + threadIdx.x];
             } else {
               x = source.template load<kVec>(row, static_cast<long long>(v) * kVec);
@@ -298,7 +308,7 @@ __device__ __forceinline__ void quantize_fp8_token_rows(const Source& source, in
       } else {
         for (int pass = 0; pass < num_passes; ++pass) {
 #pragma unroll
-          for (int s = 0; s < kFp8TokenSlots; ++s) {
+          for (int s = 0; s < kSlots; ++s) {
             const int v = pass * pass_vecs + s * group_threads + t;
             if (row_ok && v < num_vecs) {
               if (first_read || num_passes > 1) slot[s] = source.template load<kVec>(row, static_cast<long long>(v) * kVec);
@@ -521,9 +531,11 @@ __device__ __forceinline__ void quantize_rows(const Source& source, int rows, in
   if constexpr (Cfg::kFormat == QuantFormat::kFp8Token) {
     float* s = static_cast<float*>(scales);
     if (vectorized) {
-      quantize_fp8_token_rows<kBf16, 8, Cfg::kThreads, kValues>(source, rows, cols, codes, s, warps_per_row, grid);
+      quantize_fp8_token_rows<kBf16, 8, Cfg::kThreads, kValues, fp8_token_slots<Cfg>(0)>(source, rows, cols, codes,
+                                                                                            s, warps_per_row, grid);
     } else {
-      quantize_fp8_token_rows<kBf16, 1, Cfg::kThreads, kValues>(source, rows, cols, codes, s, warps_per_row, grid);
+      quantize_fp8_token_rows<kBf16, 1, Cfg::kThreads, kValues, fp8_token_slots<Cfg>(0)>(source, rows, cols, codes,
+                                                                                            s, warps_per_row, grid);
     }
   } else {
     unsigned char* s = static_cast<unsigned char*>(scales);
