@@ -229,6 +229,16 @@ void put_tuning_entry(TuningTable& table, const TuningEntry& entry) {
   }
 }
 
+TuningTable update_tuning_table(const TuningTable& base, const std::vector<TunedPoint>& picks,
+                                const std::vector<int64_t>& gap_rows, int64_t top_k, const std::vector<int64_t>& samples) {
+  TuningTable table = base;
+  for (const int64_t rows : gap_rows) clear_tuning_rows(table, tuned_range_start(base, rows, top_k, samples), rows);
+  for (const TunedPoint& p : picks)
+    put_tuning_entry(table, {tuned_range_start(base, p.valid_shape_m, top_k, samples), p.valid_shape_m, p.block_m,
+                             p.gemm1_tile, p.gemm2_tile});
+  return table;
+}
+
 const std::vector<std::pair<std::string, TuningTable>>& shipped_tuning_tables() {
   static const auto* tables = [] {
     auto* v = new std::vector<std::pair<std::string, TuningTable>>();

@@ -41,6 +41,12 @@ void clear_tuning_rows(TuningTable& table, int64_t min_m, int64_t max_m);
 // neighbours with the same config joined.
 void put_tuning_entry(TuningTable& table, const TuningEntry& entry);
 
+// `moeq tune --update`'s result: `base` with each of `gap_rows` (a sampled valid_shape_m where the
+// planner's tiles beat the entry) left to the planner's rules and each pick put in, every one from its
+// tuned_range_start (against `base`, top_k and `samples`, the tune's sampled rows) up to its rows.
+TuningTable update_tuning_table(const TuningTable& base, const std::vector<TunedPoint>& picks,
+                                const std::vector<int64_t>& gap_rows, int64_t top_k, const std::vector<int64_t>& samples);
+
 // The shipped table (tuning/<arch>/*.json, embedded in the library) whose key is the layer's, else,
 // for quantized activations, the one whose key is the layer's with 16-bit activations (the same
 // GEMM tiles), or null. `arch` as "sm_90".

@@ -95,6 +95,9 @@ expect "tune --layout bad" 1 '--layout = "sideways" is not indexed, contiguous o
 echo '{"arch": "sm_90", "key": "E=8 some other layer", "entries": []}' >"$tmp/other_layer.json"
 expect "tune --update of another layer" 1 'is the table of "E=8 some other layer", not of this layer' -- \
   "$moeq" tune --preset tiny --update "$tmp/other_layer.json"
+expect "tune --update illegal" 1 "--update $tmp/mismatched.json cannot serve .*block_m = 16" -- \
+  "$moeq" tune --preset tiny --update "$tmp/mismatched.json"
+expect "tune -M 0" 1 "--tokens: M = 0 is not a token count" -- "$moeq" tune --preset tiny -M 4 0
 # Without a device `moeq tune` says so (with one it would tune: not here).
 if "$moeq" info 2>/dev/null | grep -q "cuda (no CUDA device"; then
   expect "tune needs a device" 1 "moeq tune needs a CUDA device" -- "$moeq" tune --preset tiny

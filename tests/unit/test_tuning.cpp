@@ -256,6 +256,32 @@ TEST(Tuning, UpdatePutsAPickBetweenTheSamplesBelowIt) {
 // `moeq compile --tuning` compiles each entry's GEMM1 tile for w13 and GEMM2 tile for w2 (and a wgmma
 // tile's mma.sync stand-in). (N, K and the bias are run-time values, so a tile's kernel text is
 // usually the same for both GEMMs: only coverage is checked.)
+TEST(Tuning, UpdateLeavesGapsAndPutsPicksFromTheSampleBelow) {
+  TuningTable base;
+  base.entries = {{0, 16, 8, "8x32/1x1x4/4/o4/r", "8x32/1x1x4/2/r"},
+                  {16, 64, 8, "8x128/1x4x1/4/o4/r", "8x256/1x8x1/4/r"},
+                  {64, 512, 16, "16x128/1x4x1/2/r", "16x128/1x4x1/4"}};
+  const int64_t top_k = 8;
+  // The tune sampled rows 24, 48 and 256: 48 became a gap, 256 a pick; 24 kept the table's entry.
+  const std::vector<plan::TunedPoint> picks = {{256, 24, "24x128/1x4x1/4/r", "24x128/1x4x1/4/r"}};
+  const TuningTable t = plan::update_tuning_table(base, picks, {48}, top_k, {24, 48, 256});
+  // 48's range starts at 32 (4 x 8), 256's at 128 (16 x 8); the rest of each entry stays.
+  const std::vector<std::pair<int64_t, int64_t>> expected = {{0, 16},   {16, 32},   {48, 64},
+                                                             {64, 128}, {128, 256}, {256, 512}};
+  ASSERT_EQ(t.entries.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(t.entries[i].min_m, expected[i].first) << i;
+    EXPECT_EQ(t.entries[i].max_m, expected[i].second) << i;
+  }
+  EXPECT_EQ(t.find(40), nullptr);  // the gap: the planner's rules
+  EXPECT_EQ(t.entries[1].gemm1_tile, "8x128/1x4x1/4/o4/r");
+  EXPECT_EQ(t.entries[2].gemm1_tile, "8x128/1x4x1/4/o4/r");
+  EXPECT_EQ(t.entries[4].block_m, 24);
+  EXPECT_EQ(t.entries[5].gemm2_tile, "16x128/1x4x1/4");
+  // No picks, no gaps: the table as it was.
+  EXPECT_EQ(plan::update_tuning_table(base, {}, {}, top_k, {24}).to_json(), base.to_json());
+}
+
 TEST(Tuning, TunedKernelSpecsFollowEachGemm) {
   const ExpertsDesc d = qwen3_mxfp4();
   TuningTable t;

@@ -109,6 +109,8 @@ int run_tune(const TuneArgs& a) {
       throw Error("--layout = \"" + a.layout + "\" is not indexed, contiguous or masked");
     layout = *parsed;
   }
+  for (const int64_t M : a.tokens)
+    if (M < 1) throw Error("--tokens: M = " + std::to_string(M) + " is not a token count (at least 1)");
   const io::Preset& preset = io::find_preset(a.preset);
   ExpertsDesc d = preset.desc;
   const std::string scheme = a.scheme.empty() ? preset.default_scheme : a.scheme;
@@ -127,6 +129,10 @@ int run_tune(const TuneArgs& a) {
       throw Error("--update " + a.update + " serves " +
                   (base->layout == Layout::auto_select ? std::string("every layout") : std::string(to_string(base->layout))) +
                   ", not what --layout times; give the same --layout");
+    Options table_options;
+    table_options.tuning = *base;
+    if (const auto reasons = plan::tuning_reasons(d, table_options); !reasons.empty())
+      throw Error("--update " + a.update + " cannot serve " + d.to_string() + ": " + reasons.front());
   }
   require_cuda_device("tune");
   Options cuda_options;
@@ -135,6 +141,9 @@ int run_tune(const TuneArgs& a) {
     throw Error("cannot run " + d.to_string() + " on the GPU: " + reasons.front());
   cuda::ensure_context();
   const auto info = cuda::current_device_info();
+  const std::string arch = "sm_" + std::to_string(info.cc_major) + std::to_string(info.cc_minor);
+  if (base && !base->arch.empty() && base->arch != arch)
+    throw Error("--update " + a.update + " was tuned on " + base->arch + ", this GPU is " + arch);
   cuda::Stream stream;
 
   // Candidates legal for both GEMMs, once each as this device runs them.
@@ -223,7 +232,9 @@ int run_tune(const TuneArgs& a) {
     // With --update, where the planner's tiles beat the table's entry by as much, its rows become a gap.
     const bool to_gap = !keep_tuned && old_entry != nullptr &&
                         100.0 * (table_us - planner_us) / table_us >= a.min_gain_pct;
-    const char* kept = keep_tuned ? "tuned" : to_gap ? "planner (gap)" : table_us < planner_us ? "table" : "planner";
+    // NOTE: with --update the table's entry stays unless one of the other two beat it (a planner within
+    // --min-gain of it does not), and rows past its ranges are the planner's already.
+    const char* kept = keep_tuned ? "tuned" : to_gap ? "planner (gap)" : old_entry != nullptr ? "table" : "planner";
     char table_text[32] = "-";
     if (old_entry != nullptr) std::snprintf(table_text, sizeof table_text, "%.2f", table_us);
     std::fprintf(stderr, "%6lld %8lld %6lld  %-22s %9.2f  %-22s %9.2f  %9.2f %9s %9.2f %6.1f%%  %s\n",
@@ -241,17 +252,11 @@ int run_tune(const TuneArgs& a) {
 
   TuningTable table = plan::tuning_table_from_points(points);
   if (base) {
-    // Each pick takes the rows from the nearest sample or range end below its own (tuned_range_start).
     std::vector<int64_t> sampled;
     for (const int64_t M : a.tokens) sampled.push_back(plan::valid_shape_m(d, M));
-    table = *base;
-    for (const int64_t rows : gap_rows)
-      plan::clear_tuning_rows(table, plan::tuned_range_start(*base, rows, d.top_k, sampled), rows);
-    for (const plan::TunedPoint& p : points)
-      plan::put_tuning_entry(table, {plan::tuned_range_start(*base, p.valid_shape_m, d.top_k, sampled), p.valid_shape_m,
-                                     p.block_m, p.gemm1_tile, p.gemm2_tile});
+    table = plan::update_tuning_table(*base, points, gap_rows, d.top_k, sampled);
   }
-  table.arch = "sm_" + std::to_string(info.cc_major) + std::to_string(info.cc_minor);
+  table.arch = arch;
   table.layer = preset.name + " " + scheme;
   table.key = d.tuning_key();
   if (!a.layout.empty()) table.layout = layout;
@@ -288,7 +293,8 @@ Action add_tune_command(CLI::App& app) {
   cmd->add_option("--iterations", a->iterations, "Launches per timed trial")->capture_default_str();
   cmd->add_option("--trials", a->trials, "Timed trials (the median is taken)")->capture_default_str();
   cmd->add_option("--confirm-rounds", a->confirm_rounds,
-                  "Rounds timing the pick and the planner's tiles alternately after the search (medians compared)")
+                  "Rounds timing the pick, the planner's tiles and with --update the table's entry alternately after "
+                  "the search (medians compared)")
       ->capture_default_str();
   cmd->add_option("--min-gain", a->min_gain_pct,
                   "Keep the pick only when it beats the planner's tiles (and with --update the table's entry) by this "
