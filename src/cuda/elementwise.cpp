@@ -4,6 +4,7 @@
 #include <array>
 #include <atomic>
 #include <climits>
+#include <cstdlib>
 #include <string>
 
 #include "cuda/folded_quantizer.hpp"
@@ -329,7 +330,21 @@ void launch_activation_quantizer(const ActivationParams& params, bool interleave
   const bool vectorized = intermediate % kVecElems == 0 && aligned(gate_up, 16) && aligned(out, store_bytes);
   if (rows * intermediate / (vectorized ? kVecElems : 1) >= (int64_t{1} << 31))
     throw Error(name + ": rows * intermediate = " + str(rows * intermediate) + " is too large");
-  const QuantizerLaunch q = quantizer_launch(format, rows, intermediate, vectorized, kThreads);
+  QuantizerLaunch q = quantizer_launch(format, rows, intermediate, vectorized, kThreads);
+  // Timing diagnostics: env MOEQ_DIAG_ACTQ_WARPS (1, 2, 4 or 8; read once) sets the FP8 per-token
+  // warps per row of this launch instead of quantizer_launch's rule (the results stay exact).
+  static const int forced_warps = [] {
+    const char* value = std::getenv("MOEQ_DIAG_ACTQ_WARPS");
+    const int w = value == nullptr ? 0 : std::atoi(value);
+    if (value != nullptr && w != 1 && w != 2 && w != 4 && w != 8)
+      throw Error("MOEQ_DIAG_ACTQ_WARPS = '" + std::string(value) + "' is not 1, 2, 4 or 8");
+    return w;
+  }();
+  if (forced_warps > 0 && format == ActFormat::fp8_token) {
+    q.warps_per_row = forced_warps;
+    const int64_t rows_per_block = kThreads / 32 / forced_warps;
+    q.work_blocks = (rows + rows_per_block - 1) / rows_per_block;
+  }
   static std::array<std::atomic<CUfunction>, 9 * 2 * 2 * 3 * 2> functions{};
   const size_t index =
       (activation_index(params.kind, interleaved, dtype) * 3 + static_cast<size_t>(format) - 1) * 2 + (values_out ? 1 : 0);
