@@ -210,28 +210,37 @@ const char* function_name(CUfunction function, const char* knob) {
 }  // namespace
 
 std::vector<DiagOmitRule> parse_diag_omit(const std::string& list) {
+  // A whole non-negative decimal number (digits only), else -1.
+  const auto number = [](const std::string& text) -> long long {
+    if (text.empty() || text.size() > 12 || text.find_first_not_of("0123456789") != std::string::npos) return -1;
+    return std::stoll(text);
+  };
   std::vector<DiagOmitRule> rules;
   size_t start = 0;
   while (start <= list.size()) {
     const size_t end = std::min(list.find(',', start), list.size());
-    const std::string entry = list.substr(start, end - start);
+    std::string entry = list.substr(start, end - start);
     start = end + 1;
-    if (entry.empty()) continue;
+    const size_t first = entry.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    entry = entry.substr(first, entry.find_last_not_of(" \t") - first + 1);
+    const auto bad = [&] {
+      return Error("MOEQ_DIAG_OMIT entry '" + entry + "': expected NAME or NAME@I%N with 0 <= I < N, each name once");
+    };
     DiagOmitRule rule;
     const size_t at = entry.find('@');
     rule.name = entry.substr(0, at);
+    if (rule.name.empty()) throw bad();
     if (at != std::string::npos) {
       const std::string when = entry.substr(at + 1);
       const size_t percent = when.find('%');
-      char* rest = nullptr;
-      if (percent != std::string::npos) {
-        rule.residue = std::strtoll(when.c_str(), &rest, 10);
-        rule.modulus = std::strtoll(when.c_str() + percent + 1, nullptr, 10);
-      }
-      if (percent == std::string::npos || rest != when.c_str() + percent || rule.modulus < 1 || rule.residue < 0 ||
-          rule.residue >= rule.modulus)
-        throw Error("MOEQ_DIAG_OMIT entry '" + entry + "': expected NAME or NAME@I%N with 0 <= I < N");
+      if (percent == std::string::npos) throw bad();
+      rule.residue = number(when.substr(0, percent));
+      rule.modulus = number(when.substr(percent + 1));
+      if (rule.residue < 0 || rule.modulus < 1 || rule.residue >= rule.modulus) throw bad();
     }
+    for (const DiagOmitRule& other : rules)
+      if (other.name == rule.name) throw bad();
     rules.push_back(rule);
   }
   return rules;

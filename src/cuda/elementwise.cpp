@@ -215,7 +215,7 @@ QuantizerLaunch quantizer_launch(ActFormat format, int64_t rows, int64_t cols, b
                                  int slots = kFp8TokenSlots) {
   QuantizerLaunch q;
   if (format == ActFormat::fp8_token) {
-    // The fewest warps per row that keep the row in registers (8 slots of 8 elements per lane;
+    // The fewest warps per row that keep the row in registers (`slots` vectors of 8 elements a lane;
     // longer rows use all 8 warps and re-read from L2); then, while the grid is short of one block
     // per SM, twice the warps per row while the row has more vectors than the group has lanes.
     // PERF: with the first rule alone a lane of a short grid ran up to 8 unrolled slot bodies in
@@ -335,10 +335,12 @@ void launch_activation_quantizer(const ActivationParams& params, bool interleave
   // warps per row of this launch instead of quantizer_launch's rule (the results stay exact).
   static const int forced_warps = [] {
     const char* value = std::getenv("MOEQ_DIAG_ACTQ_WARPS");
-    const int w = value == nullptr ? 0 : std::atoi(value);
-    if (value != nullptr && w != 1 && w != 2 && w != 4 && w != 8)
+    if (value == nullptr) return 0;
+    char* end = nullptr;
+    const long w = std::strtol(value, &end, 10);
+    if (end == value || *end != '\0' || (w != 1 && w != 2 && w != 4 && w != 8))
       throw Error("MOEQ_DIAG_ACTQ_WARPS = '" + std::string(value) + "' is not 1, 2, 4 or 8");
-    return w;
+    return static_cast<int>(w);
   }();
   if (forced_warps > 0 && format == ActFormat::fp8_token) {
     q.warps_per_row = forced_warps;

@@ -25,8 +25,8 @@ struct FoldedQuantizerArgs {
 };
 static_assert(sizeof(FoldedQuantizerArgs) == 56, "the device struct's layout");
 
-// FP8 per-token vectors a lane of a folded quantizer keeps per pass (moeq_dev::FoldedQuantizerCfg::
-// kFp8Slots; the quantizer's own launch keeps 8).
+// FP8 per-token vectors a lane of a folded quantizer keeps per pass (the generated RoutingCfg's
+// kFoldFp8Slots, moeq_dev::FoldedQuantizerCfg; the quantizer's own launch keeps 8).
 constexpr int kFoldedFp8TokenSlots = 2;
 
 struct FoldedQuantizer {

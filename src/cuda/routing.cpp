@@ -8,6 +8,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "cuda/folded_quantizer.hpp"
 #include "cuda/launch.hpp"
 #include "moeq/error.hpp"
 
@@ -117,6 +118,8 @@ jit::KernelSpec spec_of(const Config& config) {
   source += "  static constexpr bool kFoldBf16 = " + std::string(fold && config.dtype == DType::bf16 ? "true" : "false") +
             ";\n";
   source += "  static constexpr bool kFoldValuesOut = " + std::string(fold && config.fold_values_out ? "true" : "false") +
+            ";\n";
+  source += "  static constexpr int kFoldFp8Slots = " + std::to_string(kFoldedFp8TokenSlots) +
             ";\n};\n#include \"moeq_dev/kernels/routing.cuh\"\n";
   return jit::KernelSpec{entry_of(config.kernel), source};
 }

@@ -106,8 +106,10 @@ TEST(FoldedQuantizerGpu, EqualsTheQuantizersOwnLaunchOnEveryRoutingPath) {
   SKIP_WITHOUT_DEVICE();
   cu::Stream stream;
   // rows 1: the fused path's size; 7: odd; 129: count + scatter; 1600 (6400 slots): the chunked
-  // path's size. cols 2048 / 2880: the 16-byte path; stride cols + 3: the scalar path.
-  const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 2048}, {7, 2880}, {129, 2048}, {1600, 2048}};
+  // path's size. cols 2048 / 2880: the 16-byte path; stride cols + 3: the scalar path; 7168 / 5120:
+  // rows longer than the folded FP8 per-token quantizer's 2 slots a lane hold (several passes).
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 2048},    {7, 2880},  {129, 2048},
+                                                           {1600, 2048}, {7, 7168}, {129, 5120}};
   int seed = 0;
   for (const DType dtype : {DType::bf16, DType::f16})
     for (const ActFormat format : {ActFormat::fp8_token, ActFormat::mxfp8, ActFormat::mxfp4})

@@ -136,7 +136,7 @@ TEST(CudaValidation, InputErrorBitsAreDescribed) {
 }
 
 TEST(DiagOmit, ParsesNamesAndLaunchResidues) {
-  const auto rules = cuda::parse_diag_omit("moeq_activation,,moeq_moe_gemm@1%2");
+  const auto rules = cuda::parse_diag_omit("moeq_activation,, moeq_moe_gemm@1%2 ");
   ASSERT_EQ(rules.size(), 2u);
   EXPECT_EQ(rules[0].name, "moeq_activation");
   EXPECT_EQ(rules[0].modulus, 1);
@@ -147,7 +147,8 @@ TEST(DiagOmit, ParsesNamesAndLaunchResidues) {
 }
 
 TEST(DiagOmit, MalformedEntriesNameThemselves) {
-  for (const char* bad : {"moeq_moe_gemm@2%2", "moeq_moe_gemm@1", "moeq_moe_gemm@x%2", "moeq_moe_gemm@0%0"}) {
+  for (const char* bad : {"moeq_moe_gemm@2%2", "moeq_moe_gemm@1", "moeq_moe_gemm@x%2", "moeq_moe_gemm@0%0",
+                          "moeq_moe_gemm@%2", "moeq_moe_gemm@0%2junk", "@0%2"}) {
     try {
       cuda::parse_diag_omit(bad);
       ADD_FAILURE() << bad << " was accepted";
@@ -155,6 +156,17 @@ TEST(DiagOmit, MalformedEntriesNameThemselves) {
       EXPECT_THAT(e.what(), ::testing::HasSubstr(bad));
     }
   }
+  // A name given twice: the second entry is named.
+  EXPECT_THROW(
+      {
+        try {
+          cuda::parse_diag_omit("moeq_x,moeq_x@0%2");
+        } catch (const Error& e) {
+          EXPECT_THAT(e.what(), ::testing::HasSubstr("'moeq_x@0%2'"));
+          throw;
+        }
+      },
+      Error);
 }
 
 }  // namespace

@@ -253,9 +253,6 @@ TEST(Tuning, UpdatePutsAPickBetweenTheSamplesBelowIt) {
   EXPECT_TRUE(plan::tuning_reasons(qwen3_mxfp4(), o).empty());
 }
 
-// `moeq compile --tuning` compiles each entry's GEMM1 tile for w13 and GEMM2 tile for w2 (and a wgmma
-// tile's mma.sync stand-in). (N, K and the bias are run-time values, so a tile's kernel text is
-// usually the same for both GEMMs: only coverage is checked.)
 TEST(Tuning, UpdateLeavesGapsAndPutsPicksFromTheSampleBelow) {
   TuningTable base;
   base.entries = {{0, 16, 8, "8x32/1x1x4/4/o4/r", "8x32/1x1x4/2/r"},
@@ -282,6 +279,9 @@ TEST(Tuning, UpdateLeavesGapsAndPutsPicksFromTheSampleBelow) {
   EXPECT_EQ(plan::update_tuning_table(base, {}, {}, top_k, {24}).to_json(), base.to_json());
 }
 
+// `moeq compile --tuning` compiles each entry's GEMM1 tile for w13 and GEMM2 tile for w2 (and a wgmma
+// tile's mma.sync stand-in). (N, K and the bias are run-time values, so a tile's kernel text is
+// usually the same for both GEMMs: only coverage is checked.)
 TEST(Tuning, TunedKernelSpecsFollowEachGemm) {
   const ExpertsDesc d = qwen3_mxfp4();
   TuningTable t;

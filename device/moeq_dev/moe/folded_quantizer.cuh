@@ -3,8 +3,8 @@
 // (kernels/routing.cuh): the CTAs from `first_block` on quantize GEMM1's input while the ones
 // before it route. The two read and write disjoint buffers, so they need no order between them,
 // and the step saves the quantizer's own kernel boundary (src/cuda/routing.hpp, FoldedQuantizer).
-// The generated RoutingCfg defines kFoldFormat (-1: none, else a QuantFormat), kFoldBf16 and
-// kFoldValuesOut.
+// The generated RoutingCfg defines kFoldFormat (-1: none, else a QuantFormat), kFoldBf16,
+// kFoldValuesOut and kFoldFp8Slots.
 #include "moeq_dev/moe/quantize.cuh"
 #include "moeq_dev/moe/routing.cuh"
 
@@ -28,13 +28,14 @@ struct FoldedQuantizerCfg {
   static constexpr bool kDtypeIsBf16 = RoutingCfg::kFoldBf16;
   static constexpr bool kValuesOut = RoutingCfg::kFoldValuesOut;
   static constexpr int kThreads = RoutingCfg::kThreads;
-  // FP8 per token: 2 vectors a lane keeps per pass, not 8 (the host's kFoldedFp8TokenSlots).
+  // FP8 per token: the vectors a lane keeps per pass, 2 rather than the quantizer's own 8 (the host's
+  // kFoldedFp8TokenSlots, written into RoutingCfg).
   // PERF: with 8, inline, the unrolled bodies shared the routing's 64 registers a thread (1024-thread
   // CTAs): the folded route_fused spilled 56 bytes and its routing CTA alone took 13.4 us against the
   // plain kernel's 6.6 at Qwen3 M = 1, half its cycles waiting for instruction fetches (ncu, cold);
   // out of line, 8 slots spilled 116 bytes in the quantizer, 2 slots 0-20
   // (bench/results/2026-12-03-h200-fold-codegen.md).
-  static constexpr int kFp8Slots = 2;
+  static constexpr int kFp8Slots = RoutingCfg::kFoldFp8Slots;
 };
 
 template <class RoutingCfg>

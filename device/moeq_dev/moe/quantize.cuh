@@ -229,8 +229,9 @@ __device__ __forceinline__ float div_rn_by_scale(float x, float s, float inv_s) 
 
 // ---- FP8 per token: a group of `warps_per_row` warps owns a row ----
 // PERF: a row of up to kSlots * 8 * 32 * warps_per_row elements stays in registers between the
-// amax pass and the encode pass (8 slots of 16 bytes = 32 registers), so the row is read from
-// DRAM once; longer rows (cols > 16384 at 8 warps) re-read it, mostly from L2.
+// amax pass and the encode pass (8 slots of 16 bytes = 32 registers; the folded quantizer keeps 2),
+// so the row is read from DRAM once; longer rows (cols > 16384 at 8 warps and 8 slots, > 4096 at 2)
+// re-read it, mostly from L2.
 constexpr int kFp8TokenSlots = 8;
 // A Cfg's slots: kFp8Slots where it names them (the folded quantizer), else kFp8TokenSlots
 // (fp8_token_slots<Cfg>(0)).
@@ -283,6 +284,9 @@ __device__ __forceinline__ void quantize_fp8_token_rows(const Source& source, in
         int v = t;
         if (row_ok && v < num_vecs && first_read) {
           // The next vector's inputs load while this one's activation is computed.
+          // PERF: two ahead instead (Qwen3 M = 256: 3 vectors a lane, one warp a row, 22.9% occupancy)
+          // the kernel took 8.3 us against 7.7 and the steps +0.2-0.5% at M = 256-4096 (ncu and B N N B,
+          // bench/results/2026-12-03-h200-fold-codegen.md, call 8).
           ActivationInputs<kVec> next = source.template fetch<kVec>(row, static_cast<long long>(v) * kVec);
 #pragma unroll 1
           for (int i = 0; v < num_vecs; ++i, v += group_threads) {
