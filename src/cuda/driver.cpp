@@ -209,6 +209,19 @@ const char* function_name(CUfunction function, const char* knob) {
 
 }  // namespace
 
+std::vector<std::string> parse_kernel_names(const std::string& list) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t end = std::min(list.find(',', start), list.size());
+    const std::string entry = list.substr(start, end - start);
+    start = end + 1;
+    const size_t first = entry.find_first_not_of(" \t");
+    if (first != std::string::npos) names.push_back(entry.substr(first, entry.find_last_not_of(" \t") - first + 1));
+  }
+  return names;
+}
+
 std::vector<DiagOmitRule> parse_diag_omit(const std::string& list) {
   // A whole non-negative decimal number (digits only), else -1.
   const auto number = [](const std::string& text) -> long long {
@@ -216,14 +229,7 @@ std::vector<DiagOmitRule> parse_diag_omit(const std::string& list) {
     return std::stoll(text);
   };
   std::vector<DiagOmitRule> rules;
-  size_t start = 0;
-  while (start <= list.size()) {
-    const size_t end = std::min(list.find(',', start), list.size());
-    std::string entry = list.substr(start, end - start);
-    start = end + 1;
-    const size_t first = entry.find_first_not_of(" \t");
-    if (first == std::string::npos) continue;
-    entry = entry.substr(first, entry.find_last_not_of(" \t") - first + 1);
+  for (const std::string& entry : parse_kernel_names(list)) {
     const auto bad = [&] {
       return Error("MOEQ_DIAG_OMIT entry '" + entry + "': expected NAME or NAME@I%N with 0 <= I < N, each name once");
     };
@@ -262,21 +268,17 @@ bool programmatic_launch() {
 
 bool programmatic_launch(CUfunction function) {
   if (!programmatic_launch()) return false;
-  static const std::string skip = [] {
+  static const std::vector<std::string> skip = [] {
     const char* value = std::getenv("MOEQ_PDL_SKIP");
-    std::string list;
-    if (value != nullptr) list.append(",").append(value).append(",");
-    return list;
+    return parse_kernel_names(value == nullptr ? "" : value);
   }();
   if (skip.empty()) return true;
   static std::mutex mutex;
   static std::unordered_map<CUfunction, bool> verdicts;
   const std::lock_guard<std::mutex> lock(mutex);
   if (const auto known = verdicts.find(function); known != verdicts.end()) return known->second;
-  const char* name = function_name(function, "MOEQ_PDL_SKIP");
-  std::string needle(",");
-  needle.append(name).append(",");
-  const bool dependent = skip.find(needle) == std::string::npos;
+  const std::string name = function_name(function, "MOEQ_PDL_SKIP");
+  const bool dependent = std::find(skip.begin(), skip.end(), name) == skip.end();
   verdicts.emplace(function, dependent);
   return dependent;
 }

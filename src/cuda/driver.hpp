@@ -171,6 +171,9 @@ struct DiagOmitRule {
   std::string name;
   long long residue = 0, modulus = 1;  // modulus 1: every launch
 };
+// A comma-separated list of kernel entry names (MOEQ_PDL_SKIP, MOEQ_DIAG_OMIT): each trimmed of
+// spaces and tabs, empty entries skipped.
+std::vector<std::string> parse_kernel_names(const std::string& list);
 // MOEQ_DIAG_OMIT's value as rules (empty entries skipped); moeq::Error naming a malformed entry.
 std::vector<DiagOmitRule> parse_diag_omit(const std::string& list);
 

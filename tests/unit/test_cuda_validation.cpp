@@ -135,6 +135,13 @@ TEST(CudaValidation, InputErrorBitsAreDescribed) {
   EXPECT_THAT(describe_input_errors(kInputErrorBadTopkId | kInputErrorBatchedOverflow), HasSubstr("; "));
 }
 
+TEST(DiagOmit, KernelNameListsAreTrimmed) {
+  EXPECT_EQ(cuda::parse_kernel_names(" moeq_activation_quantize ,,\tmoeq_topk_reduce"),
+            (std::vector<std::string>{"moeq_activation_quantize", "moeq_topk_reduce"}));
+  EXPECT_TRUE(cuda::parse_kernel_names("").empty());
+  EXPECT_TRUE(cuda::parse_kernel_names(" , ").empty());
+}
+
 TEST(DiagOmit, ParsesNamesAndLaunchResidues) {
   const auto rules = cuda::parse_diag_omit("moeq_activation,, moeq_moe_gemm@1%2 ");
   ASSERT_EQ(rules.size(), 2u);
