@@ -1,7 +1,6 @@
 #include "api/cuda_backend.hpp"
 
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "cuda/driver.hpp"
@@ -31,10 +30,7 @@ void require(const void* p, const char* name, int64_t align) {
 // -0.3%, but M = 4096 (chunked routing) +1.0% (902 against 893 us).
 // Env MOEQ_FOLD=0 (read once) launches the quantizer on its own instead, for measuring the fold.
 bool fold_gemm1_quantizer(const cuda::RouteIds& ids, CUdeviceptr chunk_counts) {
-  static const bool enabled = [] {
-    const char* value = std::getenv("MOEQ_FOLD");
-    return value == nullptr || std::string(value) != "0";
-  }();
+  static const bool enabled = !cuda::env_is_zero("MOEQ_FOLD");
   return enabled && !cuda::takes_chunked_path(ids, chunk_counts);
 }
 

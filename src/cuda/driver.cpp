@@ -252,10 +252,14 @@ std::vector<DiagOmitRule> parse_diag_omit(const std::string& list) {
   return rules;
 }
 
+bool env_is_zero(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && std::string(value) == "0";
+}
+
 bool programmatic_launch() {
   static const bool enabled = [] {
-    const char* value = std::getenv("MOEQ_PDL");
-    if (value != nullptr && std::string(value) == "0") return false;
+    if (env_is_zero("MOEQ_PDL")) return false;
     // NOTE: the kernels are compiled for the device's own arch (jit/compiler.cpp), so on sm_90 every
     // loaded kernel holds the griddepcontrol.wait the attribute relies on. Stream capture keeps the
     // programmatic edges from driver 12.3 (CUDA 12.3 release notes); older drivers launch without.

@@ -157,6 +157,9 @@ DeviceInfo current_device_info();
 // on sm_90 and later with a driver of CUDA 12.3 or later, unless env MOEQ_PDL is 0 (read once; for
 // measuring the launch gaps it hides).
 bool programmatic_launch();
+// Whether environment variable `name` is exactly "0" (the knobs that switch something off:
+// MOEQ_PDL, MOEQ_FOLD, MOEQ_DIAG_FOLD_CTAS); callers read it once.
+bool env_is_zero(const char* name);
 // programmatic_launch() for one kernel: false too where env MOEQ_PDL_SKIP (comma-separated entry
 // names, e.g. moeq_activation_quantize) names it, so that kernel starts only after the one before it
 // has finished (docs/env.md; for measuring which boundaries programmatic dependent launch helps).

@@ -2,7 +2,6 @@
 #include "cuda/routing.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
 #include <mutex>
 #include <string>
@@ -185,10 +184,7 @@ FoldedQuantizerArgs add_fold(const FoldedQuantizer& fold, Config& config, Launch
   config.dtype = fold.dtype;
   // Timing diagnostics only (GEMM1's input is then never written): env MOEQ_DIAG_FOLD_CTAS=0 keeps
   // the folded kernel but launches none of the quantizer's CTAs, to tell the two halves' times apart.
-  static const bool quantizer_ctas = [] {
-    const char* value = std::getenv("MOEQ_DIAG_FOLD_CTAS");
-    return value == nullptr || std::string(value) != "0";
-  }();
+  static const bool quantizer_ctas = !env_is_zero("MOEQ_DIAG_FOLD_CTAS");
   if (quantizer_ctas) shape.grid_x += static_cast<unsigned>(fold.blocks);
   return args;
 }
