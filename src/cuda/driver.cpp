@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <algorithm>
 
+#include <cerrno>
 #include <cstdlib>
 #include <initializer_list>
 #include <mutex>
@@ -255,6 +256,19 @@ std::vector<DiagOmitRule> parse_diag_omit(const std::string& list) {
 bool env_is_zero(const char* name) {
   const char* value = std::getenv(name);
   return value != nullptr && std::string(value) == "0";
+}
+
+long env_integer(const char* name, long min, long max, long fallback) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(value, &end, 10);
+  const bool starts_as_integer = (value[0] >= '0' && value[0] <= '9') || value[0] == '-';  // strtol skips spaces
+  if (!starts_as_integer || end == value || *end != '\0' || errno == ERANGE || v < min || v > max)
+    throw Error(std::string(name) + " = '" + value + "' is not an integer in [" + std::to_string(min) + ", " +
+                std::to_string(max) + "]");
+  return v;
 }
 
 bool programmatic_launch() {

@@ -160,6 +160,9 @@ bool programmatic_launch();
 // Whether environment variable `name` is exactly "0" (the knobs that switch something off:
 // MOEQ_PDL, MOEQ_FOLD, MOEQ_DIAG_FOLD_CTAS); callers read it once.
 bool env_is_zero(const char* name);
+// Environment variable `name` as a whole decimal integer in [min, max]; `fallback` where it is unset.
+// Anything else (junk, out of range) throws an Error naming the variable and its value.
+long env_integer(const char* name, long min, long max, long fallback);
 // programmatic_launch() for one kernel: false too where env MOEQ_PDL_SKIP (comma-separated entry
 // names, e.g. moeq_activation_quantize) names it, so that kernel starts only after the one before it
 // has finished (docs/env.md; for measuring which boundaries programmatic dependent launch helps).

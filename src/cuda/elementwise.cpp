@@ -331,17 +331,20 @@ void launch_activation_quantizer(const ActivationParams& params, bool interleave
   if (rows * intermediate / (vectorized ? kVecElems : 1) >= (int64_t{1} << 31))
     throw Error(name + ": rows * intermediate = " + str(rows * intermediate) + " is too large");
   QuantizerLaunch q = quantizer_launch(format, rows, intermediate, vectorized, kThreads);
-  // Timing diagnostics: env MOEQ_DIAG_ACTQ_WARPS (1, 2, 4 or 8; read once) sets the FP8 per-token
-  // warps per row of this launch instead of quantizer_launch's rule (the results stay exact).
+  // Timing diagnostics (docs/env.md; each read once, the results stay exact): MOEQ_DIAG_ACTQ_WARPS (1, 2,
+  // 4 or 8) sets the FP8 per-token warps per row instead of quantizer_launch's rule; MOEQ_DIAG_ACTQ_PDL=1
+  // launches with programmatic stream serialization; MOEQ_DIAG_ACTQ_SMEM adds that many bytes of unused
+  // dynamic shared memory to each CTA (fewer CTAs fit an SM); MOEQ_DIAG_ACTQ_GRID caps the grid (the
+  // kernel loops over rows).
   static const int forced_warps = [] {
-    const char* value = std::getenv("MOEQ_DIAG_ACTQ_WARPS");
-    if (value == nullptr) return 0;
-    char* end = nullptr;
-    const long w = std::strtol(value, &end, 10);
-    if (end == value || *end != '\0' || (w != 1 && w != 2 && w != 4 && w != 8))
-      throw Error("MOEQ_DIAG_ACTQ_WARPS = '" + std::string(value) + "' is not 1, 2, 4 or 8");
+    const long w = env_integer("MOEQ_DIAG_ACTQ_WARPS", 0, 8, 0);
+    if (w != 0 && w != 1 && w != 2 && w != 4 && w != 8)
+      throw Error("MOEQ_DIAG_ACTQ_WARPS = '" + std::to_string(w) + "' is not 1, 2, 4 or 8");
     return static_cast<int>(w);
   }();
+  static const bool forced_programmatic = env_integer("MOEQ_DIAG_ACTQ_PDL", 0, 1, 0) == 1;
+  static const long padded_smem = env_integer("MOEQ_DIAG_ACTQ_SMEM", 0, 200 * 1024, 0);
+  static const long grid_cap = env_integer("MOEQ_DIAG_ACTQ_GRID", 0, INT_MAX, 0);
   if (forced_warps > 0 && format == ActFormat::fp8_token) {
     q.warps_per_row = forced_warps;
     const int64_t rows_per_block = kThreads / 32 / forced_warps;
@@ -355,11 +358,17 @@ void launch_activation_quantizer(const ActivationParams& params, bool interleave
   });
   LaunchShape shape;
   shape.grid_x = grid_blocks(q.work_blocks);
+  if (grid_cap > 0) shape.grid_x = std::min<unsigned>(shape.grid_x, static_cast<unsigned>(grid_cap));
   shape.block_x = kThreads;
   // PERF: started early under programmatic dependent launch, this kernel cost the Qwen3-30B-A3B MXFP4 x
   // FP8-per-token step 3.6 us at M = 256 and 0.9 us at M = 16 (MOEQ_PDL_SKIP, bench/results/
   // 2026-12-03-h200-dense-tune.md, call 3); no other boundary of the step did. Why was not established.
-  shape.programmatic = false;
+  shape.programmatic = forced_programmatic;
+  if (padded_smem > 0) {
+    shape.smem_bytes = static_cast<unsigned>(padded_smem);
+    check(driver().cuFuncSetAttribute(f, func_attr::kMaxDynamicSharedSizeBytes, static_cast<int>(padded_smem)),
+          "cuFuncSetAttribute(MOEQ_DIAG_ACTQ_SMEM)");
+  }
   const int rows_arg = static_cast<int>(rows);
   const long long intermediate_arg = intermediate;
   const KernelActivationArgs args{params.swiglu_alpha, params.swiglu_limit, params.silu_clamp};

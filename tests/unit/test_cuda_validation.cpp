@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 #include "api/cuda_backend.hpp"
 #include "cuda/driver.hpp"
@@ -174,6 +176,25 @@ TEST(DiagOmit, MalformedEntriesNameThemselves) {
         }
       },
       Error);
+}
+
+TEST(EnvInteger, ReadsWholeIntegersInRangeAndNamesTheRest) {
+  const char* name = "MOEQ_TEST_ENV_INTEGER";
+  unsetenv(name);
+  EXPECT_EQ(cuda::env_integer(name, 0, 10, 7), 7);  // unset: the fallback
+  setenv(name, "4", 1);
+  EXPECT_EQ(cuda::env_integer(name, 0, 10, 7), 4);
+  for (const char* bad : {"", "x", "4x", " 4", "11", "-1", "99999999999999999999999"}) {
+    setenv(name, bad, 1);
+    try {
+      cuda::env_integer(name, 0, 10, 7);
+      ADD_FAILURE() << "'" << bad << "' was accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(std::string(name) + " = '" + bad + "'"));
+      EXPECT_THAT(e.what(), HasSubstr("[0, 10]"));
+    }
+  }
+  unsetenv(name);
 }
 
 }  // namespace

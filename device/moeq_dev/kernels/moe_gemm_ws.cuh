@@ -419,8 +419,25 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       LaneScale scale_ring[kStages][kTilesN][2];
       // The scales of a lane's own 16-code run (16 t) of each row.
       auto load_scales = [&](LaneScale (&slot)[kTilesN][2], int kt) { scale_rows.load(slot, 16 * t + kt * BK, K); };
+      // MX and NVFP4 scales (new ones every K tile) on an even ring: the scale slots run in two groups
+      // of kScaleGroup tiles; at a group's first tile the consumer waits once for the group's scales,
+      // then issues the other group's (kScaleGroup tiles ahead), and decodes the group's tiles with no
+      // further wait. Otherwise each tile's scales load kStages - 1 tiles ahead.
+      // NOTE: ptxas gives every scale load of the loop one scoreboard, so a decode waits for all the
+      // loads in flight: with a load per tile, each tile's decode waited for the scales issued the tile
+      // before (ncu, gpt-oss-120b GEMM2 M = 1024 on 48x256/1x8x1/6/p/s: ~10% of the consumers' stall
+      // samples on the decode's first use, long scoreboard).
+      // PERF: grouped, gpt-oss-120b MXFP4 GEMM1 / GEMM2 -10.4% / -11.5% at M = 1024, -4.7% / -7.8% at
+      // M = 2048 (step -8.4% / -4.1%); Qwen3-30B-A3B MXFP4 M = 1024 +1.0% / +0.9%; INT4-g128 and
+      // FP8-block (a scale per 128 k: one load in two hits the same word) lost 1-1.7% at Qwen3 M = 4096,
+      // so they keep the per-tile ring (bench/results/2026-12-04-h200-ws-scales.md, call 4).
+      constexpr WeightFormatId kF = Cfg::kFormat;
+      constexpr bool kGroupedScales = kStages % 2 == 0 && (kF == WeightFormatId::kMxfp4 || kF == WeightFormatId::kMxfp8 ||
+                                                           kF == WeightFormatId::kNvfp4);
+      constexpr int kScaleGroup = kGroupedScales ? kStages / 2 : 1;
+      const unsigned zero_at_run_time = static_cast<unsigned>(K) >> 31;
     #pragma unroll
-      for (int q = 0; q < kStages - 1; ++q)
+      for (int q = 0; q < (kGroupedScales ? kScaleGroup : kStages - 1); ++q)
         if (q < tiles_k) load_scales(scale_ring[q], q);
 
       float acc[kTilesN][kTilesM][4];  // written first by tile 0's first MMAs (accumulate = false)
@@ -514,13 +531,26 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
           for (int q = 0; q < kStages; ++q) {
             const int j = j0 + q;
             if (j < tiles_k) {
-              const int prev = (q + kStages - 1) % kStages;  // tile j - 1's scale slot
+              if constexpr (kGroupedScales) {
+                if (q % kScaleGroup == 0) {
+                  // `after_arrival` is 0 at run time (K < 2^31) but reads this group's first scales, and
+                  // the next loads' tile indices take it, so they cannot issue before the group is in.
+                  const int after_arrival =
+                      static_cast<int>((scale_ring[q][0][0].bits | scale_ring[q][0][0].zero_point) & zero_at_run_time);
+                  #pragma unroll
+                  for (int r = 0; r < kScaleGroup; ++r) {
+                    const int next = j + kScaleGroup + r + after_arrival;
+                    if (next < tiles_k) load_scales(scale_ring[(q + kScaleGroup + r) % kStages], next);
+                  }
+                }
+              }
               FragmentScale decoded[kTilesN][2];
               #pragma unroll
               for (int nt = 0; nt < kTilesN; ++nt)
                 #pragma unroll
                 for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg>(scale_ring[q][nt][r], p.scaling);
-              if (j + kStages - 1 < tiles_k) load_scales(scale_ring[prev], j + kStages - 1);
+              if constexpr (!kGroupedScales)  // into tile j - 1's slot
+                if (j + kStages - 1 < tiles_k) load_scales(scale_ring[(q + kStages - 1) % kStages], j + kStages - 1);
               // The ring stage of tile j (j0 is a multiple of kStages).
               const int stage = kPersistent ? (stage0 + q < kStages ? stage0 + q : stage0 + q - kStages) : q;
               const unsigned base = smem_base + stage * S::kStageBytes;
