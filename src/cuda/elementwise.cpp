@@ -337,8 +337,8 @@ void launch_activation_quantizer(const ActivationParams& params, bool interleave
   // dynamic shared memory to each CTA (fewer CTAs fit an SM); MOEQ_DIAG_ACTQ_GRID caps the grid (the
   // kernel loops over rows).
   static const int forced_warps = [] {
-    const long w = env_integer("MOEQ_DIAG_ACTQ_WARPS", 0, 8, 0);
-    if (w != 0 && w != 1 && w != 2 && w != 4 && w != 8)
+    const long w = env_integer("MOEQ_DIAG_ACTQ_WARPS", 1, 8, 0);  // 0: unset
+    if (w == 3 || w == 5 || w == 6 || w == 7)
       throw Error("MOEQ_DIAG_ACTQ_WARPS = '" + std::to_string(w) + "' is not 1, 2, 4 or 8");
     return static_cast<int>(w);
   }();
@@ -365,7 +365,15 @@ void launch_activation_quantizer(const ActivationParams& params, bool interleave
   // 2026-12-03-h200-dense-tune.md, call 3); no other boundary of the step did. Why was not established.
   shape.programmatic = forced_programmatic;
   if (padded_smem > 0) {
+    int static_bytes = 0;
+    check(driver().cuFuncGetAttribute(&static_bytes, func_attr::kSharedSizeBytes, f), "cuFuncGetAttribute(shared size)");
+    const int64_t limit = current_device_info().max_smem_per_block_optin - static_bytes;
+    if (padded_smem > limit)
+      throw Error("MOEQ_DIAG_ACTQ_SMEM = " + std::to_string(padded_smem) + " bytes: this device allows at most " +
+                  std::to_string(limit) + " beside the kernel's " + std::to_string(static_bytes) +
+                  " bytes of static shared memory");
     shape.smem_bytes = static_cast<unsigned>(padded_smem);
+    // NOTE: set at every launch (a timing diagnostic; the call is cheap next to the kernel).
     check(driver().cuFuncSetAttribute(f, func_attr::kMaxDynamicSharedSizeBytes, static_cast<int>(padded_smem)),
           "cuFuncSetAttribute(MOEQ_DIAG_ACTQ_SMEM)");
   }

@@ -184,7 +184,13 @@ TEST(EnvInteger, ReadsWholeIntegersInRangeAndNamesTheRest) {
   EXPECT_EQ(cuda::env_integer(name, 0, 10, 7), 7);  // unset: the fallback
   setenv(name, "4", 1);
   EXPECT_EQ(cuda::env_integer(name, 0, 10, 7), 4);
-  for (const char* bad : {"", "x", "4x", " 4", "11", "-1", "99999999999999999999999"}) {
+  setenv(name, "0", 1);
+  EXPECT_EQ(cuda::env_integer(name, 0, 10, 7), 0);  // both bounds are inside
+  setenv(name, "10", 1);
+  EXPECT_EQ(cuda::env_integer(name, 0, 10, 7), 10);
+  setenv(name, "-3", 1);
+  EXPECT_EQ(cuda::env_integer(name, -5, 10, 7), -3);
+  for (const char* bad : {"", "x", "4x", " 4", "4 ", "+4", "-", "11", "-1", "99999999999999999999999"}) {
     setenv(name, bad, 1);
     try {
       cuda::env_integer(name, 0, 10, 7);
