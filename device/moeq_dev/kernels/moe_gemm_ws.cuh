@@ -19,8 +19,9 @@
 // and the `permuted` barrier; two consumer warpgroups per SM take turns at the tensor cores.
 // PERF: GEMM v6's one-warpgroup wgmma tile issued 38 instructions per HGMMA (copies, permute,
 // proxy fence, dequantization and MMA all on the same warps; ncu: tensor pipe 28% at M = 4096).
-// Scales: the consumers load their rows' raw scale bits kStages - 1 tiles ahead from global
-// memory into a register ring and decode them per tile, as the other body does.
+// Scales: the consumers load their rows' raw scale bits from global memory into a register ring
+// and decode them per tile: kStages - 1 tiles ahead, or for MX and NVFP4 scales on an even ring in
+// two groups of kStages / 2 tiles with one wait per group (the ring's NOTE below).
 // Cfg::kActE4m3 (MXFP4 x FP8 per token): the same producer over e4m3 token codes (128 k per
 // tile), other consumers (kernels/moe_gemm_ws_e4m3.cuh).
 // Cfg::kPersistent (`/s` tiles): one resident CTA per SM loops over output tiles (M block major
