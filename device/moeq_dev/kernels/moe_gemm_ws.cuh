@@ -436,7 +436,6 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       constexpr bool kGroupedScales = kStages % 2 == 0 && (kF == WeightFormatId::kMxfp4 || kF == WeightFormatId::kMxfp8 ||
                                                            kF == WeightFormatId::kNvfp4);
       constexpr int kScaleGroup = kGroupedScales ? kStages / 2 : 1;
-      const unsigned zero_at_run_time = static_cast<unsigned>(K) >> 31;
     #pragma unroll
       for (int q = 0; q < (kGroupedScales ? kScaleGroup : kStages - 1); ++q)
         if (q < tiles_k) load_scales(scale_ring[q], q);
@@ -536,8 +535,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
                 if (q % kScaleGroup == 0) {
                   // `after_arrival` is 0 at run time (K < 2^31) but reads this group's first scales, and
                   // the next loads' tile indices take it, so they cannot issue before the group is in.
-                  const int after_arrival =
-                      static_cast<int>((scale_ring[q][0][0].bits | scale_ring[q][0][0].zero_point) & zero_at_run_time);
+                  const int after_arrival = static_cast<int>(scale_ring[q][0][0].bits & (static_cast<unsigned>(K) >> 31));
                   #pragma unroll
                   for (int r = 0; r < kScaleGroup; ++r) {
                     const int next = j + kScaleGroup + r + after_arrival;
