@@ -45,6 +45,9 @@ void validate_device_weights(const WeightDesc& w, const WeightView& v, const cha
   const auto elem = [](DType t) { return std::max<int64_t>(1, dtype_bits(t) / 8); };
   if (v.code_layout != CodeLayout::canonical && v.code_layout != CodeLayout::prepared)
     throw Error(gemm + ".code_layout = " + std::to_string(static_cast<int>(v.code_layout)) + " is not canonical or prepared");
+  if (v.mx_scales_at_most_two && w.scale_dtype != DType::ue8m0)
+    throw Error(gemm + ".mx_scales_at_most_two is set for " + std::string(to_string(w.format)) +
+                " weights (MX formats only)");
   require(v.codes, (gemm + ".codes").c_str(), 16);
   require(v.scales, (gemm + ".scales").c_str(), elem(w.scale_dtype));
   if (w.global_scale_elems() > 0) require(v.global_scales, (gemm + ".global_scales").c_str(), 4);
@@ -131,6 +134,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   g1.weights_desc = d.w13();
   g1.weights = device_weights(w13);
   g1.prepared_codes = w13.code_layout == CodeLayout::prepared;
+  g1.mx_scales_at_most_two = w13.mx_scales_at_most_two;
   g1.act_dtype = c;
   g1.tile = tile;
   g1.c = buffer("gate_up_output");
@@ -140,6 +144,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   g2.weights_desc = d.w2();
   g2.weights = device_weights(w2);
   g2.prepared_codes = w2.code_layout == CodeLayout::prepared;
+  g2.mx_scales_at_most_two = w2.mx_scales_at_most_two;
   g2.c = buffer("down_output");
   g2.c_row_stride = K;
 

@@ -67,4 +67,36 @@ void prepare_codes(const WeightDesc& d, const void* canonical, void* prepared, v
   cuda::prepare_codes(d, canonical, prepared, static_cast<cuda::CUstream>(stream));
 }
 
+namespace {
+
+void require_mx_scales(const WeightDesc& d, const void* scales, const char* caller) {
+  if (d.format != WeightFormat::mxfp4 && d.format != WeightFormat::mxfp8)
+    throw Error(std::string(caller) + ": format = " + std::string(to_string(d.format)) +
+                " has no ue8m0 scales (MX formats only)");
+  if (d.num_experts < 0 || d.n < 0 || d.k < 0)
+    throw Error(std::string(caller) + ": the desc has E = " + std::to_string(d.num_experts) + ", n = " +
+                std::to_string(d.n) + ", k = " + std::to_string(d.k) + "; none may be negative");
+  if (scales == nullptr && d.scale_elems() > 0) throw Error(std::string(caller) + ": scales is null");
+}
+
+// NOTE: 2^(byte - 127) <= 2 <=> byte <= 128 (the NaN code 255 is above it too).
+bool bytes_at_most_128(const uint8_t* bytes, int64_t count) {
+  uint8_t largest = 0;
+  for (int64_t i = 0; i < count; ++i) largest = bytes[i] > largest ? bytes[i] : largest;
+  return largest <= 128;
+}
+
+}  // namespace
+
+bool mx_scales_at_most_two_host(const WeightDesc& d, const void* scales) {
+  require_mx_scales(d, scales, "mx_scales_at_most_two_host");
+  return bytes_at_most_128(static_cast<const uint8_t*>(scales), d.scale_elems());
+}
+
+bool mx_scales_at_most_two(const WeightDesc& d, const void* scales, void* stream) {
+  require_mx_scales(d, scales, "mx_scales_at_most_two");
+  return cuda::scan_device_bytes(scales, d.scale_elems(), static_cast<cuda::CUstream>(stream),
+                                 [](const uint8_t* chunk, int64_t count) { return bytes_at_most_128(chunk, count); });
+}
+
 }  // namespace moeq

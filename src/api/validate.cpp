@@ -38,11 +38,16 @@ void validate_weights(const WeightDesc& d, const WeightView& v, const char* name
   const std::string gemm(name);
   require_pointer(v.codes, (gemm + ".codes").c_str(), 1);
   require_pointer(v.scales, (gemm + ".scales").c_str(), element_bytes(d.scale_dtype));
+  if (v.mx_scales_at_most_two && d.scale_dtype != DType::ue8m0)
+    fail(name, ".mx_scales_at_most_two is set for ", to_string(d.format), " weights (MX formats only)");
   const int64_t num_scales = d.scale_elems();
   for (int64_t i = 0; i < num_scales; ++i) {
     if (d.scale_dtype == DType::ue8m0) {
       const uint8_t code = static_cast<const uint8_t*>(v.scales)[i];
       if (code == 255) fail(name, ".scales[", i, "] = 255 is the ue8m0 NaN code");
+      if (code > 128 && v.mx_scales_at_most_two)
+        fail(name, ".scales[", i, "] = ", int(code), " (2^", int(code) - 127,
+             ") is above 2, but mx_scales_at_most_two is set");
     } else if (d.scale_dtype == DType::e4m3) {
       check_scale_value(name, "scales", i, ref::e4m3_to_f32(static_cast<const uint8_t*>(v.scales)[i]));
     } else {

@@ -79,7 +79,7 @@ constexpr int kFuncAttributeMaxDynamicSharedBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX
 // against the device and the GEMM's dynamic shared-memory limit raised (the attribute is per
 // function) only at a config's first use in the process.
 CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared, bool segments,
-                         GemmInput input = GemmInput::values);
+                         GemmInput input = GemmInput::values, bool mx_scales_at_most_two = false);
 
 // NOTE: the device is selected once per process, so its attributes are queried once.
 const DeviceInfo& this_device() {
@@ -517,8 +517,13 @@ GemmTile e4m3_tile_of(const GemmTile& tile) {
 
 int device_sm() { return this_device().cc_major * 10 + this_device().cc_minor; }
 
+bool gemm_folds_mx_scales(const WeightDesc& w, DType act_dtype, const GemmTile& tile, GemmInput input) {
+  return w.format == WeightFormat::mxfp4 && act_dtype == DType::bf16 && tile.wgmma && tile.producer &&
+         input != GemmInput::row_scaled_e4m3;
+}
+
 jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes,
-                                     GemmInput input) {
+                                     GemmInput input, bool mx_scales_at_most_two) {
   // NOTE: any arch that has the instruction: the caller checks the device (gemm_takes_e4m3).
   if (input == GemmInput::row_scaled_e4m3 && !gemm_takes_e4m3(w, tile, 90, prepared_codes))
     throw Error(std::string("moe_gemm: ") + kE4m3Rule + ", not " + std::string(moeq::to_string(w.format)) +
@@ -549,6 +554,8 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "  static constexpr bool kZeroPoints = " << (is_int && w.has_zero_point ? "true" : "false") << ";\n"
     << "  static constexpr bool kRowScales = " << (input != GemmInput::values ? "true" : "false") << ";\n"
     << "  static constexpr bool kActE4m3 = " << (input == GemmInput::row_scaled_e4m3 ? "true" : "false") << ";\n"
+    << "  static constexpr bool kMxScalesAtMostTwo = "
+    << (mx_scales_at_most_two && gemm_folds_mx_scales(w, act_dtype, tile, input) ? "true" : "false") << ";\n"
     << "};\n"
     << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n"
     << "static_assert(moeq_dev::MoeGemmKernel<MoeGemmCfg>::Shape::kSmemBytes == " << gemm_smem_bytes(tile, w, input)
@@ -585,8 +592,8 @@ std::vector<GemmTile> planner_tiles(WeightFormat format) {
 std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
   std::vector<jit::KernelSpec> specs;
   auto add = [&](const WeightDesc& w, DType act, const GemmTile& tile, bool prepared,
-                 GemmInput input = GemmInput::values) {
-    jit::KernelSpec spec = moe_gemm_kernel_spec(w, act, tile, prepared, input);
+                 GemmInput input = GemmInput::values, bool mx_fold = false) {
+    jit::KernelSpec spec = moe_gemm_kernel_spec(w, act, tile, prepared, input, mx_fold);
     const bool seen = std::any_of(specs.begin(), specs.end(), [&](const jit::KernelSpec& o) { return o.source == spec.source; });
     if (!seen) specs.push_back(std::move(spec));
   };
@@ -597,7 +604,9 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
       w.format = f;
       if (is_int) w.scale_dtype = act;  // the default INT scale dtype is the activation dtype
       for (const GemmTile& tile : planner_tiles(f))
-        for (bool prepared : {false, true}) add(w, act, tile, prepared);
+        for (bool prepared : {false, true})
+          for (bool mx_fold : {false, true})
+            if (!mx_fold || gemm_folds_mx_scales(w, act, tile, GemmInput::values)) add(w, act, tile, prepared, GemmInput::values, mx_fold);
       // The INT scale storage is compile-time (Cfg::kScaleDtype, kZeroPoints): the other
       // variants the legality admits (f32 scales for INT8 only, zero points for INT4 only) once,
       // on the 8-row tile of many rows.
@@ -650,11 +659,13 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
     first_mx = false;
   }
   // The persistent warp-specialized body (a tuning candidate, not a planner tile): 4- and 8-bit
-  // codes, canonical and prepared, once each.
+  // codes, canonical and prepared, once each, and MXFP4's prepared codes with scales at most 2.
   WeightDesc fp8_block;
   fp8_block.format = WeightFormat::fp8_block;
+  const GemmTile persistent = parse_gemm_tile("80x256/1x8x1/5/p/s");
   for (const WeightDesc& w : {mx, fp8_block})
-    for (bool prepared : {false, true}) add(w, DType::bf16, parse_gemm_tile("80x256/1x8x1/5/p/s"), prepared);
+    for (bool prepared : {false, true}) add(w, DType::bf16, persistent, prepared);
+  add(mx, DType::bf16, persistent, true, GemmInput::values, true);
   return specs;
 }
 
@@ -679,7 +690,7 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
 }
 
 uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes, bool segments,
-                         GemmInput input) {
+                         GemmInput input, bool mx_scales_at_most_two) {
   // NOTE: mirrors moe_gemm_kernel_spec: only INT formats have a scale dtype and zero points.
   const bool is_int = w.format == WeightFormat::int4 || w.format == WeightFormat::int8;
   uint64_t key = 0;
@@ -707,25 +718,26 @@ uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& t
   put(is_int && w.has_zero_point, 1);
   put(segments, 1);
   put(static_cast<uint64_t>(input), 2);
+  put(mx_scales_at_most_two && gemm_folds_mx_scales(w, act_dtype, tile, input), 1);
   return key;
 }
 
 namespace {
 
 CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared, bool segments,
-                         GemmInput input) {
+                         GemmInput input, bool mx_scales_at_most_two) {
   static std::mutex mutex;
   static std::unordered_map<uint64_t, CUfunction> table;
-  const uint64_t key = gemm_config_key(w, act_dtype, tile, prepared, segments, input);
+  const uint64_t key = gemm_config_key(w, act_dtype, tile, prepared, segments, input, mx_scales_at_most_two);
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = table.find(key); it != table.end()) return it->second;
   const int64_t smem = gemm_smem_bytes(tile, w, input), static_smem = gemm_static_smem_bytes(tile);
   if (const int max_smem = this_device().max_smem_per_block_optin; !segments && smem + static_smem > max_smem)
     throw Error("moe_gemm: tile " + tile.to_string() + " needs " + std::to_string(smem + static_smem) +
                 " bytes of shared memory; this device allows " + std::to_string(max_smem));
-  const CUfunction f = jit::kernel_cache().function(segments ? moe_gemm_segments_kernel_spec(w, act_dtype, tile, prepared,
-                                                                                           input)
-                                                             : moe_gemm_kernel_spec(w, act_dtype, tile, prepared, input));
+  const CUfunction f = jit::kernel_cache().function(
+      segments ? moe_gemm_segments_kernel_spec(w, act_dtype, tile, prepared, input)
+               : moe_gemm_kernel_spec(w, act_dtype, tile, prepared, input, mx_scales_at_most_two));
   // NOTE: the 48 KB default covers static plus dynamic shared memory.
   if (!segments && smem + static_smem > 48 * 1024)
     check(driver().cuFuncSetAttribute(f, kFuncAttributeMaxDynamicSharedBytes, static_cast<int>(smem)),
@@ -740,7 +752,9 @@ void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& request
   const GemmTile tile = tile_for_device(requested);
   for (bool prepared : {false, true})
     if (input != GemmInput::row_scaled_e4m3 || gemm_takes_e4m3(w, tile, 90, prepared))
-      gemm_function(w, act_dtype, tile, prepared, false, input);
+      for (bool mx_fold : {false, true})
+        if (!mx_fold || gemm_folds_mx_scales(w, act_dtype, tile, input))
+          gemm_function(w, act_dtype, tile, prepared, false, input, mx_fold);
   gemm_function(w, act_dtype, tile, false, true, input);
 }
 
@@ -836,7 +850,7 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   const GemmInput input = a.a_e4m3 ? GemmInput::row_scaled_e4m3
                           : a.a_row_scales != 0 ? GemmInput::row_scaled_values
                                                 : GemmInput::values;
-  const CUfunction f = gemm_function(w, a.act_dtype, tile, a.prepared_codes, false, input);
+  const CUfunction f = gemm_function(w, a.act_dtype, tile, a.prepared_codes, false, input, a.mx_scales_at_most_two);
   const int64_t smem = gemm_smem_bytes(tile, w, input);
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(m_blocks);

@@ -186,12 +186,20 @@ bool gemm_takes_e4m3(const WeightDesc& w, const GemmTile& tile, int sm, bool pre
 GemmTile e4m3_tile_of(const GemmTile& tile);
 // The device's compute capability as gemm_takes_e4m3 takes it.
 int device_sm();
+// Whether the kernel of this GEMM compiles in the caller's word that every MX scale is at most 2
+// (MoeGemmArgs::mx_scales_at_most_two): MXFP4 codes with bf16 activation values (not e4m3) on the
+// warp-specialized wgmma tiles, which then multiply each pair of codes once (scale x 2^126) instead
+// of twice. The direct tiles decide it per warp at run time; other GEMMs have no such multiply.
+bool gemm_folds_mx_scales(const WeightDesc& w, DType act_dtype, const GemmTile& tile, GemmInput input);
 
 struct MoeGemmArgs {
   WeightDesc weights_desc;
   GemmWeights weights;
   DType act_dtype = DType::bf16;  // A and C
   bool prepared_codes = false;    // weights.codes in the prepared layout (moeq::CodeLayout)
+  // MX weights: every scale byte <= 128 (moeq::WeightView::mx_scales_at_most_two, which the caller
+  // vouches for); where gemm_folds_mx_scales, the kernel that takes it.
+  bool mx_scales_at_most_two = false;
   CUdeviceptr a = 0;
   int64_t a_row_stride = 0;  // elements
   // f32 per row of A (FP8 per-token activations, A holding the codes' exact 16-bit values): each
@@ -240,8 +248,9 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
 
 // input: what A holds (GemmInput); compile-time, so 16-bit layers keep the epilogue without row
 // scales. row_scaled_e4m3 needs a tile and weights gemm_takes_e4m3 admits (else moeq::Error).
+// mx_scales_at_most_two: MoeGemmArgs's; it changes the source only where gemm_folds_mx_scales.
 jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes = false,
-                                     GemmInput input = GemmInput::values);
+                                     GemmInput input = GemmInput::values, bool mx_scales_at_most_two = false);
 // The segment-table builder lives in the same module as the GEMM of that config.
 jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile,
                                               bool prepared_codes = false, GemmInput input = GemmInput::values);
@@ -250,14 +259,15 @@ jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dty
 // it, so a launch builds no source text (PERF: 1.4 us per GEMM launch on the host). The tile
 // must be legal (gemm_tile_reasons empty): its fields are packed in fixed widths.
 uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes, bool segments,
-                         GemmInput input = GemmInput::values);
+                         GemmInput input = GemmInput::values, bool mx_scales_at_most_two = false);
 // Loads (compiling what the disk cache lacks) the kernels a GEMM of this tile launches on this
-// device, for both code layouts (the layouts gemm_takes_e4m3 admits, for e4m3 input), and its
+// device, for both code layouts (the layouts gemm_takes_e4m3 admits, for e4m3 input) and, where
+// gemm_folds_mx_scales, with and without MoeGemmArgs::mx_scales_at_most_two, and its
 // segment-table builder, exactly as their first launches would (shared-memory limit included),
 // so that later launches load nothing.
 void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& tile, GemmInput input = GemmInput::values);
 // Every config the planner can emit (planner_tiles, canonical and prepared codes, bf16 and f16,
-// INT scales in the activation dtype), plus the other INT scale dtypes and zero points on one
+// INT scales in the activation dtype, MX scales at most 2 or not where gemm_folds_mx_scales), plus the other INT scale dtypes and zero points on one
 // tile, the row-scale epilogue on each GEMM body once, the e4m3 input on FP8 per-channel direct
 // tiles and on each MXFP4 warp-specialized tile e4m3_tile_of gives; the source text does not
 // depend on bias, global scales or the layout.

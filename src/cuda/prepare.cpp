@@ -1,7 +1,9 @@
 #include "cuda/prepare.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cuda/launch.hpp"
 #include "moeq/error.hpp"
@@ -30,6 +32,23 @@ void prepare_codes(const WeightDesc& d, const void* canonical, void* prepared, C
   shape.grid_x = static_cast<unsigned>((words + 255) / 256);
   const int e2m1 = d.format == WeightFormat::mxfp4 || d.format == WeightFormat::nvfp4;
   launch(f, shape, stream, in, out, words, bits, e2m1, n, k, tiles_n, tiles_k);
+}
+
+bool scan_device_bytes(const void* bytes, int64_t count, CUstream stream,
+                       const std::function<bool(const uint8_t*, int64_t)>& holds) {
+  if (count <= 0) return true;
+  ensure_context();
+  check(driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
+  constexpr int64_t kChunkBytes = int64_t{16} << 20;
+  std::vector<uint8_t> chunk(static_cast<size_t>(std::min(count, kChunkBytes)));
+  const CUdeviceptr base = reinterpret_cast<uintptr_t>(bytes);
+  for (int64_t offset = 0; offset < count; offset += kChunkBytes) {
+    const int64_t n = std::min(kChunkBytes, count - offset);
+    check(driver().cuMemcpyDtoH_v2(chunk.data(), base + static_cast<CUdeviceptr>(offset), static_cast<size_t>(n)),
+          "cuMemcpyDtoH");
+    if (!holds(chunk.data(), n)) return false;
+  }
+  return true;
 }
 
 }  // namespace moeq::cuda

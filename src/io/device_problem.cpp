@@ -25,6 +25,9 @@ WeightView upload_weights(DeviceProblem& d, const ref::QuantizedWeights& q, Code
     v.code_layout = CodeLayout::prepared;
   }
   v.scales = keep(d, q.scales.data(), q.scales.size());
+  // As an engine would at load time: MX layers vouch for their scales where they are at most 2.
+  const bool mx = q.desc.format == WeightFormat::mxfp4 || q.desc.format == WeightFormat::mxfp8;
+  v.mx_scales_at_most_two = mx && mx_scales_at_most_two_host(q.desc, q.scales.data());
   v.global_scales = static_cast<const float*>(keep(d, q.global_scales.data(), q.global_scales.size() * 4));
   v.zero_points = static_cast<const uint8_t*>(keep(d, q.zero_points.data(), q.zero_points.size()));
   v.bias = keep(d, q.bias.data(), q.bias.size());

@@ -99,6 +99,7 @@ struct DeviceWeights {
   std::vector<cuda::DeviceBuffer> buffers;
   cuda::GemmWeights ptrs;
   cuda::CUdeviceptr prepared_codes = 0;  // the same codes in the prepared layout, made on the GPU
+  bool mx_scales_at_most_two = false;      // MoeGemmArgs's word (off unless a test sets it)
 };
 
 DeviceWeights upload(const ref::QuantizedWeights& q) {
@@ -177,6 +178,7 @@ cuda::MoeGemmArgs gemm_args(const GemmCase& c, const DeviceWeights& dw, const cu
   g.weights = dw.ptrs;
   if (prepared) g.weights.codes = dw.prepared_codes;
   g.prepared_codes = prepared;
+  g.mx_scales_at_most_two = dw.mx_scales_at_most_two;
   g.act_dtype = c.act;
   g.a = a;
   g.a_row_stride = c.w.k;
@@ -186,19 +188,27 @@ cuda::MoeGemmArgs gemm_args(const GemmCase& c, const DeviceWeights& dw, const cu
   return g;
 }
 
-// Indexed layout: M tokens, top_k 3 distinct experts each, expert 4 never chosen.
+constexpr int64_t kGatherTopK = 3;
+
+// run_gather's routing: kGatherTopK distinct experts of 0-3 per token (expert 4 never chosen).
+std::vector<int32_t> gather_ids(int64_t M, std::mt19937& rng) {
+  std::vector<int32_t> ids(static_cast<size_t>(M * kGatherTopK));
+  for (int64_t m = 0; m < M; ++m) {
+    std::vector<int32_t> pool{0, 1, 2, 3};
+    std::shuffle(pool.begin(), pool.end(), rng);
+    for (int64_t k = 0; k < kGatherTopK; ++k) ids[static_cast<size_t>(m * kGatherTopK + k)] = pool[static_cast<size_t>(k)];
+  }
+  return ids;
+}
+
+// Indexed layout: M tokens, top_k 3 distinct experts each (gather_ids).
 // prepared: read the prepared codes; `outputs` (when given) receives the raw output;
 // only_expert >= 0: the error of that expert's rows alone.
 ErrorStats run_gather(const GemmCase& c, const cuda::GemmTile& tile, const HostWeights& h, const DeviceWeights& dw,
                       int64_t M, std::mt19937 rng, cuda::CUstream stream, bool prepared = false,
                       std::vector<uint16_t>* outputs = nullptr, int64_t only_expert = -1, int64_t max_ctas = 0) {
-  const int64_t E = c.w.num_experts, N = c.w.n, K = c.w.k, top_k = 3, slots = M * top_k;
-  std::vector<int32_t> ids(static_cast<size_t>(slots));
-  for (int64_t m = 0; m < M; ++m) {
-    std::vector<int32_t> pool{0, 1, 2, 3};
-    std::shuffle(pool.begin(), pool.end(), rng);
-    for (int64_t k = 0; k < top_k; ++k) ids[static_cast<size_t>(m * top_k + k)] = pool[static_cast<size_t>(k)];
-  }
+  const int64_t E = c.w.num_experts, N = c.w.n, K = c.w.k, top_k = kGatherTopK, slots = M * top_k;
+  const std::vector<int32_t> ids = gather_ids(M, rng);
   const auto a_host = random_act(M, K, c.act, rng);
   cuda::DeviceBuffer ids_d = cuda::DeviceBuffer::from_host(ids), a_d = cuda::DeviceBuffer::from_host(a_host);
   const int64_t cap = cuda::align_capacity(slots, E, tile.block_m);
@@ -453,6 +463,80 @@ TEST(MoeGemmGpu, Fp8BlockLargeScalesTakeTheUnfoldedPath) {
             << "tile " << text << (prepared ? " prepared" : "") << " expert " << expert << ": rel " << s.rel
             << (s.finite ? "" : ", non-finite");
       }
+  }
+}
+
+// MXFP4 with bf16 activations multiplies each pair of e2m1 codes by 2^126 and the scale (two bf16
+// multiplies), or, on the warp-specialized tiles of a caller who vouches that every scale is at most
+// 2 (MoeGemmArgs::mx_scales_at_most_two, compiled in), once by scale x 2^126: the same exact weight
+// values, so the outputs are bit-identical with the word and without it, on every tile (the word
+// changes only the warp-specialized kernels; the direct tile checks that it is harmless elsewhere).
+// Without the word, scales above 2 (exponent byte > 128) stay exact: expert 1's rows n < 100 raised
+// by 2^16 give the base outputs times 2^16 bit for bit (a power of two on every product and sum),
+// all other rows unchanged. mx_scales_at_most_two reads the device scales: true for the base, false
+// for the raised ones. Even rings (grouped scales) and odd ones, persistent and not.
+TEST(MoeGemmGpu, MxScalesAtMostTwoFoldWithTheSameValues) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  std::string why;
+  if (!jit::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  cuda::ensure_context();
+  cuda::Stream stream;
+  std::mt19937 rng(13);
+  const GemmCase c = make_case("mxfp4", DType::none);
+  const HostWeights h = quantized_weights(c, rng);
+  constexpr int kRaise = 16;
+  constexpr int64_t kRaisedRows = 100;
+  const int64_t N = c.w.n, K = c.w.k, groups = K / 32;
+  for (uint8_t b : h.q->scales) ASSERT_LE(b, 128) << "the base scales must all fold";
+  std::vector<uint8_t> raised(h.q->scales.begin(), h.q->scales.end());
+  for (int64_t i = 0; i < kRaisedRows * groups; ++i) {
+    uint8_t& b = raised[static_cast<size_t>(N * groups + i)];  // expert 1, rows 0-99
+    ASSERT_GT(b + kRaise, 128) << "the raised scales must not fold";
+    b = static_cast<uint8_t>(b + kRaise);
+  }
+  HostWeights h_raised;
+  h_raised.values = h.values;
+  for (int64_t i = 0; i < kRaisedRows * K; ++i) h_raised.values[static_cast<size_t>(N * K + i)] *= 65536.0;
+  h_raised.bias = h.bias;
+  DeviceWeights dw = upload(*h.q);
+  const cuda::DeviceBuffer raised_d = cuda::DeviceBuffer::from_host(raised);
+  const void* base_scales = reinterpret_cast<const void*>(static_cast<uintptr_t>(dw.ptrs.scales));
+  const void* raised_scales = reinterpret_cast<const void*>(static_cast<uintptr_t>(raised_d.ptr()));
+  EXPECT_TRUE(mx_scales_at_most_two(c.w, base_scales, stream.get()));
+  EXPECT_FALSE(mx_scales_at_most_two(c.w, raised_scales, stream.get()));
+  DeviceWeights dw_raised;  // dw's buffers but the scales; dw owns them
+  dw_raised.ptrs = dw.ptrs;
+  dw_raised.ptrs.scales = raised_d.ptr();
+  dw_raised.prepared_codes = dw.prepared_codes;
+  constexpr int64_t M = 45;
+  std::mt19937 ids_rng(11);
+  const std::vector<int32_t> ids = gather_ids(M, ids_rng);
+  for (const char* text : {"48x256/1x8x1/6/p", "80x256/1x8x1/5/p", "144x128/1x8x1/4/p", "64x256/1x8x1/8/p/s",
+                           "48x256/1x8x1/6/p/s", "8x128/1x4x1/4/r"}) {
+    const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
+    for (bool prepared : {false, true}) {
+      const std::string where = std::string("tile ") + text + (prepared ? " prepared" : " canonical");
+      std::vector<uint16_t> base, folded, big;
+      dw.mx_scales_at_most_two = false;
+      const ErrorStats s = run_gather(c, tile, h, dw, M, std::mt19937(11), stream.get(), prepared, &base);
+      EXPECT_TRUE(s.finite && s.rel < 5e-3) << where << ": rel " << s.rel << (s.finite ? "" : ", non-finite");
+      dw.mx_scales_at_most_two = true;
+      const ErrorStats f = run_gather(c, tile, h, dw, M, std::mt19937(11), stream.get(), prepared, &folded);
+      EXPECT_TRUE(f.finite && f.rel < 5e-3) << where << " folded: rel " << f.rel << (f.finite ? "" : ", non-finite");
+      EXPECT_TRUE(base == folded) << where << ": the folded outputs differ from the two-multiply ones";
+      const ErrorStats r = run_gather(c, tile, h_raised, dw_raised, M, std::mt19937(11), stream.get(), prepared, &big);
+      EXPECT_TRUE(r.finite && r.rel < 5e-3) << where << " raised: rel " << r.rel << (r.finite ? "" : ", non-finite");
+      ASSERT_EQ(base.size(), big.size());
+      int64_t mismatches = 0;
+      for (size_t s_i = 0; s_i < ids.size(); ++s_i)
+        for (int64_t n = 0; n < N; ++n) {
+          const size_t at = s_i * static_cast<size_t>(N) + static_cast<size_t>(n);
+          const bool raised_row = ids[s_i] == 1 && n < kRaisedRows;
+          const float want = raised_row ? ref::bf16_to_f32(base[at]) * 65536.0f : ref::bf16_to_f32(base[at]);
+          if (ref::f32_to_bf16(want) != big[at]) ++mismatches;
+        }
+      EXPECT_EQ(mismatches, 0) << where << ": outputs differ from the base times 2^16 (raised rows) or the base (others)";
+    }
   }
 }
 

@@ -178,5 +178,29 @@ TEST(ApplyErrors, PreparedCodesNeedTheCudaBackend) {
   EXPECT_THAT(f.apply(f.p.inputs(), w13, f.p.w2->view()), HasSubstr("w13: code_layout = prepared needs the CUDA backend"));
 }
 
+// WeightView::mx_scales_at_most_two is checked wherever the scales are on the host: it runs where it
+// holds, and names the first scale above 2, or the format that has no MX scales.
+TEST(ApplyErrors, MxScalesAtMostTwoIsCheckedOnHostWeights) {
+  Fixture mx(WeightFormat::mxfp4);
+  WeightView w13 = mx.p.w13->view();
+  ASSERT_TRUE(mx_scales_at_most_two_host(mx.p.desc.w13(), w13.scales));
+  w13.mx_scales_at_most_two = true;
+  EXPECT_EQ(mx.apply(mx.p.inputs(), w13, mx.p.w2->view()), "");
+  const auto* first = static_cast<const uint8_t*>(w13.scales);
+  std::vector<uint8_t> raised(first, first + mx.p.desc.w13().scale_elems());
+  raised[5] = 130;
+  w13.scales = raised.data();
+  EXPECT_THAT(mx.apply(mx.p.inputs(), w13, mx.p.w2->view()),
+              HasSubstr("w13.scales[5] = 130 (2^3) is above 2, but mx_scales_at_most_two is set"));
+  w13.mx_scales_at_most_two = false;
+  EXPECT_EQ(mx.apply(mx.p.inputs(), w13, mx.p.w2->view()), "");
+
+  Fixture int4(WeightFormat::int4);
+  WeightView w2 = int4.p.w2->view();
+  w2.mx_scales_at_most_two = true;
+  EXPECT_THAT(int4.apply(int4.p.inputs(), int4.p.w13->view(), w2),
+              HasSubstr("w2.mx_scales_at_most_two is set for int4 weights (MX formats only)"));
+}
+
 }  // namespace
 }  // namespace moeq

@@ -69,6 +69,10 @@ TEST(CudaValidation, WeightsNeedEveryPointerAligned) {
   v.code_layout = static_cast<CodeLayout>(7);
   EXPECT_THAT(error_of([&] { api::validate_device_weights(w, v, "w13"); }),
               HasSubstr("w13.code_layout = 7 is not canonical or prepared"));
+  v = good_weights();
+  v.mx_scales_at_most_two = true;  // small_layer is NVFP4: e4m3 scales
+  EXPECT_THAT(error_of([&] { api::validate_device_weights(w, v, "w13"); }),
+              HasSubstr("w13.mx_scales_at_most_two is set for nvfp4 weights (MX formats only)"));
 }
 
 TEST(CudaValidation, ZeroPointsRequiredWhenDeclared) {

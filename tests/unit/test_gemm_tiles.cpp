@@ -334,12 +334,17 @@ TEST(GemmTiles, ConfigKeyIdentifiesTheGeneratedSource) {
             for (bool prepared : {false, true})
               for (bool segments : {false, true})
                 for (cuda::GemmInput input : {cuda::GemmInput::values, cuda::GemmInput::row_scaled_values,
-                                              cuda::GemmInput::row_scaled_e4m3}) {
+                                              cuda::GemmInput::row_scaled_e4m3})
+                  for (bool mx_fold : {false, true}) {
                 if (input == cuda::GemmInput::row_scaled_e4m3 && !cuda::gemm_takes_e4m3(w, tile, 90, prepared)) continue;
+                if (mx_fold && segments) continue;  // the segment builder takes no such word
                 const jit::KernelSpec spec = segments ? cuda::moe_gemm_segments_kernel_spec(w, act, tile, prepared, input)
-                                                      : cuda::moe_gemm_kernel_spec(w, act, tile, prepared, input);
+                                                      : cuda::moe_gemm_kernel_spec(w, act, tile, prepared, input, mx_fold);
                 const std::string text = spec.entry + "\n" + spec.source;
-                const uint64_t key = cuda::gemm_config_key(w, act, tile, prepared, segments, input);
+                const uint64_t key = cuda::gemm_config_key(w, act, tile, prepared, segments, input, mx_fold);
+                // The word changes the kernel only where gemm_folds_mx_scales says so.
+                const bool folds = mx_fold && cuda::gemm_folds_mx_scales(w, act, tile, input);
+                EXPECT_EQ(text.find("kMxScalesAtMostTwo = true") != std::string::npos, folds) << tile.to_string();
                 ++configs;
                 const auto [k, new_key] = text_of_key.emplace(key, text);
                 EXPECT_TRUE(new_key || k->second == text) << "key " << key << " names two sources, one of tile "

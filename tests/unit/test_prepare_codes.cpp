@@ -107,5 +107,31 @@ TEST(PrepareCodes, SizesPadToBlocksAndBadDescsThrow) {
   EXPECT_THROW(prepare_codes_host(desc_of(WeightFormat::int4, 1, 16, 64), nullptr, buf.data()), Error);
 }
 
+// mx_scales_at_most_two_host: 2^(b - 127) <= 2 for every scale byte b, i.e. b <= 128 (the NaN
+// code 255 is not); MX formats only.
+TEST(PrepareCodes, MxScalesAtMostTwoReadsEveryScaleByte) {
+  for (WeightFormat f : {WeightFormat::mxfp4, WeightFormat::mxfp8}) {
+    WeightDesc d = desc_of(f, 3, 5, 64);
+    d.group_size = 32;
+    d.scale_dtype = DType::ue8m0;
+    std::vector<uint8_t> scales(static_cast<size_t>(d.scale_elems()), 128);
+    scales.front() = 0;
+    EXPECT_TRUE(mx_scales_at_most_two_host(d, scales.data()));
+    for (uint8_t above : {129, 200, 255}) {
+      scales.back() = above;  // the last byte of the last expert
+      EXPECT_FALSE(mx_scales_at_most_two_host(d, scales.data())) << int(above);
+    }
+    EXPECT_THROW(mx_scales_at_most_two_host(d, nullptr), Error);
+  }
+  WeightDesc nvfp4 = desc_of(WeightFormat::nvfp4, 1, 16, 64);
+  std::vector<uint8_t> e4m3(static_cast<size_t>(nvfp4.scale_bytes()), 0x30);
+  try {
+    mx_scales_at_most_two_host(nvfp4, e4m3.data());
+    FAIL() << "nvfp4 has no ue8m0 scales";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("format = nvfp4 has no ue8m0 scales"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace moeq

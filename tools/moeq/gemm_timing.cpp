@@ -113,6 +113,15 @@ std::vector<int32_t> random_routing(int64_t M, int64_t top_k, int64_t E, std::mt
 // device copies of the same bytes at distinct addresses (rotating over them defeats L2).
 // PERF: generated once per weight shape and kept for the process: the host generator took
 // seconds per case at 16 copies of 200 MB.
+namespace {
+constexpr uint8_t kRandomUe8m0Scale = 123;  // 2^-4
+}  // namespace
+
+bool random_weights_mx_scales_at_most_two(const WeightDesc& w) {
+  static const bool withheld = cuda::env_is_zero("MOEQ_MX_SCALES_AT_MOST_TWO");
+  return !withheld && w.scale_dtype == DType::ue8m0 && kRandomUe8m0Scale <= 128;
+}
+
 const std::vector<cuda::GemmWeights>& random_weight_copies(const WeightDesc& w, int copies, std::mt19937& rng,
                                                            bool prepared) {
   struct Pool {
@@ -142,7 +151,7 @@ const std::vector<cuda::GemmWeights>& random_weight_copies(const WeightDesc& w, 
   for (int64_t i = 0; i < w.scale_elems(); ++i) {
     const float s = 0.0625f;
     switch (w.scale_dtype) {
-      case DType::ue8m0: scales[i] = 123; break;
+      case DType::ue8m0: scales[i] = kRandomUe8m0Scale; break;
       case DType::e4m3: scales[i] = 0x30; break;  // 0.5
       case DType::f32: std::memcpy(&scales[i * 4], &s, 4); break;
       default: { const uint16_t b = 0x3D80; std::memcpy(&scales[i * 2], &b, 2); }  // bf16 0.0625
@@ -259,6 +268,7 @@ GemmTiming time_moe_gemm(const ExpertsDesc& d, bool second, int64_t M, const cud
   g.weights_desc = w;
   g.act_dtype = d.act_dtype;
   g.prepared_codes = prepared;
+  g.mx_scales_at_most_two = random_weights_mx_scales_at_most_two(w);
   g.c = out.ptr();
   g.c_row_stride = w.n;
   g.tile = plan.tile;

@@ -31,6 +31,11 @@ std::vector<int32_t> random_routing(int64_t M, int64_t top_k, int64_t E, std::mt
 const std::vector<cuda::GemmWeights>& random_weight_copies(const WeightDesc& w, int copies, std::mt19937& rng,
                                                            bool prepared);
 
+// Whether random_weight_copies' weights take MoeGemmArgs / WeightView::mx_scales_at_most_two: MX
+// formats (their scales are 2^-4), unless env MOEQ_MX_SCALES_AT_MOST_TWO=0 (read once) withholds
+// it, to time the kernels that multiply twice.
+bool random_weights_mx_scales_at_most_two(const WeightDesc& w);
+
 // The planner's block size and tile for one GEMM of the layer at M tokens (no tuning table), as
 // Experts::apply picks them in the indexed layout.
 int64_t planner_block_m(const ExpertsDesc& d, int64_t M);

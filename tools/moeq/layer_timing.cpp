@@ -16,9 +16,10 @@ using cuda::DeviceBuffer;
 
 void* as_ptr(cuda::CUdeviceptr p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); }
 
-WeightView device_view(const cuda::GemmWeights& g, CodeLayout codes) {
+WeightView device_view(const WeightDesc& w, const cuda::GemmWeights& g, CodeLayout codes) {
   WeightView v;
   v.code_layout = codes;
+  v.mx_scales_at_most_two = random_weights_mx_scales_at_most_two(w);
   v.codes = as_ptr(g.codes);
   v.scales = as_ptr(g.scales);
   v.global_scales = static_cast<const float*>(as_ptr(g.global_scales));
@@ -102,7 +103,7 @@ LayerTiming time_experts_layer(const ExpertsDesc& d, const Options& options, int
   in.topk_weights = as_ptr(weights.ptr());
   const int copies = t.weight_copies;
   auto apply = [&](int i) {
-    experts.apply(device_view(copies13[i % copies], codes), device_view(copies2[i % copies], codes), in,
+    experts.apply(device_view(d.w13(), copies13[i % copies], codes), device_view(d.w2(), copies2[i % copies], codes), in,
                   {as_ptr(out.ptr()), 0}, as_ptr(ws1.ptr()), as_ptr(ws2.ptr()), stream);
   };
   const int launches = (std::max(iterations, 1) + copies - 1) / copies * copies;

@@ -54,15 +54,16 @@ __device__ __forceinline__ void int4_word_to_act(unsigned w, unsigned neg_offset
 
 // e2m1: the three magnitude bits land on the two lowest exponent bits and the top mantissa bit
 // of a bf16, which is then the e2m1 value times 2^-126 (subnormal codes included); 2^126 and
-// the scale follow as two exact-or-once-rounded multiplies.
-__device__ __forceinline__ void e2m1_word_to_bf16(unsigned w, unsigned scale2, unsigned (&out)[4]) {
+// the scale follow as two exact-or-once-rounded multiplies, or (`folded`: `scale2` is then the
+// splat of scale * 2^126, FragmentScale::scale2_folded) as one, which rounds the same exact product.
+__device__ __forceinline__ void e2m1_word_to_bf16(unsigned w, unsigned scale2, bool folded, unsigned (&out)[4]) {
   constexpr unsigned kTwoPow126 = 0x7E807E80u;  // bf16 2^126 in both lanes
   unsigned p[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const unsigned x = (w >> (4 * i)) & 0x000F000Fu;
     const unsigned bits = ((x & 0x00070007u) << 6) | ((x & 0x00080008u) << 12);
-    p[i] = bf16x2_mul(bf16x2_mul(bits, kTwoPow126), scale2);
+    p[i] = folded ? bf16x2_mul(bits, scale2) : bf16x2_mul(bf16x2_mul(bits, kTwoPow126), scale2);
   }
   interleave_pairs(p, out);
 }

@@ -294,8 +294,11 @@ __device__ __forceinline__ void dequant_word4(unsigned w, const FragmentScale& s
         int4_word_to_act<true>(w, s.neg_offset2, s.scale2, false, out);
         return;
       }
+    } else if (MxFoldable<Cfg>::value && path == DequantPath::kFolded) {
+      e2m1_word_to_bf16(w, s.scale2_folded, true, out);
+      return;
     } else {
-      e2m1_word_to_bf16(w, s.scale2, out);
+      e2m1_word_to_bf16(w, s.scale2, false, out);
       return;
     }
   }

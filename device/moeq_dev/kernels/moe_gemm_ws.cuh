@@ -596,7 +596,14 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
           }
         }
       };
-      if (Fp8BlockFoldable<Cfg>::value && fold_scales) {
+      if constexpr (MxFoldable<Cfg>::value && Cfg::kMxScalesAtMostTwo) {
+        // The caller vouches for every scale of the layer (moeq::WeightView::mx_scales_at_most_two):
+        // one multiply per pair, decided at compile time.
+        // PERF: session 35 decided it in the kernel instead (a vote per scale group, or a scan of the
+        // warpgroup's scale rows per output tile): the decision cost more than the fold saves (+5-14%
+        // on gpt-oss-120b M = 1024), while the fold alone saves 2-7% (docs/perf-notes.md).
+        run_ring(DequantPathTag<DequantPath::kFolded>{});
+      } else if (Fp8BlockFoldable<Cfg>::value && fold_scales) {
         if constexpr (Fp8BlockFoldable<Cfg>::value) run_ring(DequantPathTag<DequantPath::kFolded>{});
       } else {
         run_ring(DequantPathTag<WeightsPath<Cfg>::value>{});
