@@ -56,8 +56,9 @@ struct WeightView {
   const void* bias = nullptr;
   // MX formats (ue8m0 scales): the caller's word that every scale is at most 2 (scale byte <= 128),
   // as mx_scales_at_most_two[_host] finds once at load time. MXFP4 weights with bf16 activations
-  // then multiply each pair of codes once instead of twice on the GPU's warp-specialized tiles
-  // (2-7% of those GEMMs' time on the H200), with the same values. moeq checks it where the
+  // then multiply each pair of codes once instead of twice on the GPU's warp-specialized tiles, and
+  // skip the per-warp check of the smaller tiles (prepared codes): the same values, 0.4-6.8% of the
+  // GEMMs' time on the H200 (bench/results/2026-12-04-h200-mx-fold.md). moeq checks it where the
   // scales are on the host (validate_weights), not on the GPU: a scale above 2 under this word
   // gives wrong outputs (a bf16 infinity in the product scale x 2^126), as wrong codes would.
   // Scales of quantized checkpoints are far below 2 (weights of magnitude < 12).

@@ -221,3 +221,9 @@ tests_and_warmup() {
   echo "warmup rc=$? $(($(date +%s) - t0)) s"
   grep -E "^\[  FAILED|^\[       OK|PASSED" "$out/warmup.txt"
 }
+
+# run_as O|N CMD...: CMD with (N) or without (O) the MX scales word on `moeq bench`'s weights
+# (MOEQ_MX_SCALES_AT_MOST_TWO, docs/env.md).
+run_as() {
+  if [ "$1" = O ]; then shift; MOEQ_MX_SCALES_AT_MOST_TWO=0 "$@"; else shift; "$@"; fi
+}

@@ -19,9 +19,6 @@ wait
 echo "tests $(($(date +%s) - t0)) s"
 cat "$out"/gpu_tests_*.txt | grep -E "^\[  FAILED|^\[       OK|^\[  PASSED|Failure|rel |differ" | head -30 | cut -c1-200
 tail -n 12 "$out/verify_qwen3.txt" | cut -c1-200
-run_as() {  # run_as O|N CMD...: O withholds the word
-  if [ "$1" = O ]; then shift; MOEQ_MX_SCALES_AT_MOST_TWO=0 "$@"; else shift; "$@"; fi
-}
 for who in O N N O; do
   for spec in "gpt-oss-120b mxfp4 1024 2048 4096" "qwen3-30b-a3b mxfp4 1024 2048 4096" "gpt-oss-20b mxfp4 1024 4096" \
     "deepseek-v3 mxfp4 1024 4096"; do

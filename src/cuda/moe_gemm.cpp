@@ -517,9 +517,13 @@ GemmTile e4m3_tile_of(const GemmTile& tile) {
 
 int device_sm() { return this_device().cc_major * 10 + this_device().cc_minor; }
 
-bool gemm_folds_mx_scales(const WeightDesc& w, DType act_dtype, const GemmTile& tile, GemmInput input) {
-  return w.format == WeightFormat::mxfp4 && act_dtype == DType::bf16 && tile.wgmma && tile.producer &&
-         input != GemmInput::row_scaled_e4m3;
+bool gemm_folds_mx_scales(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes,
+                          GemmInput input) {
+  // NOTE: mirrors the kernels: moe_gemm_ws.cuh takes the word with either code layout; the voting
+  // tiles (kVoteFold in moe_gemm.cuh and moe_gemm_direct.cuh) vote only on prepared codes and never
+  // with wgmma; e4m3 input has no bf16 multiply.
+  if (w.format != WeightFormat::mxfp4 || act_dtype != DType::bf16 || input == GemmInput::row_scaled_e4m3) return false;
+  return tile.wgmma ? tile.producer : prepared_codes;
 }
 
 jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes,
@@ -555,7 +559,7 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "  static constexpr bool kRowScales = " << (input != GemmInput::values ? "true" : "false") << ";\n"
     << "  static constexpr bool kActE4m3 = " << (input == GemmInput::row_scaled_e4m3 ? "true" : "false") << ";\n"
     << "  static constexpr bool kMxScalesAtMostTwo = "
-    << (mx_scales_at_most_two && gemm_folds_mx_scales(w, act_dtype, tile, input) ? "true" : "false") << ";\n"
+    << (mx_scales_at_most_two && gemm_folds_mx_scales(w, act_dtype, tile, prepared_codes, input) ? "true" : "false") << ";\n"
     << "};\n"
     << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n"
     << "static_assert(moeq_dev::MoeGemmKernel<MoeGemmCfg>::Shape::kSmemBytes == " << gemm_smem_bytes(tile, w, input)
@@ -606,7 +610,8 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
       for (const GemmTile& tile : planner_tiles(f))
         for (bool prepared : {false, true})
           for (bool mx_fold : {false, true})
-            if (!mx_fold || gemm_folds_mx_scales(w, act, tile, GemmInput::values)) add(w, act, tile, prepared, GemmInput::values, mx_fold);
+            if (!mx_fold || gemm_folds_mx_scales(w, act, tile, prepared, GemmInput::values))
+              add(w, act, tile, prepared, GemmInput::values, mx_fold);
       // The INT scale storage is compile-time (Cfg::kScaleDtype, kZeroPoints): the other
       // variants the legality admits (f32 scales for INT8 only, zero points for INT4 only) once,
       // on the 8-row tile of many rows.
@@ -718,7 +723,7 @@ uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& t
   put(is_int && w.has_zero_point, 1);
   put(segments, 1);
   put(static_cast<uint64_t>(input), 2);
-  put(mx_scales_at_most_two && gemm_folds_mx_scales(w, act_dtype, tile, input), 1);
+  put(mx_scales_at_most_two && gemm_folds_mx_scales(w, act_dtype, tile, prepared_codes, input), 1);
   return key;
 }
 
@@ -753,7 +758,7 @@ void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& request
   for (bool prepared : {false, true})
     if (input != GemmInput::row_scaled_e4m3 || gemm_takes_e4m3(w, tile, 90, prepared))
       for (bool mx_fold : {false, true})
-        if (!mx_fold || gemm_folds_mx_scales(w, act_dtype, tile, input))
+        if (!mx_fold || gemm_folds_mx_scales(w, act_dtype, tile, prepared, input))
           gemm_function(w, act_dtype, tile, prepared, false, input, mx_fold);
   gemm_function(w, act_dtype, tile, false, true, input);
 }

@@ -189,8 +189,10 @@ int device_sm();
 // Whether the kernel of this GEMM compiles in the caller's word that every MX scale is at most 2
 // (MoeGemmArgs::mx_scales_at_most_two): MXFP4 codes with bf16 activation values (not e4m3) on the
 // warp-specialized wgmma tiles, which then multiply each pair of codes once (scale x 2^126) instead
-// of twice. The direct tiles decide it per warp at run time; other GEMMs have no such multiply.
-bool gemm_folds_mx_scales(const WeightDesc& w, DType act_dtype, const GemmTile& tile, GemmInput input);
+// of twice, and on the mma.sync and direct tiles with prepared codes, which then fold without their
+// per-warp vote. Other GEMMs have no such multiply.
+bool gemm_folds_mx_scales(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes,
+                          GemmInput input);
 
 struct MoeGemmArgs {
   WeightDesc weights_desc;

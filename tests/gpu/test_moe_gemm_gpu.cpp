@@ -469,8 +469,9 @@ TEST(MoeGemmGpu, Fp8BlockLargeScalesTakeTheUnfoldedPath) {
 // MXFP4 with bf16 activations multiplies each pair of e2m1 codes by 2^126 and the scale (two bf16
 // multiplies), or, on the warp-specialized tiles of a caller who vouches that every scale is at most
 // 2 (MoeGemmArgs::mx_scales_at_most_two, compiled in), once by scale x 2^126: the same exact weight
-// values, so the outputs are bit-identical with the word and without it, on every tile (the word
-// changes only the warp-specialized kernels; the direct tile checks that it is harmless elsewhere).
+// values, so the outputs are bit-identical with the word and without it, on every tile (with prepared
+// codes the direct and mma.sync tiles fold without their per-warp vote; canonical codes keep the vote
+// there, as the word does not change those kernels).
 // Without the word, scales above 2 (exponent byte > 128) stay exact: expert 1's rows n < 100 raised
 // by 2^16 give the base outputs times 2^16 bit for bit (a power of two on every product and sum),
 // all other rows unchanged. mx_scales_at_most_two reads the device scales: true for the base, false
@@ -512,7 +513,7 @@ TEST(MoeGemmGpu, MxScalesAtMostTwoFoldWithTheSameValues) {
   std::mt19937 ids_rng(11);
   const std::vector<int32_t> ids = gather_ids(M, ids_rng);
   for (const char* text : {"48x256/1x8x1/6/p", "80x256/1x8x1/5/p", "144x128/1x8x1/4/p", "64x256/1x8x1/8/p/s",
-                           "48x256/1x8x1/6/p/s", "8x128/1x4x1/4/r"}) {
+                           "48x256/1x8x1/6/p/s", "8x128/1x4x1/4/r", "16x128/1x4x1/4"}) {
     const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
     for (bool prepared : {false, true}) {
       const std::string where = std::string("tile ") + text + (prepared ? " prepared" : " canonical");

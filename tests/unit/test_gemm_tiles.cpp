@@ -343,7 +343,7 @@ TEST(GemmTiles, ConfigKeyIdentifiesTheGeneratedSource) {
                 const std::string text = spec.entry + "\n" + spec.source;
                 const uint64_t key = cuda::gemm_config_key(w, act, tile, prepared, segments, input, mx_fold);
                 // The word changes the kernel only where gemm_folds_mx_scales says so.
-                const bool folds = mx_fold && cuda::gemm_folds_mx_scales(w, act, tile, input);
+                const bool folds = mx_fold && cuda::gemm_folds_mx_scales(w, act, tile, prepared, input);
                 EXPECT_EQ(text.find("kMxScalesAtMostTwo = true") != std::string::npos, folds) << tile.to_string();
                 ++configs;
                 const auto [k, new_key] = text_of_key.emplace(key, text);

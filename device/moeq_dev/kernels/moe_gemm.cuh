@@ -66,7 +66,7 @@
 //     static constexpr bool kZeroPoints = false;     // INT4: zero points given
 //     static constexpr bool kRowScales = false;      // output rows times MoeGemmParams::a_row_scales
 //     static constexpr bool kActE4m3 = false;        // A is e4m3 codes (direct tiles, FP8 per channel, sm_89+)
-//     static constexpr bool kMxScalesAtMostTwo = false;  // MXFP4 x bf16, warp-specialized tiles: every scale <= 2
+//     static constexpr bool kMxScalesAtMostTwo = false;  // MXFP4 x bf16: every scale <= 2 (cuda::gemm_folds_mx_scales)
 //   };
 // With prepared codes a lane reads its 32 codes of a 16-channel tile (16 per fragment row) with
 // one 16-byte load (4-bit) or two (8-bit), and every 32-bit word is whole fragment registers: no

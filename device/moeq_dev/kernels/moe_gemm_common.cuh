@@ -137,7 +137,8 @@ __device__ __forceinline__ void multiply_scaled_tile(const LaneScale (&scales)[k
       foldable = foldable && decoded[nt][r].foldable;
     }
   if constexpr (kVoteFold) {
-    if (__all_sync(0xFFFFFFFFu, foldable)) {
+    // Cfg::kMxScalesAtMostTwo: the caller vouches for every scale of the layer, so no vote.
+    if (Cfg::kMxScalesAtMostTwo || __all_sync(0xFFFFFFFFu, foldable)) {
       multiply(DequantPath::kFolded, decoded, acc);
       return;
     }

@@ -387,7 +387,7 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
             bool folded_pass = false;
             if constexpr (kPassFold) {
               const PassFoldedScales<kTilesN> fold = fold_pass_scales<kTilesN>(pass[pass_of_group], mx_lane_shift);
-              if (fold.all_foldable) {
+              if (Cfg::kMxScalesAtMostTwo || fold.all_foldable) {
                 folded_pass = true;
 #pragma unroll
                 for (int r = 0; r < P; ++r)
