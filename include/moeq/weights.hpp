@@ -60,7 +60,7 @@ struct WeightView {
   // skip the per-warp check of the smaller tiles (prepared codes): the same values, 0.4-6.8% of the
   // GEMMs' time on the H200 (bench/results/2026-12-04-h200-mx-fold.md). moeq checks it where the
   // scales are on the host (validate_weights), not on the GPU: a scale above 2 under this word
-  // gives wrong outputs (a bf16 infinity in the product scale x 2^126), as wrong codes would.
+  // gives wrong outputs (scale x 2^126 overflows the bf16 multiplier), as wrong codes would.
   // Scales of quantized checkpoints are far below 2 (weights of magnitude < 12).
   bool mx_scales_at_most_two = false;
 };
@@ -83,12 +83,14 @@ void prepare_codes_host(const WeightDesc& desc, const void* canonical, void* pre
 // sync. Both pointers 16-byte aligned. Throws moeq::Error without a CUDA device.
 void prepare_codes(const WeightDesc& desc, const void* canonical, void* prepared, void* stream = nullptr);
 
-// Whether every ue8m0 scale of `desc` (an MX format) is at most 2, i.e. every scale byte <= 128:
-// the value for WeightView::mx_scales_at_most_two. Host scales; throws moeq::Error for a desc
-// that is not MX or a null pointer.
+// Whether every ue8m0 scale of `desc` (an MX format: E x n x k / 32 scales, whatever its
+// group_size, which must be 0 or 32) is at most 2, i.e. every scale byte <= 128: the value for
+// WeightView::mx_scales_at_most_two. Host scales; throws moeq::Error for a desc that is not MX, k
+// not a multiple of 32, or a null pointer.
 bool mx_scales_at_most_two_host(const WeightDesc& desc, const void* scales);
-// The same for scales in device memory: reads them back in chunks on `stream` (a CUstream, null =
-// default) and waits for it; meant for load time, next to prepare_codes. Throws moeq::Error
-// without a CUDA device.
+// The same for scales in device memory: waits for `stream` (a CUstream, null = default), then
+// reads them back in 16 MiB chunks with synchronous copies (which also wait for blocking streams;
+// not while a graph is being captured). Meant for load time, next to prepare_codes. Throws
+// moeq::Error without a CUDA device.
 bool mx_scales_at_most_two(const WeightDesc& desc, const void* scales, void* stream = nullptr);
 }  // namespace moeq

@@ -69,14 +69,22 @@ void prepare_codes(const WeightDesc& d, const void* canonical, void* prepared, v
 
 namespace {
 
-void require_mx_scales(const WeightDesc& d, const void* scales, const char* caller) {
+// The number of ue8m0 scales of an MX desc, E x n x k / 32, checked first.
+// NOTE: counted from k, not from WeightDesc::scale_elems(), which reads group_size: a desc built by
+// hand with the default group_size 0 would count one scale per row and pass unread scales above 2.
+int64_t require_mx_scales(const WeightDesc& d, const void* scales, const char* caller) {
+  const std::string who(caller);
   if (d.format != WeightFormat::mxfp4 && d.format != WeightFormat::mxfp8)
-    throw Error(std::string(caller) + ": format = " + std::string(to_string(d.format)) +
-                " has no ue8m0 scales (MX formats only)");
+    throw Error(who + ": format = " + std::string(to_string(d.format)) + " has no ue8m0 scales (MX formats only)");
   if (d.num_experts < 0 || d.n < 0 || d.k < 0)
-    throw Error(std::string(caller) + ": the desc has E = " + std::to_string(d.num_experts) + ", n = " +
-                std::to_string(d.n) + ", k = " + std::to_string(d.k) + "; none may be negative");
-  if (scales == nullptr && d.scale_elems() > 0) throw Error(std::string(caller) + ": scales is null");
+    throw Error(who + ": the desc has E = " + std::to_string(d.num_experts) + ", n = " + std::to_string(d.n) +
+                ", k = " + std::to_string(d.k) + "; none may be negative");
+  if (d.k % 32 != 0) throw Error(who + ": k = " + std::to_string(d.k) + " is not a multiple of the MX group of 32");
+  if (d.group_size != 0 && d.group_size != 32)
+    throw Error(who + ": group_size = " + std::to_string(d.group_size) + " (MX groups are 32 elements)");
+  const int64_t count = d.num_experts * d.n * (d.k / 32);
+  if (scales == nullptr && count > 0) throw Error(who + ": scales is null");
+  return count;
 }
 
 // NOTE: 2^(byte - 127) <= 2 <=> byte <= 128 (the NaN code 255 is above it too).
@@ -89,13 +97,13 @@ bool bytes_at_most_128(const uint8_t* bytes, int64_t count) {
 }  // namespace
 
 bool mx_scales_at_most_two_host(const WeightDesc& d, const void* scales) {
-  require_mx_scales(d, scales, "mx_scales_at_most_two_host");
-  return bytes_at_most_128(static_cast<const uint8_t*>(scales), d.scale_elems());
+  const int64_t count = require_mx_scales(d, scales, "mx_scales_at_most_two_host");
+  return bytes_at_most_128(static_cast<const uint8_t*>(scales), count);
 }
 
 bool mx_scales_at_most_two(const WeightDesc& d, const void* scales, void* stream) {
-  require_mx_scales(d, scales, "mx_scales_at_most_two");
-  return cuda::scan_device_bytes(scales, d.scale_elems(), static_cast<cuda::CUstream>(stream),
+  const int64_t count = require_mx_scales(d, scales, "mx_scales_at_most_two");
+  return cuda::scan_device_bytes(scales, count, static_cast<cuda::CUstream>(stream),
                                  [](const uint8_t* chunk, int64_t count) { return bytes_at_most_128(chunk, count); });
 }
 

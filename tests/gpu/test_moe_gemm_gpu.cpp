@@ -474,8 +474,10 @@ TEST(MoeGemmGpu, Fp8BlockLargeScalesTakeTheUnfoldedPath) {
 // there, as the word does not change those kernels).
 // Without the word, scales above 2 (exponent byte > 128) stay exact: expert 1's rows n < 100 raised
 // by 2^16 give the base outputs times 2^16 bit for bit (a power of two on every product and sum),
-// all other rows unchanged. mx_scales_at_most_two reads the device scales: true for the base, false
-// for the raised ones. Even rings (grouped scales) and odd ones, persistent and not.
+// all other rows unchanged; with the word given falsely they come out wrong exactly where
+// gemm_folds_mx_scales says the word reaches the kernel. mx_scales_at_most_two reads the device
+// scales: true for the base, false for the raised ones. Even rings (grouped scales) and odd ones,
+// persistent and not.
 TEST(MoeGemmGpu, MxScalesAtMostTwoFoldWithTheSameValues) {
   if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   std::string why;
@@ -537,6 +539,16 @@ TEST(MoeGemmGpu, MxScalesAtMostTwoFoldWithTheSameValues) {
           if (ref::f32_to_bf16(want) != big[at]) ++mismatches;
         }
       EXPECT_EQ(mismatches, 0) << where << ": outputs differ from the base times 2^16 (raised rows) or the base (others)";
+      // The word given falsely (scales above 2): where the word reaches the kernel, the folded path ran, so the
+      // raised rows come out wrong (scale x 2^126 overflows the bf16 multiplier); elsewhere nothing changes.
+      const bool folds =
+          cuda::gemm_folds_mx_scales(c.w, c.act, cuda::tile_for_device(tile), prepared, cuda::GemmInput::values);
+      std::vector<uint16_t> misled;
+      dw_raised.mx_scales_at_most_two = true;
+      run_gather(c, tile, h_raised, dw_raised, M, std::mt19937(11), stream.get(), prepared, &misled);
+      dw_raised.mx_scales_at_most_two = false;
+      EXPECT_EQ(misled != big, folds) << where << (folds ? ": the word did not reach the folding kernel"
+                                                         : ": the word changed a kernel that does not fold");
     }
   }
 }

@@ -359,6 +359,51 @@ TEST(GemmTiles, ConfigKeyIdentifiesTheGeneratedSource) {
   EXPECT_EQ(text_of_key.size(), key_of_text.size());
 }
 
+// Which kernels take the MX scales word (cuda::gemm_folds_mx_scales), written out against the
+// kernels' own rules: the warp-specialized body (moe_gemm_ws.cuh) with either code layout, the
+// voting mma.sync and direct tiles (kVoteFold: prepared codes, no wgmma) only with prepared codes;
+// never f16 activations, e4m3 input, MXFP8 or NVFP4 (no e2m1 x 2^126 multiply), nor the wgmma tile
+// without a producer (it has no vote and no folded ring).
+TEST(GemmTiles, MxScalesWordReachesOnlyTheFoldingKernels) {
+  using cuda::GemmInput;
+  struct Case {
+    WeightFormat format;
+    DType act;
+    const char* tile;
+    bool prepared;
+    GemmInput input;
+    bool folds;
+  };
+  const Case cases[] = {
+      {WeightFormat::mxfp4, DType::bf16, "48x256/1x8x1/6/p", false, GemmInput::values, true},
+      {WeightFormat::mxfp4, DType::bf16, "48x256/1x8x1/6/p", true, GemmInput::values, true},
+      {WeightFormat::mxfp4, DType::bf16, "80x256/1x8x1/5/p/s", true, GemmInput::row_scaled_values, true},
+      {WeightFormat::mxfp4, DType::bf16, "128x128/1x8x1/4/p", false, GemmInput::row_scaled_e4m3, false},
+      {WeightFormat::mxfp4, DType::bf16, "64x128/1x4x1/4/w", true, GemmInput::values, false},
+      {WeightFormat::mxfp4, DType::bf16, "16x128/1x4x1/4", true, GemmInput::values, true},
+      {WeightFormat::mxfp4, DType::bf16, "16x128/1x4x1/4", false, GemmInput::values, false},
+      {WeightFormat::mxfp4, DType::bf16, "8x128/1x4x1/4/r", true, GemmInput::values, true},
+      {WeightFormat::mxfp4, DType::bf16, "8x128/1x4x1/4/r", false, GemmInput::values, false},
+      {WeightFormat::mxfp4, DType::f16, "48x256/1x8x1/6/p", true, GemmInput::values, false},
+      {WeightFormat::mxfp8, DType::bf16, "48x256/1x8x1/6/p", true, GemmInput::values, false},
+      {WeightFormat::nvfp4, DType::bf16, "8x128/1x4x1/4/r", true, GemmInput::values, false},
+  };
+  for (const Case& c : cases) {
+    const WeightDesc w = desc_of(c.format);
+    const cuda::GemmTile tile = cuda::parse_gemm_tile(c.tile);
+    const std::string where = std::string(to_string(c.format)) + " " + std::string(to_string(c.act)) + " " + c.tile +
+                              (c.prepared ? " prepared" : " canonical") + " input " + std::to_string(int(c.input));
+    if (c.input == GemmInput::row_scaled_e4m3) ASSERT_TRUE(cuda::gemm_takes_e4m3(w, tile, 90, c.prepared)) << where;
+    EXPECT_EQ(cuda::gemm_folds_mx_scales(w, c.act, tile, c.prepared, c.input), c.folds) << where;
+    const std::string source = cuda::moe_gemm_kernel_spec(w, c.act, tile, c.prepared, c.input, true).source;
+    EXPECT_EQ(source.find("kMxScalesAtMostTwo = true") != std::string::npos, c.folds) << where;
+    EXPECT_NE(cuda::moe_gemm_kernel_spec(w, c.act, tile, c.prepared, c.input, false).source.find(
+                  "kMxScalesAtMostTwo = false"),
+              std::string::npos)
+        << where;
+  }
+}
+
 // Which tile and A operand each GEMM of a layer plans (cuda::gemm_plan): e4m3 codes only for FP8
 // per-token activations with FP8 per-channel weights on a direct tile (sm_89+) or canonical MXFP4
 // codes on a warp-specialized tile (sm_90+, K % 128 == 0; 128 channels), else the

@@ -122,6 +122,18 @@ TEST(PrepareCodes, MxScalesAtMostTwoReadsEveryScaleByte) {
       EXPECT_FALSE(mx_scales_at_most_two_host(d, scales.data())) << int(above);
     }
     EXPECT_THROW(mx_scales_at_most_two_host(d, nullptr), Error);
+    // Counted from k, not from group_size: a desc with the default group_size 0 reads them all.
+    WeightDesc no_group = d;
+    no_group.group_size = 0;
+    EXPECT_FALSE(mx_scales_at_most_two_host(no_group, scales.data()));
+    scales.back() = 128;
+    EXPECT_TRUE(mx_scales_at_most_two_host(no_group, scales.data()));
+    WeightDesc bad = d;
+    bad.group_size = 16;
+    EXPECT_THROW(mx_scales_at_most_two_host(bad, scales.data()), Error);
+    bad = d;
+    bad.k = 48;
+    EXPECT_THROW(mx_scales_at_most_two_host(bad, scales.data()), Error);
   }
   WeightDesc nvfp4 = desc_of(WeightFormat::nvfp4, 1, 16, 64);
   std::vector<uint8_t> e4m3(static_cast<size_t>(nvfp4.scale_bytes()), 0x30);
