@@ -1,5 +1,6 @@
 // The prepared code layout on the host (the reference of prepare_codes on the GPU): the index
 // map of device/moeq_dev/format/prepared_map.cuh (shared with the GPU kernel) in plain loops.
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -88,23 +89,19 @@ int64_t require_mx_scales(const WeightDesc& d, const void* scales, const char* c
 }
 
 // NOTE: 2^(byte - 127) <= 2 <=> byte <= 128 (the NaN code 255 is above it too).
-bool bytes_at_most_128(const uint8_t* bytes, int64_t count) {
-  uint8_t largest = 0;
-  for (int64_t i = 0; i < count; ++i) largest = bytes[i] > largest ? bytes[i] : largest;
-  return largest <= 128;
-}
+constexpr uint8_t kLargestFoldableScale = 128;
 
 }  // namespace
 
 bool mx_scales_at_most_two_host(const WeightDesc& d, const void* scales) {
   const int64_t count = require_mx_scales(d, scales, "mx_scales_at_most_two_host");
-  return bytes_at_most_128(static_cast<const uint8_t*>(scales), count);
+  const auto* bytes = static_cast<const uint8_t*>(scales);
+  return std::all_of(bytes, bytes + count, [](uint8_t b) { return b <= kLargestFoldableScale; });
 }
 
 bool mx_scales_at_most_two(const WeightDesc& d, const void* scales, void* stream) {
   const int64_t count = require_mx_scales(d, scales, "mx_scales_at_most_two");
-  return cuda::scan_device_bytes(scales, count, static_cast<cuda::CUstream>(stream),
-                                 [](const uint8_t* chunk, int64_t count) { return bytes_at_most_128(chunk, count); });
+  return cuda::max_device_byte(scales, count, static_cast<cuda::CUstream>(stream)) <= kLargestFoldableScale;
 }
 
 }  // namespace moeq

@@ -609,9 +609,7 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
       if (is_int) w.scale_dtype = act;  // the default INT scale dtype is the activation dtype
       for (const GemmTile& tile : planner_tiles(f))
         for (bool prepared : {false, true})
-          for (bool mx_fold : {false, true})
-            if (!mx_fold || gemm_folds_mx_scales(w, act, tile, prepared, GemmInput::values))
-              add(w, act, tile, prepared, GemmInput::values, mx_fold);
+          for (bool mx_fold : {false, true}) add(w, act, tile, prepared, GemmInput::values, mx_fold);  // same source: once
       // The INT scale storage is compile-time (Cfg::kScaleDtype, kZeroPoints): the other
       // variants the legality admits (f32 scales for INT8 only, zero points for INT4 only) once,
       // on the 8-row tile of many rows.
@@ -757,9 +755,8 @@ void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& request
   const GemmTile tile = tile_for_device(requested);
   for (bool prepared : {false, true})
     if (input != GemmInput::row_scaled_e4m3 || gemm_takes_e4m3(w, tile, 90, prepared))
-      for (bool mx_fold : {false, true})
-        if (!mx_fold || gemm_folds_mx_scales(w, act_dtype, tile, prepared, input))
-          gemm_function(w, act_dtype, tile, prepared, false, input, mx_fold);
+      for (bool mx_fold : {false, true})  // where the word changes nothing, the same key: loaded once
+        gemm_function(w, act_dtype, tile, prepared, false, input, mx_fold);
   gemm_function(w, act_dtype, tile, false, true, input);
 }
 

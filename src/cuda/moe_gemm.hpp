@@ -269,8 +269,8 @@ uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& t
 // so that later launches load nothing.
 void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& tile, GemmInput input = GemmInput::values);
 // Every config the planner can emit (planner_tiles, canonical and prepared codes, bf16 and f16,
-// INT scales in the activation dtype, MX scales at most 2 or not where gemm_folds_mx_scales), plus the other INT scale dtypes and zero points on one
-// tile, the row-scale epilogue on each GEMM body once, the e4m3 input on FP8 per-channel direct
+// INT scales in the activation dtype, MX scales at most 2 or not where gemm_folds_mx_scales),
+// plus the other INT scale dtypes and zero points on one tile, the row-scale epilogue on each GEMM body once, the e4m3 input on FP8 per-channel direct
 // tiles and on each MXFP4 warp-specialized tile e4m3_tile_of gives; the source text does not
 // depend on bias, global scales or the layout.
 std::vector<jit::KernelSpec> moe_gemm_kernel_specs();

@@ -34,9 +34,9 @@ void prepare_codes(const WeightDesc& d, const void* canonical, void* prepared, C
   launch(f, shape, stream, in, out, words, bits, e2m1, n, k, tiles_n, tiles_k);
 }
 
-bool scan_device_bytes(const void* bytes, int64_t count, CUstream stream,
-                       const std::function<bool(const uint8_t*, int64_t)>& holds) {
-  if (count <= 0) return true;
+uint8_t max_device_byte(const void* bytes, int64_t count, CUstream stream) {
+  uint8_t largest = 0;
+  if (count <= 0) return largest;
   ensure_context();
   check(driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
   constexpr int64_t kChunkBytes = int64_t{16} << 20;
@@ -46,9 +46,9 @@ bool scan_device_bytes(const void* bytes, int64_t count, CUstream stream,
     const int64_t n = std::min(kChunkBytes, count - offset);
     check(driver().cuMemcpyDtoH_v2(chunk.data(), base + static_cast<CUdeviceptr>(offset), static_cast<size_t>(n)),
           "cuMemcpyDtoH");
-    if (!holds(chunk.data(), n)) return false;
+    largest = std::max(largest, *std::max_element(chunk.begin(), chunk.begin() + n));
   }
-  return true;
+  return largest;
 }
 
 }  // namespace moeq::cuda

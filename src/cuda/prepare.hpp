@@ -2,7 +2,6 @@
 // Host side of the code-layout transform (device/moeq_dev/format/prepared.cuh): canonical ->
 // prepared codes on the GPU, one thread per output word. Enqueues only.
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "cuda/driver.hpp"
@@ -14,9 +13,8 @@ namespace moeq::cuda {
 void prepare_codes(const WeightDesc& desc, const void* canonical, void* prepared, CUstream stream);
 jit::KernelSpec prepare_kernel_spec();
 
-// Whether `holds` is true of every chunk of `count` device bytes at `bytes`, read back after
-// `stream`'s queued work (load-time checks of weights; synchronous, stops at the first false).
-bool scan_device_bytes(const void* bytes, int64_t count, CUstream stream,
-                       const std::function<bool(const uint8_t*, int64_t)>& holds);
+// The largest of `count` device bytes at `bytes` (0 for none), read back in chunks after
+// `stream`'s queued work: a load-time check of weights, synchronous.
+uint8_t max_device_byte(const void* bytes, int64_t count, CUstream stream);
 
 }  // namespace moeq::cuda

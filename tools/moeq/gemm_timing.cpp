@@ -109,10 +109,6 @@ std::vector<int32_t> random_routing(int64_t M, int64_t top_k, int64_t E, std::mt
   return ids;
 }
 
-// Random but valid canonical weights of one GEMM: random code bytes, scales near 2^-4; `copies`
-// device copies of the same bytes at distinct addresses (rotating over them defeats L2).
-// PERF: generated once per weight shape and kept for the process: the host generator took
-// seconds per case at 16 copies of 200 MB.
 namespace {
 constexpr uint8_t kRandomUe8m0Scale = 123;  // 2^-4
 }  // namespace
@@ -122,6 +118,10 @@ bool random_weights_mx_scales_at_most_two(const WeightDesc& w) {
   return !withheld && w.scale_dtype == DType::ue8m0 && kRandomUe8m0Scale <= 128;
 }
 
+// Random but valid canonical weights of one GEMM: random code bytes, scales near 2^-4; `copies`
+// device copies of the same bytes at distinct addresses (rotating over them defeats L2).
+// PERF: generated once per weight shape and kept for the process: the host generator took
+// seconds per case at 16 copies of 200 MB.
 const std::vector<cuda::GemmWeights>& random_weight_copies(const WeightDesc& w, int copies, std::mt19937& rng,
                                                            bool prepared) {
   struct Pool {
