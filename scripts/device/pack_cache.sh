@@ -4,6 +4,8 @@
 # (strace), and tars just those with the binaries (xz: a third of gzip's size for cubins). So a call
 # carries 25-35 MB instead of the whole cache (over the 64 MiB a call may carry), and the device
 # compiles nothing it can be handed.
+# NOTE: the call must carry the binaries packed here (copy BUILD's into the carried folder at the same time):
+# session 37's call 2 carried a moeq built before the change it timed and ran none of the kernels packed for it.
 # NOTE: two passes: a kernel compiled in the first is written under a temporary name and renamed, so
 # only the second pass, all cache hits, opens every cubin under its own name.
 # Usage: pack_cache.sh BUILD LINES TXZ [EXTRA_DIR...]

@@ -364,6 +364,9 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            // 48 token rows (session 30: ~32 rows per expert, gpt-oss-120b M = 1024, Qwen3 M = 512),
                            // and the mma.sync tile they run as without wgmma (mma_sync_tile_of)
                            "48x256/1x8x1/8/p", "48x256/1x8x1/6/p", "48x256/1x8x1/6/p/s", "48x128/1x4x1/4",
+                           // 512 channels, MX weights only (session 37: even with the 256-channel tiles at best; the
+                           // 6-stage and 64-row ones spill and lose 13-32%)
+                           "48x512/1x8x1/4/p/s", "48x512/1x8x1/4/p",
                            // 64 channels per warp, MXFP4's alternative many-rows tile (GEMM v19)
                            "8x256/1x4x1/2/r"})
     tiles.push_back(parse_gemm_tile(text));
@@ -400,7 +403,10 @@ int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w, GemmInput inp
     // e4m3 tokens: 128 k in the same bytes, and the codes of 128 k (MoeGemmWsShape::kTileK).
     // Persistent: the out tile past the ring.
     const int64_t tile_k = input == GemmInput::row_scaled_e4m3 ? 128 : 64;
-    const int64_t tokens = int64_t{tile.block_m} * 64 * 2, stage = tokens + int64_t{tile.block_n} * (tile_k * code_bits / 8);
+    // 512 channels: each stage also holds a 4-byte word of MX scales per channel (kStagedScales).
+    const int64_t staged_scales = tile.block_n == 512 ? int64_t{tile.block_n} * 4 : 0;
+    const int64_t tokens = int64_t{tile.block_m} * 64 * 2,
+                  stage = tokens + int64_t{tile.block_n} * (tile_k * code_bits / 8) + staged_scales;
     const int64_t ring = tile.stages * stage + 3 * tokens, out = int64_t{tile.block_m} * (tile.block_n * 2 + 16);
     return tile.persistent ? ring + out : std::max(ring, out);
   }
@@ -420,8 +426,10 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
     bad(std::string("block_m must be ") + plan::kGpuBlockMs);
   else if (tile.block_m == 24 && !tile.direct)
     bad("24-row blocks run direct (/r) tiles only");
-  if (tile.block_n != 32 && tile.block_n != 64 && tile.block_n != 128 && tile.block_n != 256)
-    bad("block_n must be 32, 64, 128 or 256");
+  if (tile.block_n != 32 && tile.block_n != 64 && tile.block_n != 128 && tile.block_n != 256 && tile.block_n != 512)
+    bad("block_n must be 32, 64, 128, 256 or 512");
+  else if (tile.block_n == 512 && !(tile.producer && tile.wgmma))
+    bad("512 channels: warp-specialized wgmma (/p, 48+ tokens) tiles only");
   if (tile.warps_m < 1 || tile.warps_n < 1 || tile.warps_k < 1 || tile.threads() > 512) {
     bad("needs 1 to 16 warps");
     return r;  // the sizes below divide by the warp counts
@@ -453,10 +461,17 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
       bad("warp-specialized mma.sync (/p) tiles have up to 32 tokens, warps 1xNx1, at most 8 stages and no split K");
   } else if (tile.producer) {
     // NOTE: every GPU block size from 48 up (is_gpu_block_m above); below 48 /p is the mma.sync copy-warp tile.
-    if (tile.block_m < 48 || (tile.block_n != 128 && tile.block_n != 256) || tile.warps_m != 1 || tile.warps_n != 8 ||
-        tile.warps_k != 1 || tile.split_k != 1 || tile.min_ctas != 0 || tile.stages < 3 || tile.stages > 8)
-      bad("warp-specialized (/p) tiles are (48, 64, 80, 96, 128 or 144) x (128 or 256) with consumer warps 1x8x1, 3 to 8 "
-          "stages, no split K and no /o");
+    if (tile.block_m < 48 || (tile.block_n != 128 && tile.block_n != 256 && tile.block_n != 512) || tile.warps_m != 1 ||
+        tile.warps_n != 8 || tile.warps_k != 1 || tile.split_k != 1 || tile.min_ctas != 0 || tile.stages < 3 || tile.stages > 8)
+      bad("warp-specialized (/p) tiles are (48, 64, 80, 96, 128 or 144) x (128, 256 or 512) with consumer warps 1x8x1, 3 "
+          "to 8 stages, no split K and no /o");
+    // NOTE: a consumer holds four 64-channel tiles' accumulators at 512 channels (moe_gemm_ws.cuh).
+    if (tile.block_n == 512 && tile.block_m > 64) bad("512-channel warp-specialized (/p) tiles have 48 or 64 tokens");
+    // NOTE: the copy warps stage the MX scales (one byte per 32 k) in 4-byte words per channel and K tile.
+    if (tile.block_n == 512 && w.format != WeightFormat::mxfp4 && w.format != WeightFormat::mxfp8)
+      bad("512-channel tiles take MX weights (MXFP4, MXFP8) only, not " + std::string(moeq::to_string(w.format)));
+    else if (tile.block_n == 512 && w.k % 64 != 0)
+      bad("512-channel tiles need K % 64 == 0 (K = " + std::to_string(w.k) + ")");
   }
   if (tile.persistent && !(tile.producer && tile.wgmma)) bad("persistent (/s) tiles are warp-specialized wgmma (/p) tiles");
   if (!tile.direct && !tile.producer && tile.wgmma &&
@@ -559,8 +574,11 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "  static constexpr bool kRowScales = " << (input != GemmInput::values ? "true" : "false") << ";\n"
     << "  static constexpr bool kActE4m3 = " << (input == GemmInput::row_scaled_e4m3 ? "true" : "false") << ";\n"
     << "  static constexpr bool kMxScalesAtMostTwo = "
-    << (mx_scales_at_most_two && gemm_folds_mx_scales(w, act_dtype, tile, prepared_codes, input) ? "true" : "false") << ";\n"
-    << "};\n"
+    << (mx_scales_at_most_two && gemm_folds_mx_scales(w, act_dtype, tile, prepared_codes, input) ? "true" : "false") << ";\n";
+  // NOTE: timing only (docs/env.md); read once per process, so gemm_config_key needs no bits for it.
+  static const long ws_diag = env_integer("MOEQ_DIAG_WS", 0, 63, 0);
+  if (ws_diag != 0 && tile.producer && tile.wgmma) s << "  static constexpr int kDiagWs = " << ws_diag << ";\n";
+  s << "};\n"
     << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n"
     << "static_assert(moeq_dev::MoeGemmKernel<MoeGemmCfg>::Shape::kSmemBytes == " << gemm_smem_bytes(tile, w, input)
     << ", \"host and device disagree on the dynamic shared memory (gemm_smem_bytes)\");\n"
@@ -705,7 +723,7 @@ uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& t
   put(static_cast<uint64_t>(w.format), 4);
   put(act_dtype == DType::bf16, 1);
   put(static_cast<uint64_t>(tile.block_m), 8);  // <= 144
-  put(static_cast<uint64_t>(tile.block_n), 10);  // <= 256
+  put(static_cast<uint64_t>(tile.block_n), 10);  // <= 512
   put(static_cast<uint64_t>(tile.warps_m), 5);   // threads <= 512: <= 16 warps
   put(static_cast<uint64_t>(tile.warps_n), 5);
   put(static_cast<uint64_t>(tile.warps_k), 5);
@@ -771,6 +789,11 @@ GemmTile tile_for_device(GemmTile tile) {
   return device_has_wgmma() ? tile : mma_sync_tile_of(tile);
 }
 
+GemmTile tile_for_scales(GemmTile tile, CUdeviceptr scales) {
+  if (tile.block_n == 512 && scales % 4 != 0) tile.block_n = 256;
+  return tile;
+}
+
 GemmTile mma_sync_tile_of(GemmTile tile) {
   if (tile.producer && !tile.wgmma) {
     tile.producer = false;  // the same tile with the copies shared by every warp
@@ -792,7 +815,7 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   const WeightDesc& w = a.weights_desc;
   auto reasons = moe_gemm_reasons(w, a.act_dtype);
   for (auto& reason : gemm_tile_reasons(a.tile, w)) reasons.push_back(reason);
-  const GemmTile tile = tile_for_device(a.tile);
+  const GemmTile tile = tile_for_scales(tile_for_device(a.tile), a.weights.scales);
   if (!reasons.empty()) throw Error("moe_gemm: " + reasons.front());
   if (a.max_ctas < 0) throw Error("moe_gemm: max_ctas = " + std::to_string(a.max_ctas) + " is negative");
   if (a.a == 0 || a.c == 0 || a.weights.codes == 0 || a.weights.scales == 0 ||

@@ -132,6 +132,10 @@ std::vector<GemmTile> planner_tiles(WeightFormat format);
 // The tile as this device runs it: split K off below sm_90 (no clusters), wgmma off but on sm_90a
 // (warp-specialized tiles become the mma.sync tile of the same M block).
 GemmTile tile_for_device(GemmTile tile);
+// The tile as it runs over these scales: a 512-channel tile copies the MX scales in 4-byte words
+// (kernels/moe_gemm_ws.cuh, kStagedScales), so with scales off a 4-byte boundary (ue8m0 needs byte
+// alignment only) it runs 256 channels wide, the same products (MoeGemmGpu.WideTiles*).
+GemmTile tile_for_scales(GemmTile tile, CUdeviceptr scales);
 // The mma.sync tile that runs a wgmma tile's M block where there is no wgmma (tile_for_device).
 GemmTile mma_sync_tile_of(GemmTile tile);
 // The M block the GPU GEMM of this device runs for the planner's block_m (plan::choose_block_m):

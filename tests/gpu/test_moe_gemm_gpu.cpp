@@ -20,6 +20,7 @@
 #include "cuda/routing.hpp"
 #include "io/presets.hpp"
 #include "jit/nvrtc.hpp"
+#include "moeq/error.hpp"
 #include "moeq/weights.hpp"
 #include "reference/formats.hpp"
 #include "reference/quantize.hpp"
@@ -323,6 +324,8 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
                                   text == "144x128/2x4x1/4" || text == "80x256/1x8x1/6/p" ||
                                   text == "96x256/1x8x1/6/p" || text == "48x256/1x8x1/8/p";
       if (!plan.all_tiles && !few_tiles_tile && !selected) continue;
+      // 512-channel tiles take MX weights with K % 64 == 0 only (gemm_tile_reasons; WideTiles* below).
+      if (tile.block_n == 512 && !cuda::gemm_tile_reasons(tile, c.w).empty()) continue;
       // M = 250: ~190 rows per expert, whole blocks of 48 to 144 rows and a part one.
       for (int64_t M : {int64_t{1}, int64_t{45}, int64_t{tile.block_m >= 48 ? 250 : 0}}) {
         if (M == 0) continue;
@@ -550,6 +553,64 @@ TEST(MoeGemmGpu, MxScalesAtMostTwoFoldWithTheSameValues) {
       EXPECT_EQ(misled != big, folds) << where << (folds ? ": the word did not reach the folding kernel"
                                                          : ": the word changed a kernel that does not fold");
     }
+  }
+}
+
+// 512-channel tiles stage each K tile's MX scales in the copy ring (MoeGemmWsShape::kStagedScales):
+// K = 576 (18 scales a row) puts every other row's scale pairs at byte 2 of their 4-byte words, N = 1000
+// leaves a part block of 488 channels, and the outputs equal the 256-channel tile's bit for bit (the same
+// products in the same order), gathered and masked, both code layouts; with scales off a 4-byte boundary
+// the 512-channel tile runs 256 wide (cuda::tile_for_scales), the same outputs again.
+TEST(MoeGemmGpu, WideTilesStageMxScalesWithTheSameProducts) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  if (cuda::device_sm() < 90) GTEST_SKIP() << "no wgmma on sm_" << cuda::device_sm();
+  std::string why;
+  if (!jit::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  cuda::ensure_context();
+  cuda::Stream stream;
+  std::mt19937 rng(512);
+  for (const char* scheme : {"mxfp4", "mxfp8"}) {
+    GemmCase c = make_case(scheme, DType::bf16);
+    c.w.n = 1000;
+    c.w.k = 576;
+    const HostWeights h = quantized_weights(c, rng);
+    const DeviceWeights dw = upload(*h.q);
+    int ran = 0;
+    for (const auto& [wide_text, narrow_text] :
+         {std::pair{"48x512/1x8x1/4/p/s", "48x256/1x8x1/4/p/s"}, std::pair{"64x512/1x8x1/4/p/s", "64x256/1x8x1/4/p/s"},
+          std::pair{"48x512/1x8x1/6/p", "48x256/1x8x1/6/p"}, std::pair{"48x512/1x8x1/3/p", "48x256/1x8x1/3/p"}}) {
+      const cuda::GemmTile wide = cuda::parse_gemm_tile(wide_text), narrow = cuda::parse_gemm_tile(narrow_text);
+      if (!cuda::gemm_tile_reasons(wide, c.w).empty()) continue;  // MXFP8's codes: the deeper rings exceed 227 KB
+      ++ran;
+      for (bool prepared : {false, true}) {
+        const std::string where = std::string(scheme) + " " + wide_text + (prepared ? " prepared" : " canonical");
+        const std::mt19937 inputs(rng());
+        std::vector<uint16_t> want, got;
+        const ErrorStats s = run_gather(c, wide, h, dw, 250, inputs, stream.get(), prepared, &got);
+        EXPECT_TRUE(s.finite && s.rel < 5e-3) << where << " gather: rel " << s.rel << (s.finite ? "" : ", non-finite");
+        run_gather(c, narrow, h, dw, 250, inputs, stream.get(), prepared, &want, c.w.num_experts);
+        EXPECT_TRUE(got == want) << where << " gather: differs from " << narrow_text;
+        std::mt19937 masked_a = rng, masked_b = masked_a;
+        const ErrorStats m = run_masked(c, wide, h, dw, masked_a, stream.get(), prepared, &got);
+        EXPECT_TRUE(m.finite && m.rel < 5e-3) << where << " masked: rel " << m.rel
+                                              << (m.finite ? "" : ", non-finite or rows past a count written");
+        run_masked(c, narrow, h, dw, masked_b, stream.get(), prepared, &want, 0, false);
+        EXPECT_TRUE(got == want) << where << " masked: differs from " << narrow_text;
+      }
+    }
+    EXPECT_GE(ran, 1) << scheme << ": no 512-channel tile fits";
+    DeviceWeights shifted;  // dw's buffers (dw owns them), the scales 2 bytes on
+    shifted.ptrs = dw.ptrs;
+    shifted.ptrs.scales += 2;
+    shifted.prepared_codes = dw.prepared_codes;
+    // Other scale bytes than the weights' (no reference): only the two tiles' outputs are compared.
+    std::vector<uint16_t> want, got;
+    run_gather(c, cuda::parse_gemm_tile("48x512/1x8x1/3/p"), h, shifted, 45, std::mt19937(1), stream.get(), true, &got,
+               c.w.num_experts);
+    run_gather(c, cuda::parse_gemm_tile("48x256/1x8x1/3/p"), h, shifted, 45, std::mt19937(1), stream.get(), true, &want,
+               c.w.num_experts);
+    EXPECT_TRUE(got == want) << scheme << ": scales 2 bytes off a 4-byte boundary: the 512-channel tile differs from "
+                             << "48x256/1x8x1/3/p";
   }
 }
 

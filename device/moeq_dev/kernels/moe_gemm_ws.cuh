@@ -40,6 +40,31 @@
 
 namespace moeq_dev {
 
+// Timing-only diagnostics (MOEQ_DIAG_WS, docs/env.md; the results are wrong): bits of the work the
+// warp-specialized tile leaves out, to bound what each part costs inside it. 1: the permute warps move no
+// tokens; 2: the consumers pass code words as A fragments (no dequantization); 4: no scale loads; 8: no
+// wgmma issued (the fragments are still computed); 16: the copy warps copy no tokens; 32: no codes.
+// Cfg::kDiagWs where the config names it, else 0.
+enum : int {
+  kWsSkipPermute = 1, kWsSkipDequant = 2, kWsSkipScales = 4, kWsSkipMma = 8, kWsSkipTokenCopies = 16, kWsSkipCodeCopies = 32
+};
+template <class C, class = void>
+struct WsDiag {
+  static constexpr int value = 0;
+};
+template <class C>
+struct WsDiag<C, decltype(void(C::kDiagWs))> {
+  static constexpr int value = C::kDiagWs;
+};
+
+// The value x, which ptxas cannot see as loop-invariant: a step added inside a loop instead of
+// multiples of it hoisted into registers.
+__device__ __forceinline__ long long opaque_step(long long x) {
+  long long y;
+  asm volatile("mov.b64 %0, %1;" : "=l"(y) : "l"(x));
+  return y;
+}
+
 template <class Cfg>
 struct MoeGemmWsShape {
   static constexpr int kBlockM = Cfg::kBlockM, kBlockN = Cfg::kBlockN, kBlockK = 64, kStages = Cfg::kStages;
@@ -67,7 +92,15 @@ struct MoeGemmWsShape {
   // bench/results/2026-12-01-h200-gemm-v11.md).
   static constexpr int kPermBuffers = 3;
   static constexpr int kCodeOffset = kTokenBytes;
-  static constexpr int kStageBytes = kTokenBytes + kCodeBytes;
+  // 512 channels (MX weights, K % 64 == 0): the copy warps also stage each K tile's scales, a 4-byte
+  // word per channel holding its two scale bytes (at byte 0 or 2), so the consumers keep no scale
+  // ring or row pointers in registers.
+  // PERF: with a register ring the 512-channel consumers spilled (ptxas: 40-120 local stores with a
+  // 2-tile ring at 48 and 64 tokens, session 37; 264-388 bytes with the kStages-deep ring, session 34).
+  static constexpr bool kStagedScales = kBlockN == 512;
+  static constexpr int kScaleOffset = kTokenBytes + kCodeBytes;
+  static constexpr int kScaleBytes = kStagedScales ? kBlockN * 4 : 0;
+  static constexpr int kStageBytes = kTokenBytes + kCodeBytes + kScaleBytes;
   static constexpr int kPermutedOffset = kStages * kStageBytes;  // buffer b at kPermutedOffset + b * kTokenBytes
   // Producer warps 0-1 copy, 2-3 permute.
   static constexpr int kCopyThreads = 64;
@@ -107,7 +140,11 @@ struct MoeGemmWsShape {
                 "producer tiles: 48, 64, 80, 96, 128 or 144 tokens (the wgmma N)");
   static_assert(!Cfg::kActE4m3 || kBlockM == 64 || kBlockM == 128, "e4m3 activations on producer tiles: 64 or 128 tokens");
   static_assert(!kPersistent || !Cfg::kActE4m3, "persistent producer tiles: 16-bit activations");
-  static_assert(kBlockN == 128 || kBlockN == 256, "producer tiles: 128 or 256 channels");
+  // 512 channels: four 64-channel tiles per consumer, so up to 64 tokens (128 accumulators a thread).
+  static_assert(kBlockN == 128 || kBlockN == 256 ||
+                    (kBlockN == 512 && kBlockM <= 64 && !Cfg::kActE4m3 &&
+                     (Cfg::kFormat == WeightFormatId::kMxfp4 || Cfg::kFormat == WeightFormatId::kMxfp8)),
+                "producer tiles: 128 or 256 channels, or 512 (staged MX scales) with up to 64 tokens");
   static_assert(kStages >= 3 && kStages <= 8, "producer tiles: 3 to 8 stages");
 };
 
@@ -274,6 +311,13 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
         const unsigned char* bulk_src =
             codes_e + static_cast<long long>(bulk_bytes != 0 ? n0 / 16 + bulk_block : 0) * tiles_k * S::kPreparedBlockBytes;
         const unsigned row_ptr_base = smem_address(&row_ptr[(tid / 8) * kTokenChunks]);
+        // S::kStagedScales: the scales of this thread's first channel (n0 + tid; MX: K / 32 a row) and the
+        // bytes to its next (kCopyThreads channels on).
+        const long long scale_groups = K / 32;
+        const unsigned char* scale_row =
+            static_cast<const unsigned char*>(p.scaling.scales) +
+            (static_cast<long long>(block_expert_buffers[buf]) * N + n0 + tid) * scale_groups;
+        const long long scale_stride = kCopyThreads * scale_groups;
         for (int it = 0; it < tiles_k; ++it) {
           const int g = i * tiles_k + it;  // K tiles through the ring so far
           const int stage = g % kStages;
@@ -304,15 +348,40 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
                                                 two_b.z | static_cast<unsigned long long>(two_b.w) << 32};
   #pragma unroll
             for (int u = 0; u < 2 * pairs; ++u)
-              cp_async_16(token_dst + (jb + u) * kRowsPerPass * 128,
+              if constexpr (!(WsDiag<Cfg>::value & kWsSkipTokenCopies)) cp_async_16(token_dst + (jb + u) * kRowsPerPass * 128,
                           reinterpret_cast<const unsigned short*>(ptrs[u]) + k, k_valid);
           }
           const bool code_k_valid = it * S::kTileK + code_k < K;
+          if constexpr (S::kStagedScales) {
+            // NOTE: running pointers whose steps ptxas cannot hoist (opaque_step): with the 16 code and 8
+            // scale copies' pointers precomputed, the producer spilled at kProducerRegisters (ptxas, session 37).
+            const unsigned char* from = code_base + it * kCodeTileBytes;
+            const long long code_step = opaque_step(code_stride);
   #pragma unroll
-          for (int j = 0; j < kCodeChunks; ++j) {
-            const bool valid = code_k_valid && code_index + j * code_index_step < code_index_end;
-            const unsigned char* from = valid ? code_base + j * code_stride + it * kCodeTileBytes : p.codes;
-            cp_async_16(base + S::kCodeOffset + (tid + j * kCopyThreads) * 16, from, valid);
+            for (int j = 0; j < kCodeChunks; ++j) {
+              const bool valid = code_k_valid && code_index + j * code_index_step < code_index_end;
+              cp_async_16(base + S::kCodeOffset + (tid + j * kCopyThreads) * 16, valid ? from : p.codes, valid);
+              from += code_step;
+            }
+            // Channel tid + kCopyThreads u of the block: the aligned word holding its scale bytes 2 it and
+            // 2 it + 1 (K / 32 scales a row, even, so the pair never straddles a word); only the pair is
+            // read (a word past the tensor's end is never touched).
+            const unsigned char* pair = scale_row + 2 * it;
+            const long long scale_step = opaque_step(scale_stride);
+  #pragma unroll
+            for (int u = 0; u < BN / kCopyThreads; ++u) {
+              const int misalign = static_cast<int>(reinterpret_cast<unsigned long long>(pair) & 2u);
+              const bool valid = n0 + tid + u * kCopyThreads < N;
+              cp_async_4(base + S::kScaleOffset + (tid + u * kCopyThreads) * 4, pair - misalign, valid ? misalign + 2 : 0);
+              pair += scale_step;
+            }
+          } else {
+  #pragma unroll
+            for (int j = 0; j < kCodeChunks; ++j) {
+              const bool valid = code_k_valid && code_index + j * code_index_step < code_index_end;
+              const unsigned char* from = valid ? code_base + j * code_stride + it * kCodeTileBytes : p.codes;
+              if constexpr (!(WsDiag<Cfg>::value & kWsSkipCodeCopies)) cp_async_16(base + S::kCodeOffset + (tid + j * kCopyThreads) * 16, from, valid);
+            }
           }
           // The barrier's phase completes when every copy thread's copies so far have landed.
           cp_async_mbarrier_arrive(landed0 + 8 * stage);
@@ -353,9 +422,12 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
             unsigned read[4];
 #pragma unroll
             for (int tt = 0; tt < 4; ++tt) read[tt] = base + read_offset[sp][tt] + pass * 8192;
-            move_token_unit(read, permuted + write_offset + pass * 8192 + sp * 512);
+            if constexpr (!(WsDiag<Cfg>::value & kWsSkipPermute))
+              move_token_unit(read, permuted + write_offset + pass * 8192 + sp * 512);
           }
         // NOTE: st.shared writes through the generic proxy, wgmma reads through the async one.
+        // PERF: every permute thread arrives; one lane per warp after a __syncwarp was even at M = 1024 and up to
+        // 1-4% slower at M = 4096 (session 37, call 5 of bench/results/2026-12-04-h200-wide-tiles.md).
         fence_proxy_async_shared();
         mbarrier_arrive(permuted0 + 8 * buffer);
         mbarrier_arrive(staged0 + 8 * stage);  // its staging reads are done: their values were stored
@@ -417,9 +489,25 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
           foldable = foldable && fp8_block_scale_foldable(block_scales[b]);
         fold_scales = __all_sync(0xFFFFFFFFu, foldable);
       }
-      LaneScale scale_ring[kStages][kTilesN][2];
+      // 512-channel tiles read their scales from the stage (S::kStagedScales): no ring.
+      constexpr bool kWideTile = kTilesN > 2;
+      static_assert(!kWideTile || S::kStagedScales, "512-channel tiles stage their scales");
+      constexpr int kScaleSlots = kWideTile ? 1 : kStages, kScaleAhead = kScaleSlots - 1;
+      LaneScale scale_ring[kScaleSlots][kTilesN][2];
       // The scales of a lane's own 16-code run (16 t) of each row.
-      auto load_scales = [&](LaneScale (&slot)[kTilesN][2], int kt) { scale_rows.load(slot, 16 * t + kt * BK, K); };
+      auto load_scales = [&](LaneScale (&slot)[kTilesN][2], int kt) {
+        if constexpr (!(WsDiag<Cfg>::value & kWsSkipScales) && !S::kStagedScales) scale_rows.load(slot, 16 * t + kt * BK, K);
+      };
+      // S::kStagedScales: bit 2 nt + r set where row (nt, r)'s scale pairs of even K tiles sit at byte 2 of
+      // their staged word (its scales start there: (n0 + channel) K / 32 = 2 mod 4); odd tiles flip it.
+      unsigned staged_halves = 0;
+      if constexpr (S::kStagedScales)
+    #pragma unroll
+        for (int nt = 0; nt < kTilesN; ++nt)
+    #pragma unroll
+          for (int r = 0; r < 2; ++r)
+            staged_halves |= ((static_cast<unsigned>(n0 + channel_of(nt, r)) * static_cast<unsigned>(K / 32) >> 1) & 1u)
+                             << (2 * nt + r);
       // MX and NVFP4 scales (new ones every K tile) on an even ring: the scale slots run in two groups
       // of kScaleGroup tiles; at a group's first tile the consumer waits once for the group's scales,
       // then issues the other group's (kScaleGroup tiles ahead), and decodes the group's tiles with no
@@ -433,14 +521,21 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       // FP8-block (a scale per 128 k: one load in two hits the same word) lost 1-1.7% at Qwen3 M = 4096,
       // so they keep the per-tile ring (bench/results/2026-12-04-h200-ws-scales.md, call 4).
       constexpr WeightFormatId kF = Cfg::kFormat;
-      constexpr bool kGroupedScales = kStages % 2 == 0 && (kF == WeightFormatId::kMxfp4 || kF == WeightFormatId::kMxfp8 ||
-                                                           kF == WeightFormatId::kNvfp4);
+      constexpr bool kGroupedScales = !kWideTile && kStages % 2 == 0 &&
+                                      (kF == WeightFormatId::kMxfp4 || kF == WeightFormatId::kMxfp8 || kF == WeightFormatId::kNvfp4);
       constexpr int kScaleGroup = kGroupedScales ? kStages / 2 : 1;
     #pragma unroll
-      for (int q = 0; q < (kGroupedScales ? kScaleGroup : kStages - 1); ++q)
+      for (int q = 0; q < (kGroupedScales ? kScaleGroup : kScaleAhead); ++q)
         if (q < tiles_k) load_scales(scale_ring[q], q);
 
       float acc[kTilesN][kTilesM][4];  // written first by tile 0's first MMAs (accumulate = false)
+      if constexpr (WsDiag<Cfg>::value & kWsSkipMma)
+    #pragma unroll
+        for (int nt = 0; nt < kTilesN; ++nt)
+    #pragma unroll
+          for (int m = 0; m < kTilesM; ++m)
+    #pragma unroll
+            for (int c = 0; c < 4; ++c) acc[nt][m][c] = 0.0f;
 
       // This lane's code words of a tile: prepared, one (4-bit) or two (8-bit) 16-byte loads per
       // 16-channel block; canonical, 8 (4-bit) or 16 (8-bit) bytes of each of its two rows.
@@ -483,7 +578,12 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
                            DequantPath kPath, unsigned (&a)[kTilesN][2][4]) {
     #pragma unroll
         for (int nt = 0; nt < kTilesN; ++nt) {
-          if constexpr (Cfg::kPreparedCodes) {
+          if constexpr (WsDiag<Cfg>::value & kWsSkipDequant) {
+    #pragma unroll
+            for (int q = 0; q < 2; ++q)
+    #pragma unroll
+              for (int pr = 0; pr < 4; ++pr) a[nt][q][pr] = words[nt][(4 * (2 * h + q) + pr) % kWords];
+          } else if constexpr (Cfg::kPreparedCodes) {
     #pragma unroll
             for (int q = 0; q < 2; ++q) {
               const int step = 2 * h + q;
@@ -544,18 +644,33 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
                 }
               }
               FragmentScale decoded[kTilesN][2];
-              #pragma unroll
-              for (int nt = 0; nt < kTilesN; ++nt)
+              if constexpr (!S::kStagedScales) {
                 #pragma unroll
-                for (int r = 0; r < 2; ++r) decoded[nt][r] = decode_lane_scale<Cfg>(scale_ring[q][nt][r], p.scaling);
+                for (int nt = 0; nt < kTilesN; ++nt)
+                  #pragma unroll
+                  for (int r = 0; r < 2; ++r)
+                    decoded[nt][r] = decode_lane_scale<Cfg>(scale_ring[q % kScaleSlots][nt][r], p.scaling);
+              }
               if constexpr (!kGroupedScales)  // into tile j - 1's slot
-                if (j + kStages - 1 < tiles_k) load_scales(scale_ring[(q + kStages - 1) % kStages], j + kStages - 1);
+                if (j + kScaleAhead < tiles_k) load_scales(scale_ring[(q + kScaleAhead) % kScaleSlots], j + kScaleAhead);
               // The ring stage of tile j (j0 is a multiple of kStages).
               const int stage = kPersistent ? (stage0 + q < kStages ? stage0 + q : stage0 + q - kStages) : q;
               const unsigned base = smem_base + stage * S::kStageBytes;
               // NOTE: the permute warps arrive on `permuted` only after the stage's `landed`, so the
               // codes of stage q have landed too.
               mbarrier_wait(permuted0 + 8 * buffer, buffer_parity);
+              if constexpr (S::kStagedScales) {
+                // Lane t's codes 16 t .. 16 t + 15 of the tile are group t / 2 of its pair.
+                #pragma unroll
+                for (int nt = 0; nt < kTilesN; ++nt)
+                  #pragma unroll
+                  for (int r = 0; r < 2; ++r) {
+                    const unsigned half = (((staged_halves >> (2 * nt + r)) ^ static_cast<unsigned>(j)) & 1u) << 1;
+                    LaneScale raw;
+                    raw.bits = lds_u8(base + S::kScaleOffset + channel_of(nt, r) * 4 + half + (t >> 1));
+                    decoded[nt][r] = decode_lane_scale<Cfg>(raw, p.scaling);
+                  }
+              }
               unsigned words[kTilesN][kWords];
               load_codes(base + S::kCodeOffset, words);
               #pragma unroll
@@ -572,6 +687,9 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
                 for (int nt = 0; nt < kTilesN; ++nt)
                   #pragma unroll
                   for (int qq = 0; qq < 2; ++qq)
+                    if constexpr (WsDiag<Cfg>::value & kWsSkipMma) {
+                      asm volatile("" ::"r"(a[nt][qq][0]), "r"(a[nt][qq][1]), "r"(a[nt][qq][2]), "r"(a[nt][qq][3]));
+                    } else
                     // Core matrices of step s start at 256 s; along K (the two halves) 128 bytes apart,
                     // along the tokens (groups of 8) 1024.
                     wgmma_m64k16_rs<BM, Cfg::kActBf16>(reinterpret_cast<float(&)[BM / 2]>(acc[nt]), a[nt][qq],

@@ -13,6 +13,12 @@ __device__ __forceinline__ void cp_async_16(unsigned smem_dst, const void* src, 
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_dst), "l"(src), "r"(src_bytes) : "memory");
 }
 
+// cp.async.ca.shared.global, 4 bytes of which the first src_bytes (0, 2 or 4) are read and the rest
+// zero-filled; src 4-byte aligned.
+__device__ __forceinline__ void cp_async_4(unsigned smem_dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(smem_dst), "l"(src), "r"(src_bytes) : "memory");
+}
+
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 
 // Waits until at most kPending committed groups of this thread are still in flight.
@@ -36,6 +42,12 @@ __device__ __forceinline__ uint4 lds_128(unsigned address) {
 __device__ __forceinline__ uint2 lds_64(unsigned address) {
   uint2 v;
   asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(address));
+  return v;
+}
+
+__device__ __forceinline__ unsigned lds_u8(unsigned address) {
+  unsigned v;
+  asm volatile("ld.shared.u8 %0, [%1];" : "=r"(v) : "r"(address));
   return v;
 }
 
