@@ -687,6 +687,15 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
   for (const WeightDesc& w : {mx, fp8_block})
     for (bool prepared : {false, true}) add(w, DType::bf16, persistent, prepared);
   add(mx, DType::bf16, persistent, true, GemmInput::values, true);
+  // The 512-channel body (staged MX scales; the MXFP4 tables run 48x512/1x8x1/4/p): both code layouts with and
+  // without the MX scales word, MXFP8 once, and the persistent one once.
+  WeightDesc mxfp8;
+  mxfp8.format = WeightFormat::mxfp8;
+  const GemmTile wide = parse_gemm_tile("48x512/1x8x1/4/p");
+  for (bool prepared : {false, true})
+    for (bool mx_fold : {false, true}) add(mx, DType::bf16, wide, prepared, GemmInput::values, mx_fold);
+  add(mxfp8, DType::bf16, wide, true);
+  add(mx, DType::bf16, parse_gemm_tile("48x512/1x8x1/4/p/s"), true, GemmInput::values, true);
   return specs;
 }
 
