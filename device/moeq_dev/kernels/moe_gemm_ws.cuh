@@ -360,7 +360,8 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   #pragma unroll
             for (int j = 0; j < kCodeChunks; ++j) {
               const bool valid = code_k_valid && code_index + j * code_index_step < code_index_end;
-              cp_async_16(base + S::kCodeOffset + (tid + j * kCopyThreads) * 16, valid ? from : p.codes, valid);
+              if constexpr (!(WsDiag<Cfg>::value & kWsSkipCodeCopies))
+                cp_async_16(base + S::kCodeOffset + (tid + j * kCopyThreads) * 16, valid ? from : p.codes, valid);
               from += code_step;
             }
             // Channel tid + kCopyThreads u of the block: the aligned word holding its scale bytes 2 it and
@@ -490,9 +491,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
         fold_scales = __all_sync(0xFFFFFFFFu, foldable);
       }
       // 512-channel tiles read their scales from the stage (S::kStagedScales): no ring.
-      constexpr bool kWideTile = kTilesN > 2;
-      static_assert(!kWideTile || S::kStagedScales, "512-channel tiles stage their scales");
-      constexpr int kScaleSlots = kWideTile ? 1 : kStages, kScaleAhead = kScaleSlots - 1;
+      constexpr int kScaleSlots = S::kStagedScales ? 1 : kStages, kScaleAhead = kScaleSlots - 1;
       LaneScale scale_ring[kScaleSlots][kTilesN][2];
       // The scales of a lane's own 16-code run (16 t) of each row.
       auto load_scales = [&](LaneScale (&slot)[kTilesN][2], int kt) {
@@ -521,7 +520,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       // FP8-block (a scale per 128 k: one load in two hits the same word) lost 1-1.7% at Qwen3 M = 4096,
       // so they keep the per-tile ring (bench/results/2026-12-04-h200-ws-scales.md, call 4).
       constexpr WeightFormatId kF = Cfg::kFormat;
-      constexpr bool kGroupedScales = !kWideTile && kStages % 2 == 0 &&
+      constexpr bool kGroupedScales = !S::kStagedScales && kStages % 2 == 0 &&
                                       (kF == WeightFormatId::kMxfp4 || kF == WeightFormatId::kMxfp8 || kF == WeightFormatId::kNvfp4);
       constexpr int kScaleGroup = kGroupedScales ? kStages / 2 : 1;
     #pragma unroll
