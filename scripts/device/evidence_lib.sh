@@ -227,3 +227,19 @@ tests_and_warmup() {
 run_as() {
   if [ "$1" = O ]; then shift; MOEQ_MX_SCALES_AT_MOST_TWO=0 "$@"; else shift; "$@"; fi
 }
+
+# tune_update_tables "PRESET:M,M:TILE,TILE ...": `moeq tune --update` of each preset's shipped MXFP4 table over those M
+# and candidate tiles (--min-gain 3), the new tables and tune.txt into out, and whether each table changed.
+tune_update_tables() {
+  local item preset tokens tiles
+  for item in $1; do
+    IFS=: read -r preset tokens tiles <<<"$item"
+    tokens="$(echo "$tokens" | tr ',' ' ')" tiles="$(echo "$tiles" | tr ',' ' ')"
+    # shellcheck disable=SC2086
+    timeout 150 "$build/moeq" tune --preset "$preset" --scheme mxfp4 -M $tokens --candidates $tiles --min-gain 3 \
+      --update "$root/tuning/sm_90/${preset}_mxfp4.json" --out "$out/${preset}_mxfp4.json" >>"$out/tune.txt" 2>&1
+    echo "tune $preset rc=$? $(($(date +%s) - t0)) s"
+    cmp -s "$root/tuning/sm_90/${preset}_mxfp4.json" "$out/${preset}_mxfp4.json" && echo "$preset: table unchanged"
+  done
+  grep -v "^tune: wrote" "$out/tune.txt"
+}

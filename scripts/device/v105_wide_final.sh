@@ -11,16 +11,7 @@ MOEQ_TEST_TILES="48x512/1x8x1/4/p/s 48x512/1x8x1/4/p 48x256/1x8x1/6/p/s 64x256/1
   timeout 200 "$build/moeq_gpu_tests" --gtest_filter='MoeGemmGpu.*' >"$out/gpu_tests_gemm.txt" 2>&1
 echo "tests rc=$? $(($(date +%s) - t0)) s"
 grep -E "^\[  FAILED|^\[       OK|^\[  PASSED|Failure|differs|rel " "$out/gpu_tests_gemm.txt" | head -20 | cut -c1-220
-for item in $2; do
-  IFS=: read -r preset tokens tiles <<<"$item"
-  tokens="$(echo "$tokens" | tr ',' ' ')" tiles="$(echo "$tiles" | tr ',' ' ')"
-  # shellcheck disable=SC2086
-  timeout 120 "$build/moeq" tune --preset "$preset" --scheme mxfp4 -M $tokens --candidates $tiles --min-gain 3 \
-    --update "$root/tuning/sm_90/${preset}_mxfp4.json" --out "$out/${preset}_mxfp4.json" >>"$out/tune.txt" 2>&1
-  echo "tune $preset rc=$? $(($(date +%s) - t0)) s"
-  cmp -s "$root/tuning/sm_90/${preset}_mxfp4.json" "$out/${preset}_mxfp4.json" && echo "$preset: table unchanged"
-done
-grep -v "^tune: wrote" "$out/tune.txt"
+tune_update_tables "$2"
 echo "done $(($(date +%s) - t0)) s"
 # The consumers alone (MOEQ_DIAG_WS=49: no copies, no permute) on the tables' tiles, and the synchronization-only and
 # producer-only kernels persistent (48x256/1x8x1/6/p/s) against one tile per CTA (48x256/1x8x1/6/p); timing only.

@@ -53,6 +53,14 @@ std::vector<jit::KernelSpec> other_kernel_specs(const ExpertsDesc& d) {
   return specs;
 }
 
+// A GEMM's kernel, and where the weights' MX scales may come with WeightView::mx_scales_at_most_two (known
+// only at apply time), its folded kernel too: `moeq compile` warms both. `add` keeps each source once.
+template <class Add>
+void add_gemm(const Add& add, const WeightDesc& w, DType act_dtype, const GemmPlan& plan, bool prepared) {
+  for (bool mx_scales_at_most_two : {false, true})
+    add(moe_gemm_kernel_spec(w, act_dtype, plan.tile, prepared, plan.input, mx_scales_at_most_two));
+}
+
 }  // namespace
 
 GemmPlan gemm_plan(const ExpertsDesc& d, const WeightDesc& w, const GemmTile& tile, int sm, bool prepared_codes,
@@ -84,7 +92,7 @@ std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std:
     for (const WeightDesc& w : {d.w13(), d.w2()})
       for (bool prepared : {true, false})
         for (const GemmPlan& plan : gemm_plans(d, w, tile, prepared)) {
-          add(moe_gemm_kernel_spec(w, d.act_dtype, plan.tile, prepared, plan.input));
+          add_gemm(add, w, d.act_dtype, plan, prepared);
           add(moe_gemm_segments_kernel_spec(w, d.act_dtype, plan.tile, prepared, plan.input));
         }
   return specs;
@@ -105,7 +113,7 @@ std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& d, const Tuni
       for (const GemmTile& t : tiles)
         for (bool prepared : {true, false})
           for (const GemmPlan& plan : gemm_plans(d, w, t, prepared)) {
-            add(moe_gemm_kernel_spec(w, d.act_dtype, plan.tile, prepared, plan.input));
+            add_gemm(add, w, d.act_dtype, plan, prepared);
             add(moe_gemm_segments_kernel_spec(w, d.act_dtype, plan.tile, prepared, plan.input));
           }
     }

@@ -76,12 +76,14 @@ CubinLookup KernelCache::lookup(const KernelSpec& spec, Arch arch) {
     return result;
   }
 
+  // NOTE: the source goes out before the compile, so a compiler that crashes leaves it behind.
+  if (!options_.dump_dir.empty()) dump_source(spec, result.key);
   CompileResult compiled = compile_to_cubin(spec.source, spec.entry, arch.sm, arch.arch_specific, extra);
   if (options_.ptxas_verbose) {
     std::fprintf(stderr, "[moeq] %s (%s, %.1f ms):\n%s\n", spec.entry.c_str(), arch_string.c_str(),
                  compiled.compile_ms, compiled.log.c_str());
   }
-  if (!options_.dump_dir.empty()) dump(spec, result.key, compiled.log, compiled.cubin);
+  if (!options_.dump_dir.empty()) dump_result(spec, result.key, compiled.log, compiled.cubin);
   result.origin = CubinOrigin::kCompiled;
   result.compile_ms = compiled.compile_ms;
   result.cubin = &cache_.insert(result.key, std::move(compiled.cubin));
@@ -89,16 +91,23 @@ CubinLookup KernelCache::lookup(const KernelSpec& spec, Arch arch) {
   return result;
 }
 
-void KernelCache::dump(const KernelSpec& spec, const std::string& key, const std::string& log,
-                       const std::vector<uint8_t>& cubin) const {
-  // NOTE: debugging aid only: a failure to write is silent, the compile result stands.
+// NOTE: debugging aids only: a failure to write is silent, the compile result stands.
+std::filesystem::path KernelCache::dump_stem(const KernelSpec& spec, const std::string& key) const {
   std::error_code ec;
   const std::filesystem::path dir = options_.dump_dir;
   std::filesystem::create_directories(dir, ec);
-  const std::string stem = spec.entry + "." + key.substr(0, 16);
-  write_file(dir / (stem + ".cu"), spec.source.data(), spec.source.size());
-  write_file(dir / (stem + ".cubin"), cubin.data(), cubin.size());
-  write_file(dir / (stem + ".log"), log.data(), log.size());
+  return dir / (spec.entry + "." + key.substr(0, 16));
+}
+
+void KernelCache::dump_source(const KernelSpec& spec, const std::string& key) const {
+  write_file(dump_stem(spec, key).string() + ".cu", spec.source.data(), spec.source.size());
+}
+
+void KernelCache::dump_result(const KernelSpec& spec, const std::string& key, const std::string& log,
+                              const std::vector<uint8_t>& cubin) const {
+  const std::string stem = dump_stem(spec, key).string();
+  write_file(stem + ".cubin", cubin.data(), cubin.size());
+  write_file(stem + ".log", log.data(), log.size());
 }
 
 const LoadedKernel& KernelCache::load(const KernelSpec& spec) {

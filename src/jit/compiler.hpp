@@ -2,6 +2,7 @@
 // Spec -> CUBIN -> CUfunction, each step cached: memory, then the disk cache, then NVRTC.
 // Knows nothing about MoE: a kernel is an entry name and a generated translation unit.
 #include <cstdint>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -64,8 +65,11 @@ class KernelCache {
 
  private:
   std::vector<std::string> extra_options() const;
-  void dump(const KernelSpec& spec, const std::string& key, const std::string& log,
-            const std::vector<uint8_t>& cubin) const;
+  // MOEQ_DUMP_DIR: <entry>.<key[0:16]>.cu before the compile, .cubin and .log after it.
+  std::filesystem::path dump_stem(const KernelSpec& spec, const std::string& key) const;
+  void dump_source(const KernelSpec& spec, const std::string& key) const;
+  void dump_result(const KernelSpec& spec, const std::string& key, const std::string& log,
+                   const std::vector<uint8_t>& cubin) const;
 
   JitOptions options_;
   Cache cache_;

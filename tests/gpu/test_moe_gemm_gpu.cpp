@@ -275,6 +275,16 @@ ErrorStats run_masked(const GemmCase& c, const cuda::GemmTile& tile, const HostW
   return s;
 }
 
+// Why the warp-specialized (wgmma) tiles cannot be tested here, or "" (the context is then current).
+std::string wgmma_skip_reason() {
+  if (cuda::device_count() == 0) return "no CUDA device";
+  if (cuda::device_sm() < 90) return "no wgmma on sm_" + std::to_string(cuda::device_sm());
+  std::string why;
+  if (!jit::nvrtc_available(&why)) return "NVRTC not available: " + why;
+  cuda::ensure_context();
+  return "";
+}
+
 TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
   if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   std::string why;
@@ -355,11 +365,7 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
 // tile per CTA (the same products in the same order), gathered and masked, canonical and prepared codes,
 // and within the reference's bounds.
 TEST(MoeGemmGpu, PersistentTilesEqualOneTilePerCta) {
-  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
-  if (cuda::device_sm() < 90) GTEST_SKIP() << "no wgmma on sm_" << cuda::device_sm();
-  std::string why;
-  if (!jit::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
-  cuda::ensure_context();
+  if (const std::string why = wgmma_skip_reason(); !why.empty()) GTEST_SKIP() << why;
   cuda::Stream stream;
   std::mt19937 rng(77);
   for (const char* scheme : {"mxfp4", "int4-g128", "fp8-block", "nvfp4", "int8-ch", "mxfp4:f16"}) {
@@ -562,11 +568,7 @@ TEST(MoeGemmGpu, MxScalesAtMostTwoFoldWithTheSameValues) {
 // products in the same order), gathered and masked, both code layouts; with scales off a 4-byte boundary
 // the 512-channel tile runs 256 wide (cuda::tile_for_scales), the same outputs again.
 TEST(MoeGemmGpu, WideTilesStageMxScalesWithTheSameProducts) {
-  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
-  if (cuda::device_sm() < 90) GTEST_SKIP() << "no wgmma on sm_" << cuda::device_sm();
-  std::string why;
-  if (!jit::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
-  cuda::ensure_context();
+  if (const std::string why = wgmma_skip_reason(); !why.empty()) GTEST_SKIP() << why;
   cuda::Stream stream;
   std::mt19937 rng(512);
   for (const char* scheme : {"mxfp4", "mxfp8"}) {
@@ -612,6 +614,42 @@ TEST(MoeGemmGpu, WideTilesStageMxScalesWithTheSameProducts) {
     EXPECT_TRUE(got == want) << scheme << ": scales 2 bytes off a 4-byte boundary: the 512-channel tile differs from "
                              << "48x256/1x8x1/3/p";
   }
+}
+
+// The last N block of a warp-specialized tile when N ends inside it: N = 584 ends 256- and 512-channel
+// tilings on 72 channels (the first consumer's first two 64-channel tiles, the second consumer none),
+// N = 320 a 256-channel tiling on 64 (one tile) and a 512-channel one inside the second consumer (one of
+// its 4). Gathered and masked, both code layouts, against the reference.
+// NOTE: session 38 skipped the tiles past N in the consumers (the cases above) and reverted it: no gain
+// worth its code (docs/perf-notes.md); the shapes stay as a check of the part block.
+TEST(MoeGemmGpu, WarpSpecializedPartNBlocksMatchTheReference) {
+  if (const std::string why = wgmma_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  cuda::Stream stream;
+  std::mt19937 rng(584);
+  int ran = 0;
+  for (const char* scheme : {"mxfp4", "int4-g128", "fp8-block"})
+    for (int64_t n : {int64_t{584}, int64_t{320}}) {
+      GemmCase c = make_case(scheme, DType::bf16);
+      c.w.n = n;
+      const HostWeights h = quantized_weights(c, rng);
+      const DeviceWeights dw = upload(*h.q);
+      for (const char* text : {"48x256/1x8x1/6/p", "80x256/1x8x1/6/p/s", "48x512/1x8x1/4/p"}) {
+        const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
+        // 512 channels take MX weights only; FP8-block's 8-bit codes fill 80x256/1x8x1/6/p/s past 227 KB.
+        if (!cuda::gemm_tile_reasons(tile, c.w).empty()) continue;
+        ++ran;
+        for (bool prepared : {false, true}) {
+          const std::string where = std::string(scheme) + " N=" + std::to_string(n) + " " + text +
+                                    (prepared ? " prepared" : " canonical");
+          const ErrorStats s = run_gather(c, tile, h, dw, 250, std::mt19937(rng()), stream.get(), prepared);
+          EXPECT_TRUE(s.finite && s.rel < 5e-3) << where << " gather: rel " << s.rel << (s.finite ? "" : ", non-finite");
+          const ErrorStats m = run_masked(c, tile, h, dw, rng, stream.get(), prepared);
+          EXPECT_TRUE(m.finite && m.rel < 5e-3) << where << " masked: rel " << m.rel
+                                                << (m.finite ? "" : ", non-finite or rows past a count written");
+        }
+      }
+    }
+  EXPECT_EQ(ran, 12);  // 2 N x (MXFP4 3 tiles, INT4 2, FP8-block 1)
 }
 
 }  // namespace

@@ -322,7 +322,8 @@ TEST(GemmTiles, SharedMemoryCoversTheRingAndTheEpilogue) {
 
 // Experts::warm_up and `moeq compile` load layer_kernel_specs: every tile the planner can pick
 // for the layer (any block size and row count, batch-invariant included) must be there, for
-// both GEMMs and both code layouts; a bad extra tile is refused by name.
+// both GEMMs, both code layouts and, for MX weights, with and without the folded scales; a bad
+// extra tile is refused by name.
 TEST(GemmTiles, LayerKernelsCoverEveryPlannerPick) {
   for (const char* scheme : {"int4-g128", "mxfp4", "fp8-block", "nvfp4", "int8-ch", "mxfp8:f16"}) {
     ExpertsDesc d = io::find_preset("qwen3-30b-a3b").desc;
@@ -338,6 +339,10 @@ TEST(GemmTiles, LayerKernelsCoverEveryPlannerPick) {
             for (bool prepared : {false, true}) {
               EXPECT_TRUE(sources.count(cuda::moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared).source))
                   << scheme << " tile " << tile.to_string() << (prepared ? " prepared" : "");
+              // The folded kernel of weights given with mx_scales_at_most_two (the same source where it does not fold).
+              EXPECT_TRUE(sources.count(
+                  cuda::moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared, cuda::GemmInput::values, true).source))
+                  << scheme << " tile " << tile.to_string() << (prepared ? " prepared" : "") << ", MX scales at most 2";
               EXPECT_TRUE(sources.count(cuda::moe_gemm_segments_kernel_spec(w, d.act_dtype, tile).source))
                   << scheme << " segments of tile " << tile.to_string();
             }

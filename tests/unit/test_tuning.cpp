@@ -280,8 +280,9 @@ TEST(Tuning, UpdateLeavesGapsAndPutsPicksFromTheSampleBelow) {
 }
 
 // `moeq compile --tuning` compiles each entry's GEMM1 tile for w13 and GEMM2 tile for w2 (and a wgmma
-// tile's mma.sync stand-in). (N, K and the bias are run-time values, so a tile's kernel text is
-// usually the same for both GEMMs: only coverage is checked.)
+// tile's mma.sync stand-in; MXFP4 also folded, for weights given with mx_scales_at_most_two). (N, K
+// and the bias are run-time values, so a tile's kernel text is usually the same for both GEMMs: only
+// coverage is checked.)
 TEST(Tuning, TunedKernelSpecsFollowEachGemm) {
   const ExpertsDesc d = qwen3_mxfp4();
   TuningTable t;
@@ -293,6 +294,7 @@ TEST(Tuning, TunedKernelSpecsFollowEachGemm) {
     const cuda::GemmTile g = cuda::parse_gemm_tile(tile);
     return sources.count(cuda::moe_gemm_kernel_spec(w, d.act_dtype, g, true).source) > 0 &&
            sources.count(cuda::moe_gemm_kernel_spec(w, d.act_dtype, g, false).source) > 0 &&
+           sources.count(cuda::moe_gemm_kernel_spec(w, d.act_dtype, g, true, cuda::GemmInput::values, true).source) > 0 &&
            sources.count(cuda::moe_gemm_segments_kernel_spec(w, d.act_dtype, g, true).source) > 0;
   };
   EXPECT_TRUE(has(d.w13(), "8x64/1x4x1/2/r"));
