@@ -3,6 +3,8 @@
 # decoding and multiplying them (O: MOEQ_DIAG_WS=64), on the shipped MXFP4 tables: gpt-oss-120b / gpt-oss-20b
 # (N = 5760 and 2880 end every 256- and 512-channel tiling on a part block) and Qwen3-30B-A3B at M = 4096 (N = 1536 /
 # 2048: no part block; the control). GEMMs O N N O, steps O N N O, then the tests of the warp-specialized tiles.
+# NOTE: ran on a working tree that was not committed (the change is reverted; docs/perf-notes.md, session 38): its
+# MOEQ_DIAG_WS=64 existed only there, and the committed moeq refuses it.
 # Usage: v106_tail_tiles.sh BUILD   (env OUT, MOEQ_CACHE_DIR)
 . "$(dirname "$0")/evidence_lib.sh"
 device_setup "$1"
