@@ -228,18 +228,39 @@ run_as() {
   if [ "$1" = O ]; then shift; MOEQ_MX_SCALES_AT_MOST_TWO=0 "$@"; else shift; "$@"; fi
 }
 
-# tune_update_tables "PRESET:M,M:TILE,TILE ...": `moeq tune --update` of each preset's shipped MXFP4 table over those M
-# and candidate tiles (--min-gain 3), the new tables and tune.txt into out, and whether each table changed.
+# tune_update_tables "PRESET[/SCHEME]:M,M:TILE,TILE[:...] ...": `moeq tune --update` of each preset's shipped table for
+# SCHEME (default mxfp4) over those M and candidate tiles (--min-gain 3; TUNE_TIMEOUT seconds each, default 150), the
+# new tables and tune.txt into out, and whether each table changed. Fields past the third are the caller's.
 tune_update_tables() {
-  local item preset tokens tiles
+  local item target tokens tiles rest preset scheme
   for item in $1; do
-    IFS=: read -r preset tokens tiles <<<"$item"
+    IFS=: read -r target tokens tiles rest <<<"$item"
+    preset="${target%%/*}" scheme=mxfp4
+    [ "$target" != "$preset" ] && scheme="${target#*/}"
     tokens="$(echo "$tokens" | tr ',' ' ')" tiles="$(echo "$tiles" | tr ',' ' ')"
     # shellcheck disable=SC2086
-    timeout 150 "$build/moeq" tune --preset "$preset" --scheme mxfp4 -M $tokens --candidates $tiles --min-gain 3 \
-      --update "$root/tuning/sm_90/${preset}_mxfp4.json" --out "$out/${preset}_mxfp4.json" >>"$out/tune.txt" 2>&1
-    echo "tune $preset rc=$? $(($(date +%s) - t0)) s"
-    cmp -s "$root/tuning/sm_90/${preset}_mxfp4.json" "$out/${preset}_mxfp4.json" && echo "$preset: table unchanged"
+    timeout "${TUNE_TIMEOUT:-150}" "$build/moeq" tune --preset "$preset" --scheme "$scheme" -M $tokens --candidates $tiles \
+      --min-gain 3 --update "$root/tuning/sm_90/${preset}_${scheme}.json" --out "$out/${preset}_${scheme}.json" \
+      >>"$out/tune.txt" 2>&1
+    echo "tune $preset $scheme rc=$? $(($(date +%s) - t0)) s"
+    cmp -s "$root/tuning/sm_90/${preset}_${scheme}.json" "$out/${preset}_${scheme}.json" && echo "$preset $scheme: table unchanged"
   done
   grep -v "^tune: wrote" "$out/tune.txt"
+}
+
+# steps_old_new PRESET SCHEME "M ..." NEW_TABLE FILE: whole steps with the shipped table (O) and NEW_TABLE (N), O N N O,
+# appended to out/FILE; a round that would start past STEPS_DEADLINE seconds (default 540) is skipped.
+steps_old_new() {
+  local who table
+  for who in O N N O; do
+    [ $(($(date +%s) - t0)) -gt "${STEPS_DEADLINE:-540}" ] && { echo "skipped steps $1 $2 $who: no time left"; continue; }
+    table="$root/tuning/sm_90/${1}_${2}.json"
+    [ "$who" = N ] && table="$4"
+    # shellcheck disable=SC2086
+    timeout 60 "$build/moeq" bench --trials 5 --kernel layer --preset "$1" --scheme "$2" -M $3 --tuning "$table" \
+      >"$out/o.tmp" 2>&1
+    grep -E '^layer  [a-z]' "$out/o.tmp" | grep -v '^layer  preset' | awk -v s="$who" '{print s, $2, $3, $4, $5}' >>"$out/$5"
+    grep -E "^copy" "$out/o.tmp" | head -1
+  done
+  echo "steps $1 $2 $(($(date +%s) - t0)) s"
 }
