@@ -53,12 +53,15 @@ std::vector<jit::KernelSpec> other_kernel_specs(const ExpertsDesc& d) {
   return specs;
 }
 
-// A GEMM's kernel, and where the weights' MX scales may come with WeightView::mx_scales_at_most_two (known
-// only at apply time), its folded kernel too: `moeq compile` warms both. `add` keeps each source once.
+// A GEMM's kernel, and the others a launch of it may run as (known only at apply time): folded where the
+// weights' MX scales come with WeightView::mx_scales_at_most_two, 256 channels wide over unaligned scales
+// (unaligned_scales_tile). `moeq compile` warms them all, as load_moe_gemm loads them; `add` keeps each
+// source once.
 template <class Add>
 void add_gemm(const Add& add, const WeightDesc& w, DType act_dtype, const GemmPlan& plan, bool prepared) {
-  for (bool mx_scales_at_most_two : {false, true})
-    add(moe_gemm_kernel_spec(w, act_dtype, plan.tile, prepared, plan.input, mx_scales_at_most_two));
+  for (const GemmTile& tile : {plan.tile, unaligned_scales_tile(plan.tile)})
+    for (bool mx_scales_at_most_two : {false, true})
+      add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, plan.input, mx_scales_at_most_two));
 }
 
 }  // namespace

@@ -780,10 +780,12 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
 
 void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& requested, GemmInput input) {
   const GemmTile tile = tile_for_device(requested);
-  for (bool prepared : {false, true})
-    if (input != GemmInput::row_scaled_e4m3 || gemm_takes_e4m3(w, tile, 90, prepared))
-      for (bool mx_fold : {false, true})  // where the word changes nothing, the same key: loaded once
-        gemm_function(w, act_dtype, tile, prepared, false, input, mx_fold);
+  // NOTE: where the tile is its own unaligned-scales tile, the second pass finds every key loaded.
+  for (const GemmTile& runs : {tile, unaligned_scales_tile(tile)})
+    for (bool prepared : {false, true})
+      if (input != GemmInput::row_scaled_e4m3 || gemm_takes_e4m3(w, runs, 90, prepared))
+        for (bool mx_fold : {false, true})  // where the word changes nothing, the same key: loaded once
+          gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold);
   gemm_function(w, act_dtype, tile, false, true, input);
 }
 
@@ -798,10 +800,12 @@ GemmTile tile_for_device(GemmTile tile) {
   return device_has_wgmma() ? tile : mma_sync_tile_of(tile);
 }
 
-GemmTile tile_for_scales(GemmTile tile, CUdeviceptr scales) {
-  if (tile.block_n == 512 && scales % 4 != 0) tile.block_n = 256;
+GemmTile unaligned_scales_tile(GemmTile tile) {
+  if (tile.block_n == 512) tile.block_n = 256;
   return tile;
 }
+
+GemmTile tile_for_scales(GemmTile tile, CUdeviceptr scales) { return scales % 4 != 0 ? unaligned_scales_tile(tile) : tile; }
 
 GemmTile mma_sync_tile_of(GemmTile tile) {
   if (tile.producer && !tile.wgmma) {

@@ -136,6 +136,9 @@ GemmTile tile_for_device(GemmTile tile);
 // (kernels/moe_gemm_ws.cuh, kStagedScales), so with scales off a 4-byte boundary (ue8m0 needs byte
 // alignment only) it runs 256 channels wide, the same products (MoeGemmGpu.WideTiles*).
 GemmTile tile_for_scales(GemmTile tile, CUdeviceptr scales);
+// The tile tile_for_scales runs over unaligned scales (the tile itself below 512 channels): the kernel
+// loaders (load_moe_gemm, `moeq compile`) take it too, so no launch compiles after a warm-up.
+GemmTile unaligned_scales_tile(GemmTile tile);
 // The mma.sync tile that runs a wgmma tile's M block where there is no wgmma (tile_for_device).
 GemmTile mma_sync_tile_of(GemmTile tile);
 // The M block the GPU GEMM of this device runs for the planner's block_m (plan::choose_block_m):

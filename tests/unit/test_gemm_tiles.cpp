@@ -13,6 +13,7 @@
 #include "device/moeq_dev/format/e2m1_e4m3.cuh"
 #include "reference/formats.hpp"
 #include "io/presets.hpp"
+#include "plan/tuning.hpp"
 #include "moeq/error.hpp"
 
 namespace moeq {
@@ -140,6 +141,20 @@ TEST(GemmTiles, WideTilesRunNarrowOverUnalignedScales) {
   EXPECT_EQ(cuda::tile_for_scales(wide, 0x10001).to_string(), "48x256/1x8x1/4/p");
   const cuda::GemmTile narrow = cuda::parse_gemm_tile("48x256/1x8x1/6/p/s");
   EXPECT_EQ(cuda::tile_for_scales(narrow, 0x10001).to_string(), "48x256/1x8x1/6/p/s");
+  // The loaders warm the narrow form with the wide tile: a table entry's 512-channel tile brings its
+  // 256-channel kernel along (`moeq compile`, Experts::warm_up).
+  ExpertsDesc d = io::find_preset("gpt-oss-120b").desc;
+  io::apply_scheme("mxfp4", d);
+  TuningTable t;
+  t.entries = {{0, plan::kTuningLastMaxM, 48, "48x512/1x8x1/4/p", "48x512/1x8x1/4/p"}};
+  std::set<std::string> sources;
+  for (const jit::KernelSpec& spec : cuda::tuned_kernel_specs(d, t)) sources.insert(spec.source);
+  for (bool prepared : {false, true})
+    for (bool folded : {false, true})
+      EXPECT_TRUE(sources.count(cuda::moe_gemm_kernel_spec(d.w13(), d.act_dtype, cuda::tile_for_scales(wide, 0x10002),
+                                                           prepared, cuda::GemmInput::values, folded)
+                                    .source))
+          << (prepared ? "prepared" : "canonical") << (folded ? ", folded" : "");
 }
 
 TEST(GemmTiles, EveryPlannerTileIsACandidate) {
