@@ -202,7 +202,8 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     cuda::moe_gemm(g1, stream);
     if (d.act_format == ActFormat::none) {
       const CUdeviceptr activation_output = buffer("activation_output");
-      cuda::activation(d.activation, d.interleaved_gate_up, c, g1.c, rows, I, activation_output, stream);
+      cuda::activation(d.activation, d.interleaved_gate_up, c, g1.c, rows, I, activation_output, stream,
+                       g2.tile.mma_order_tokens);
       set_gemm_input(g2, input2, activation_output, I, rows, I, "quanted_down_input", "dequantized_down_input");
     } else {
       // PERF: the activation, its quantization and the values in one kernel: the activation
@@ -224,6 +225,11 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     }
     cuda::moe_gemm(g2, stream);
   };
+
+  // Tokens in the MMA's K order (`/t` tiles, 16-bit activations: gemm_plan): GEMM2's input from the activation
+  // kernel; GEMM1's rewritten by order_rows_for_mma (indexed: the caller's rows into mma_ordered_hidden;
+  // contiguous: the permuted rows in place). The masked layout's GEMM1 reads the caller's slabs as they are.
+  if (shape.layout == Layout::masked) g1.tile = cuda::permuting_tile(g1.tile, g1.weights_desc);
 
   if (shape.layout == Layout::masked) {
     const int64_t T = in.max_tokens_per_expert, rows = E * T;
@@ -279,7 +285,14 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     }
     g1.src_row_divisor = d.top_k;
     g2.src_row_divisor = 1;
-    run_chain(fold ? 0 : dptr(in.hidden), hidden_stride, M, slots);
+    if (g1.tile.mma_order_tokens) {
+      // NOTE: 16-bit activations only (gemm_plan), so no folded quantizer either.
+      const CUdeviceptr ordered = buffer("mma_ordered_hidden");
+      cuda::order_rows_for_mma(dptr(in.hidden), hidden_stride, M, K, ordered, K, stream);
+      run_chain(ordered, K, M, slots);
+    } else {
+      run_chain(fold ? 0 : dptr(in.hidden), hidden_stride, M, slots);
+    }
     cuda::topk_reduce(reduce, stream);
     return;
   }
@@ -291,6 +304,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   CUdeviceptr gemm1_input = permuted;
   if (d.act_format == ActFormat::none) {
     cuda::permute(ids, {dptr(in.hidden), hidden_stride * elem, K * elem, permuted, K * elem}, perm, stream);
+    if (g1.tile.mma_order_tokens) cuda::order_rows_for_mma(permuted, K, slots, K, permuted, K, stream);
   } else {
     // PERF: quantized per token, a token's copies are equal rows: quantize (and dequantize) the M
     // tokens (e4m3 codes into quanted_gate_up_input, 16-bit values into permuted_hidden, as

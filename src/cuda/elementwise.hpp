@@ -21,8 +21,17 @@ namespace moeq::cuda {
 // out: [rows, I] of the same dtype; in is never written. `interleaved` (gated kinds only):
 // columns [g0, u0, g1, u1, ...] instead of [gate | up]. alpha / limit / clamp are kernel
 // arguments: one compiled kernel per (kind, dtype, interleaved).
+// mma_order: each out row in the MMA's K order (moeq_dev::mma_order_position; GEMM2's input on a
+// `/t` tile): needs I % 64 == 0 and 16-byte aligned in / out.
 void activation(const ActivationParams& params, bool interleaved, DType dtype, CUdeviceptr in,
-                int64_t rows, int64_t intermediate, CUdeviceptr out, CUstream stream);
+                int64_t rows, int64_t intermediate, CUdeviceptr out, CUstream stream, bool mma_order = false);
+
+// in: [rows, cols] 16-bit elements with row stride in_row_stride (elements) -> out [rows, cols] with
+// row stride out_row_stride, each row in the MMA's K order (GEMM1's input on a `/t` tile). cols % 64
+// == 0, even strides, 4-byte aligned pointers; out == in (same strides) rewrites the rows in place.
+void order_rows_for_mma(CUdeviceptr in, int64_t in_row_stride, int64_t rows, int64_t cols, CUdeviceptr out,
+                        int64_t out_row_stride, CUstream stream);
+jit::KernelSpec order_rows_kernel_spec();
 
 // in: [rows, cols] (bf16 / f16) with row stride in_row_stride elements (>= cols);
 // codes / scales as reference/quantize.hpp (act_code_bytes / act_scale_bytes bytes):

@@ -29,6 +29,7 @@ std::vector<jit::KernelSpec> other_kernel_specs(const ExpertsDesc& d) {
   std::vector<jit::KernelSpec> specs = routing_kernel_specs();
   specs.push_back(prepare_kernel_spec());
   specs.push_back(activation_kernel_spec(d.activation.kind, d.interleaved_gate_up, d.act_dtype));
+  if (d.act_format == ActFormat::none) specs.push_back(order_rows_kernel_spec());  // GEMM1's input on `/t` tiles
   if (d.act_format != ActFormat::none) {
     // The 16-bit GEMMs' inputs (cuda_backend.cpp): GEMM1's by quantize_activation_values, GEMM2's
     // by activation_quantize_values (the plain activation kernel above serves 16-bit layers).
@@ -55,19 +56,26 @@ std::vector<jit::KernelSpec> other_kernel_specs(const ExpertsDesc& d) {
 
 // A GEMM's kernel, and the others a launch of it may run as (known only at apply time): folded where the
 // weights' MX scales come with WeightView::mx_scales_at_most_two, 256 channels wide over unaligned scales
-// (unaligned_scales_tile). `moeq compile` warms them all, as load_moe_gemm loads them; `add` keeps each
+// (unaligned_scales_tile), without `/t` where the input cannot come in the MMA's order (permuting_tile), with
+// its segment-table builder. `moeq compile` warms them all, as load_moe_gemm loads them; `add` keeps each
 // source once.
 template <class Add>
 void add_gemm(const Add& add, const WeightDesc& w, DType act_dtype, const GemmPlan& plan, bool prepared) {
-  for (const GemmTile& tile : {plan.tile, unaligned_scales_tile(plan.tile)})
-    for (bool mx_scales_at_most_two : {false, true})
-      add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, plan.input, mx_scales_at_most_two));
+  for (const GemmTile& ordered : {plan.tile, permuting_tile(plan.tile, w)}) {
+    for (const GemmTile& tile : {ordered, unaligned_scales_tile(ordered)})
+      for (bool mx_scales_at_most_two : {false, true})
+        add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, plan.input, mx_scales_at_most_two));
+    add(moe_gemm_segments_kernel_spec(w, act_dtype, ordered, prepared, plan.input));
+  }
 }
 
 }  // namespace
 
-GemmPlan gemm_plan(const ExpertsDesc& d, const WeightDesc& w, const GemmTile& tile, int sm, bool prepared_codes,
+GemmPlan gemm_plan(const ExpertsDesc& d, const WeightDesc& w, const GemmTile& requested, int sm, bool prepared_codes,
                    bool wgmma_e4m3) {
+  // NOTE: the quantizers write their rows in k order, and the order permutes whole 64-k tiles: quantized layers,
+  // and K off a multiple of 64, run `/t` tiles as their twins.
+  const GemmTile tile = d.act_format == ActFormat::none && w.k % 64 == 0 ? requested : permuting_tile(requested, w);
   if (d.act_format != ActFormat::fp8_token) return {tile, GemmInput::values};
   const GemmTile e4m3 = e4m3_tile_of(tile);
   if (gemm_takes_e4m3(w, e4m3, sm, prepared_codes) && (!e4m3.producer || wgmma_e4m3))
@@ -94,10 +102,7 @@ std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std:
   for (const GemmTile& tile : layer_tiles(d, extra_tiles))
     for (const WeightDesc& w : {d.w13(), d.w2()})
       for (bool prepared : {true, false})
-        for (const GemmPlan& plan : gemm_plans(d, w, tile, prepared)) {
-          add_gemm(add, w, d.act_dtype, plan, prepared);
-          add(moe_gemm_segments_kernel_spec(w, d.act_dtype, plan.tile, prepared, plan.input));
-        }
+        for (const GemmPlan& plan : gemm_plans(d, w, tile, prepared)) add_gemm(add, w, d.act_dtype, plan, prepared);
   return specs;
 }
 
@@ -115,10 +120,7 @@ std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& d, const Tuni
       if (tile.wgmma) tiles.push_back(mma_sync_tile_of(tile));
       for (const GemmTile& t : tiles)
         for (bool prepared : {true, false})
-          for (const GemmPlan& plan : gemm_plans(d, w, t, prepared)) {
-            add_gemm(add, w, d.act_dtype, plan, prepared);
-            add(moe_gemm_segments_kernel_spec(w, d.act_dtype, plan.tile, prepared, plan.input));
-          }
+          for (const GemmPlan& plan : gemm_plans(d, w, t, prepared)) add_gemm(add, w, d.act_dtype, plan, prepared);
     }
   return specs;
 }

@@ -104,6 +104,7 @@ std::string GemmTile::to_string() const {
   if (producer) {
     s << "/p";
     if (persistent) s << "/s";
+    if (mma_order_tokens) s << "/t";
   } else if (direct) {
     s << "/r";
   } else if (wgmma) {
@@ -243,6 +244,12 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
   //   80- and 96-row blocks (near 64 rows per expert) run 80x256/1x8x1/6/p and 96x256/1x8x1/6/p (call 5):
   //   gpt-oss-120b M = 2048 893 / 499 us against 1159 / 618 (64x256/1x8x1/8/p), Qwen3 M = 1024 167 / 110
   //   against 219 / 132; the 4-stage rings within 1-4%, 96 rows 5-7% behind 80 there.
+  // - Session 39 (bench/results/2026-12-04-h200-mma-order.md, call 1): the warp-specialized tiles read their
+  //   tokens in the MMA's K order (`/t`: wgmma on the copy ring's staging, no permute warps); every tile timed
+  //   against its permuting twin of the same ring: Qwen3-30B-A3B M = 4096 GEMM1 / GEMM2 144x256/1x8x1/4/p INT4
+  //   443-457 -> 402-404 / 286-292 -> 258-264 us, MXFP4 443-458 -> 385-392 / 287-295 -> 252-260; gpt-oss-120b
+  //   M = 1024 48x512/1x8x1/4/p 636-640 -> 610-614 / 322-324 -> 307-312, M = 2048 80x256/1x8x1/6/p/s 812-829 ->
+  //   719-746 / 433-439 -> 391-399. Where the input cannot come in that order gemm_plan runs the twin.
   const bool four_bit = dtype_bits(weight_format_code_dtype(format)) == 4;
   const bool int4 = format == WeightFormat::int4;
   const char* text;
@@ -273,17 +280,17 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
   } else if (block_m <= 32) {
     text = four_bit ? "32x128/1x8x1/4/o3" : "32x128/1x8x1/4";
   } else if (block_m <= 48) {
-    text = "48x256/1x8x1/8/p";
+    text = "48x256/1x8x1/8/p/t";
   } else if (block_m <= 64) {
-    text = "64x256/1x8x1/8/p";
+    text = "64x256/1x8x1/8/p/t";
   } else if (block_m <= 80) {
-    text = "80x256/1x8x1/6/p";
+    text = "80x256/1x8x1/6/p/t";
   } else if (block_m <= 96) {
-    text = "96x256/1x8x1/6/p";
+    text = "96x256/1x8x1/6/p/t";
   } else if (block_m <= 128) {
-    text = "128x256/1x8x1/4/p";
+    text = "128x256/1x8x1/4/p/t";
   } else {
-    text = "144x256/1x8x1/4/p";
+    text = "144x256/1x8x1/4/p/t";
   }
   return parse_gemm_tile(text);
 }
@@ -295,14 +302,19 @@ GemmTile parse_gemm_tile(const std::string& text) {
   in >> t.block_m >> x1 >> t.block_n >> slash1 >> t.warps_m >> x2 >> t.warps_n >> x3 >> t.warps_k >> slash2 >> t.stages;
   bool ok = in && x1 == 'x' && slash1 == '/' && x2 == 'x' && x3 == 'x' && slash2 == '/';
   // Optional suffixes, each once and in this order: /kN (split_k), /oN (min_ctas), /w (wgmma),
-  // /p (warp-specialized) or /r (direct loads into registers); /s (persistent) after /p only.
+  // /p (warp-specialized) or /r (direct loads into registers); /s (persistent) after /p only, /t (tokens
+  // in the MMA's K order) after /p or /p/s.
   char last = 0;
   for (char slash = 0, key = 0; ok && (in >> slash);) {
-    ok = slash == '/' && (in >> key) && last != 'w' && last != 'r' && last != 's' && (last != 'p' || key == 's');
+    ok = slash == '/' && (in >> key) && last != 'w' && last != 'r' && last != 't' &&
+         (last != 'p' || key == 's' || key == 't') && (last != 's' || key == 't');
     if (!ok) break;
     if (key == 's') {
       ok = last == 'p';
       t.persistent = true;
+    } else if (key == 't') {
+      ok = last == 'p' || last == 's';
+      t.mma_order_tokens = true;
     } else if (key == 'r') {
       t.direct = true;
     } else if (key == 'w' || key == 'p') {
@@ -318,7 +330,7 @@ GemmTile parse_gemm_tile(const std::string& text) {
   }
   if (!ok || (in >> rest))
     throw Error("GEMM tile '" + text +
-                "' is not BMxBN/WMxWNxWK/S[/kN][/oN][/w, /p[/s] or /r] (e.g. 16x128/1x4x2/4, 64x128/1x4x1/4/w or "
+                "' is not BMxBN/WMxWNxWK/S[/kN][/oN][/w, /p[/s][/t] or /r] (e.g. 16x128/1x4x2/4, 64x128/1x4x1/4/w or "
                 "128x256/1x8x1/4/p)");
   return t;
 }
@@ -367,6 +379,12 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            // 512 channels, MX weights only (session 37: even with the 256-channel tiles at best; the
                            // 6-stage and 64-row ones spill and lose 13-32%)
                            "48x512/1x8x1/4/p/s", "48x512/1x8x1/4/p",
+                           // tokens in the MMA's K order (session 39), and the deeper rings the permuted token tiles
+                           // left no room for (those that fit 8-bit codes)
+                           "48x256/1x8x1/8/p/t", "48x256/1x8x1/6/p/s/t", "64x256/1x8x1/8/p/t", "80x256/1x8x1/6/p/t",
+                           "80x256/1x8x1/8/p/t", "80x256/1x8x1/6/p/s/t", "96x256/1x8x1/6/p/t", "128x256/1x8x1/4/p/t",
+                           "128x256/1x8x1/6/p/t", "144x256/1x8x1/4/p/t", "144x256/1x8x1/6/p/t", "144x256/1x8x1/3/p/s/t",
+                           "48x512/1x8x1/4/p/t", "48x512/1x8x1/6/p/t",
                            // 64 channels per warp, MXFP4's alternative many-rows tile (GEMM v19)
                            "8x256/1x4x1/2/r"})
     tiles.push_back(parse_gemm_tile(text));
@@ -407,8 +425,10 @@ int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w, GemmInput inp
     const int64_t staged_scales = tile.block_n == 512 ? int64_t{tile.block_n} * 4 : 0;
     const int64_t tokens = int64_t{tile.block_m} * 64 * 2,
                   stage = tokens + int64_t{tile.block_n} * (tile_k * code_bits / 8) + staged_scales;
-    const int64_t ring = tile.stages * stage + 3 * tokens, out = int64_t{tile.block_m} * (tile.block_n * 2 + 16);
-    return tile.persistent ? ring + out : std::max(ring, out);
+    // Tokens in the MMA's order: no permuted tiles, and 1 KB of slack to start the ring on a 1024-byte boundary.
+    const int64_t ring = tile.stages * stage + (tile.mma_order_tokens ? 0 : 3 * tokens),
+                  out = int64_t{tile.block_m} * (tile.block_n * 2 + 16), slack = tile.mma_order_tokens ? 1024 : 0;
+    return slack + (tile.persistent ? ring + out : std::max(ring, out));
   }
   const int64_t a_stage = int64_t{tile.block_m} * (64 * 2 + (tile.wgmma ? 0 : 16));  // wgmma rows are unpadded
   const int64_t b_stage = int64_t{tile.block_n} * (64 * code_bits / 8);
@@ -474,6 +494,11 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
       bad("512-channel tiles need K % 64 == 0 (K = " + std::to_string(w.k) + ")");
   }
   if (tile.persistent && !(tile.producer && tile.wgmma)) bad("persistent (/s) tiles are warp-specialized wgmma (/p) tiles");
+  if (tile.mma_order_tokens && !(tile.producer && tile.wgmma))
+    bad("tokens in the MMA's K order (/t) take warp-specialized wgmma (/p) tiles");
+  // NOTE: the order permutes whole 64-k tiles (mma_order_position).
+  else if (tile.mma_order_tokens && w.k % 64 != 0)
+    bad("tokens in the MMA's K order (/t) need K % 64 == 0 (K = " + std::to_string(w.k) + ")");
   if (!tile.direct && !tile.producer && tile.wgmma &&
       (tile.block_m != 64 || tile.warps_m != 1 || tile.warps_n != 4 || tile.warps_k != 1 || tile.split_k != 1 ||
        tile.block_n % 64 != 0))
@@ -526,7 +551,8 @@ constexpr const char* kE4m3Rule =
 GemmTile e4m3_tile_of(const GemmTile& tile) {
   GemmTile t = tile;
   if (t.producer && t.wgmma) t.block_n = 128;
-  t.persistent = false;  // the e4m3 consumers run one tile per CTA
+  t.persistent = false;        // the e4m3 consumers run one tile per CTA
+  t.mma_order_tokens = false;  // and read permuted e4m3 tokens
   return t;
 }
 
@@ -568,6 +594,7 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     << "  static constexpr bool kProducer = " << (tile.producer ? "true" : "false") << ";\n"
     << "  static constexpr bool kDirect = " << (tile.direct ? "true" : "false") << ";\n"
     << "  static constexpr bool kPersistent = " << (tile.persistent ? "true" : "false") << ";\n"
+    << "  static constexpr bool kMmaOrderTokens = " << (tile.mma_order_tokens ? "true" : "false") << ";\n"
     << "  static constexpr bool kPreparedCodes = " << (prepared_codes ? "true" : "false") << ";\n"
     << "  static constexpr int kScaleDtype = " << (is_int ? scale_dtype_id(w.scale_dtype) : 0) << ";\n"
     << "  static constexpr bool kZeroPoints = " << (is_int && w.has_zero_point ? "true" : "false") << ";\n"
@@ -643,6 +670,20 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
         }
     }
   }
+  // The permuting twins of the planner's `/t` tiles (what the masked layout's GEMM1, quantized activations
+  // and K off a multiple of 64 run): once per tile with MXFP4 codes, the first also with 8-bit codes.
+  {
+    WeightDesc mx, fp8_block;
+    mx.format = WeightFormat::mxfp4;
+    fp8_block.format = WeightFormat::fp8_block;
+    bool first = true;
+    for (const GemmTile& tile : planner_tiles(WeightFormat::mxfp4)) {
+      if (!tile.mma_order_tokens) continue;
+      add(mx, DType::bf16, permuting_tile(tile, mx), true);
+      if (first) add(fp8_block, DType::bf16, permuting_tile(tile, fp8_block), false);
+      first = false;
+    }
+  }
   // The row-scale epilogue (FP8 per-token activations) once per GEMM body: the same code in each.
   std::vector<std::string> bodies;
   for (const GemmTile& tile : planner_tiles(WeightFormat::mxfp4)) {
@@ -651,7 +692,7 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
     bodies.push_back(body);
     WeightDesc w;
     w.format = WeightFormat::mxfp4;
-    add(w, DType::bf16, tile, true, GemmInput::row_scaled_values);
+    add(w, DType::bf16, permuting_tile(tile, w), true, GemmInput::row_scaled_values);  // as gemm_plan runs it
   }
   // e4m3 activations (FP8 per-channel weights, direct tiles): each ring depth of the planner's and
   // the tuning candidates' direct tiles once, prepared codes, and the first also with canonical
@@ -743,6 +784,7 @@ uint64_t gemm_config_key(const WeightDesc& w, DType act_dtype, const GemmTile& t
   put(tile.producer, 1);
   put(tile.direct, 1);
   put(tile.persistent, 1);
+  put(tile.mma_order_tokens, 1);
   put(prepared_codes, 1);
   put(is_int ? static_cast<uint64_t>(scale_dtype_id(w.scale_dtype)) : 0, 2);
   put(is_int && w.has_zero_point, 1);
@@ -787,6 +829,7 @@ void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& request
         for (bool mx_fold : {false, true})  // where the word changes nothing, the same key: loaded once
           gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold);
   gemm_function(w, act_dtype, tile, false, true, input);
+  if (tile.mma_order_tokens) load_moe_gemm(w, act_dtype, permuting_tile(tile, w), input);
 }
 
 int64_t gemm_block_m(int64_t planned_block_m) {
@@ -798,6 +841,14 @@ int64_t gemm_block_m(int64_t planned_block_m) {
 GemmTile tile_for_device(GemmTile tile) {
   if (this_device().cc_major < 9) tile.split_k = 1;  // clusters are sm_90+; the sums are the same tile's
   return device_has_wgmma() ? tile : mma_sync_tile_of(tile);
+}
+
+GemmTile permuting_tile(GemmTile tile, const WeightDesc& w) {
+  if (!tile.mma_order_tokens) return tile;
+  tile.mma_order_tokens = false;
+  // NOTE: the permuted token tiles need shared memory the `/t` ring does not: fewer stages where they would not fit.
+  while (tile.stages > 3 && gemm_smem_bytes(tile, w) + gemm_static_smem_bytes(tile) > 227 * 1024) --tile.stages;
+  return tile;
 }
 
 GemmTile unaligned_scales_tile(GemmTile tile) {
@@ -821,6 +872,7 @@ GemmTile mma_sync_tile_of(GemmTile tile) {
   }
   tile.wgmma = false;
   tile.persistent = false;
+  tile.mma_order_tokens = false;
   return tile;
 }
 

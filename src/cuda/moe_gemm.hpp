@@ -46,6 +46,10 @@ struct GemmTile {
   // Persistent (`/s` after `/p`, warp-specialized wgmma tiles only): one resident CTA per SM loops
   // over the output tiles, so the next tile's loads overlap this one's MMAs and epilogue.
   bool persistent = false;
+  // Tokens in the MMA's K order (`/t` after `/p` or `/p/s`, 16-bit activations, K % 64 == 0): the A rows come
+  // with each 64-k tile permuted as mma_order_position says, so the warp-specialized tile's wgmma reads its
+  // copy ring directly (no permute warps). The caller lays the rows out so (moeq_dev::mma_order_position).
+  bool mma_order_tokens = false;
   int threads() const { return 32 * warps_m * warps_n * warps_k + (producer ? (wgmma ? 128 : 32) : 0); }
   std::string to_string() const;
 };
@@ -141,6 +145,10 @@ GemmTile tile_for_scales(GemmTile tile, CUdeviceptr scales);
 GemmTile unaligned_scales_tile(GemmTile tile);
 // The mma.sync tile that runs a wgmma tile's M block where there is no wgmma (tile_for_device).
 GemmTile mma_sync_tile_of(GemmTile tile);
+// The tile without `/t`: what runs a `/t` tile's GEMM of weights w where its input cannot come in the MMA's
+// K order (the masked layout's GEMM1, quantized activations), with fewer stages where its permuted token
+// tiles would not fit beside the ring. The kernel loaders take it beside the `/t` tile.
+GemmTile permuting_tile(GemmTile tile, const WeightDesc& w);
 // The M block the GPU GEMM of this device runs for the planner's block_m (plan::choose_block_m):
 // 48 -> 64 (48-row tiles run where a tuning table names them: not measured against 64 for every format),
 // 80-144 -> 64 where there is no wgmma (those blocks are warp-specialized wgmma tiles; mma.sync runs
@@ -150,7 +158,8 @@ int64_t gemm_block_m(int64_t planned_block_m);
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);
 // "16x128/1x4x2/4": block_m x block_n / warps_m x warps_n x warps_k / stages, then "/k2" or
 // "/k4" when K is split over a cluster of CTAs, "/oN" for min_ctas = N and "/w" for wgmma or
-// "/p" for the warp-specialized tiles (producer; wgmma from 64 tokens) or "/r" for direct loads, in that order (the
+// "/p" for the warp-specialized tiles (producer; wgmma from 64 tokens) or "/r" for direct loads, then "/s"
+// (persistent) and "/t" (tokens in the MMA's K order) after "/p", in that order (the
 // format of to_string; the K tile is always 64). Throws moeq::Error naming the text when it
 // does not parse.
 GemmTile parse_gemm_tile(const std::string& text);

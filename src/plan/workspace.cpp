@@ -129,6 +129,16 @@ WorkspacePlan plan_workspaces(const ExpertsDesc& d, const PlanShape& p) {
     plan.buffers.push_back(b);
   }
 
+  // GEMM1's input rewritten in the MMA's K order for `/t` tiles (cuda::order_rows_for_mma; the contiguous
+  // layout rewrites permuted_hidden in place, the masked one never does): like permuted_hidden, read only by
+  // GEMM1, whose output is in the other workspace, and overwritten later by activation_output; `output`
+  // ([M, K] too) shares that workspace, so its size does not change.
+  if (p.layout == Layout::indexed && !quantized) {
+    auto b = make_buffer("mma_ordered_hidden", {p.num_tokens, K}, c);
+    for (const auto& g : required)
+      if (g.name == "gate_up_output") b.workspace = 3 - g.workspace;
+    plan.buffers.push_back(b);
+  }
   // Routing metadata lives through the whole step, past everything else in workspace 2.
   std::vector<BufferPlacement> meta;
   meta.push_back(make_buffer("error_flags", {1}, DType::i32));

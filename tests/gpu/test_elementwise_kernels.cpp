@@ -19,10 +19,12 @@
 #include "cuda/elementwise.hpp"
 #include "cuda/launch.hpp"
 #include "jit/compiler.hpp"
+#include "moeq/error.hpp"
 #include "reference/activation.hpp"
 #include "reference/formats.hpp"
 #include "reference/quantize.hpp"
 #include "tests/gpu/quantizer_test_util.hpp"
+#include "device/moeq_dev/format/mma_order.cuh"
 
 namespace {
 
@@ -533,6 +535,72 @@ TEST(ElementwiseGpu, ActivationQuantizeEqualsActivationThenQuantize) {
       }
     }
   }
+}
+
+// The MMA's K order (`/t` GEMM tiles): the activation with mma_order writes the plain activation's bits, each
+// row's elements moved to mma_order_position; order_rows_for_mma moves the same way, with row strides and in
+// place. Every 0xFF guard past the outputs stays.
+TEST(ElementwiseGpu, MmaOrderMovesEveryElementToItsPosition) {
+  SKIP_WITHOUT_DEVICE();
+  cu::Stream stream;
+  std::mt19937 rng(64);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  const auto expect_ordered = [](const std::vector<uint8_t>& plain, const std::vector<uint8_t>& got, int64_t rows,
+                                 int64_t cols, int64_t plain_stride, int64_t got_stride, const std::string& what) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < cols; ++k) {
+        const size_t from = static_cast<size_t>(2 * (r * plain_stride + k));
+        const size_t to = static_cast<size_t>(2 * (r * got_stride + moeq_dev::mma_order_position(k)));
+        if (plain[from] != got[to] || plain[from + 1] != got[to + 1]) {
+          ADD_FAILURE() << what << ": row " << r << " k " << k << " not at " << moeq_dev::mma_order_position(k);
+          return;
+        }
+      }
+  };
+  for (const DType dt : {DType::bf16, DType::f16})
+    for (const Activation kind : {Activation::silu, Activation::swiglu_oai, Activation::relu2_no_mul})
+      for (const int64_t inter : {int64_t{64}, int64_t{768}, int64_t{2880}}) {
+        const bool interleaved = kind == Activation::swiglu_oai;
+        const int64_t rows = inter == 2880 ? 5 : 37, n13 = moeq::is_gated(kind) ? 2 * inter : inter;
+        std::vector<uint16_t> gate_up(static_cast<size_t>(rows * n13));
+        for (auto& v : gate_up) v = to_half(dt, normal(rng));
+        moeq::ActivationParams params;
+        params.kind = kind;
+        const size_t bytes = static_cast<size_t>(rows * inter * 2);
+        cu::DeviceBuffer d_in = cu::DeviceBuffer::from_host(gate_up), d_plain = poisoned(bytes), d_ordered = poisoned(bytes);
+        cu::activation(params, interleaved, dt, d_in.ptr(), rows, inter, d_plain.ptr(), stream.get());
+        cu::activation(params, interleaved, dt, d_in.ptr(), rows, inter, d_ordered.ptr(), stream.get(), true);
+        stream.synchronize();
+        const std::string what = std::string(moeq::to_string(kind)) + " " + std::string(moeq::to_string(dt)) + " I " +
+                                 std::to_string(inter);
+        const std::vector<uint8_t> plain = download(d_plain), ordered = download(d_ordered);
+        expect_guard_intact(ordered, bytes, what);
+        expect_ordered(plain, ordered, rows, inter, inter, inter, what);
+      }
+  // Rows with strides (a caller's hidden states), and in place (the contiguous layout's permuted rows).
+  for (const int64_t cols : {int64_t{64}, int64_t{2880}, int64_t{7168}}) {
+    const int64_t rows = cols == 64 ? 1000 : 9, stride = cols + 64, bytes_in = rows * stride * 2, bytes_out = rows * cols * 2;
+    std::vector<uint16_t> x(static_cast<size_t>(rows * stride));
+    for (auto& v : x) v = to_half(DType::bf16, normal(rng));
+    cu::DeviceBuffer d_x = cu::DeviceBuffer::from_host(x), d_out = poisoned(static_cast<size_t>(bytes_out));
+    cu::DeviceBuffer d_in_place = cu::DeviceBuffer::from_host(x);
+    cu::order_rows_for_mma(d_x.ptr(), stride, rows, cols, d_out.ptr(), cols, stream.get());
+    cu::order_rows_for_mma(d_in_place.ptr(), stride, rows, cols, d_in_place.ptr(), stride, stream.get());
+    stream.synchronize();
+    std::vector<uint8_t> plain(static_cast<size_t>(bytes_in));
+    std::memcpy(plain.data(), x.data(), plain.size());
+    const std::string what = "rows " + std::to_string(rows) + " x " + std::to_string(cols);
+    const std::vector<uint8_t> out = download(d_out), in_place = download(d_in_place);
+    expect_guard_intact(out, static_cast<size_t>(bytes_out), what);
+    expect_ordered(plain, out, rows, cols, stride, cols, what);
+    expect_ordered(plain, in_place, rows, cols, stride, stride, what + " in place");
+    for (int64_t r = 0; r < rows; ++r)  // the stride's tail stays as it was
+      EXPECT_EQ(std::memcmp(plain.data() + 2 * (r * stride + cols), in_place.data() + 2 * (r * stride + cols), 128), 0)
+          << what << " in place: row " << r << "'s tail changed";
+  }
+  EXPECT_THROW(cu::order_rows_for_mma(1024, 96, 2, 96, 4096, 96, stream.get()), moeq::Error);  // cols % 64
+  EXPECT_THROW(cu::activation(moeq::ActivationParams{}, false, DType::bf16, 1024, 2, 96, 4096, stream.get(), true),
+               moeq::Error);
 }
 
 // ---------------------------------------------------------------- bandwidth (printed, not asserted)

@@ -237,6 +237,31 @@ TEST(ExpertsGpu, PersistentTilesMatchOracle) {
   }
 }
 
+// Tokens in the MMA's K order (`/t`): GEMM1's input rewritten by order_rows_for_mma (indexed: into the
+// workspace; contiguous: the permuted rows in place), GEMM2's by the activation; the masked layout's GEMM1
+// and quantized activations run the tile's twin without `/t`. Gated, interleaved and plain activations.
+TEST(ExpertsGpu, MmaOrderTilesMatchOracle) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  if (cuda::device_sm() < 90) GTEST_SKIP() << "no wgmma on sm_" << cuda::device_sm();
+  int case_index = 0;
+  for (const char* text : {"80x256/1x8x1/6/p/s/t", "144x256/1x8x1/4/p/t", "48x512/1x8x1/4/p/t"}) {
+    const Options o = one_tile_everywhere(cuda::parse_gemm_tile(text));
+    for (const char* scheme : {"mxfp4", "int4-g128", "fp8-block", "mxfp4:f16", "mxfp4:mxfp8"})
+      for (Activation act : {Activation::silu, Activation::swiglu_oai, Activation::relu2_no_mul})
+        for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
+          for (int64_t m : {7, 400}) {
+            const ExpertsDesc d = layer(scheme, act);
+            if (!cuda::gemm_tile_reasons(cuda::parse_gemm_tile(text), d.w13()).empty()) continue;  // 512: MX only
+            if (act != Activation::silu && (layout == Layout::masked || m == 7)) continue;
+            io::VerifyCase c{d, layout, m, 1, static_cast<uint64_t>(m + 64)};
+            c.codes = case_index++ % 2 == 0 ? CodeLayout::prepared : CodeLayout::canonical;
+            const io::VerifyResult r = io::verify_on_gpu(c, o);
+            EXPECT_TRUE(r.passed) << text << " " << c.label() << ": rel " << r.error.rel_err << ", max "
+                                  << r.error.max_err_fraction << (r.error.finite ? "" : ", non-finite");
+          }
+  }
+}
+
 // FP8 per-token row scales on the tiles whose epilogue follows a reduction of partial sums: K groups
 // in one CTA (/1x4x2) and split K over a cluster (/k2), which the planner does not pick; and on the
 // warp-specialized wgmma tiles, whose consumers fetch the block's row scales into shared memory

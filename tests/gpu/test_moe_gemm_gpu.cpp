@@ -24,6 +24,7 @@
 #include "moeq/weights.hpp"
 #include "reference/formats.hpp"
 #include "reference/quantize.hpp"
+#include "device/moeq_dev/format/mma_order.cuh"
 
 namespace moeq {
 namespace {
@@ -171,6 +172,17 @@ std::vector<uint16_t> random_act(int64_t rows, int64_t K, DType t, std::mt19937&
   return a;
 }
 
+// The A rows as the tile reads them: in the MMA's K order for `/t` tiles (moeq_dev::mma_order_position).
+cuda::DeviceBuffer upload_act(const std::vector<uint16_t>& a, int64_t K, const cuda::GemmTile& tile) {
+  if (!tile.mma_order_tokens) return cuda::DeviceBuffer::from_host(a);
+  std::vector<uint16_t> ordered(a.size());
+  for (size_t row = 0; row < a.size() / static_cast<size_t>(K); ++row)
+    for (int64_t k = 0; k < K; ++k)
+      ordered[row * static_cast<size_t>(K) + static_cast<size_t>(moeq_dev::mma_order_position(k))] =
+          a[row * static_cast<size_t>(K) + static_cast<size_t>(k)];
+  return cuda::DeviceBuffer::from_host(ordered);
+}
+
 // The arguments both layouts share: dense A [rows, K] and C [rows, N].
 cuda::MoeGemmArgs gemm_args(const GemmCase& c, const DeviceWeights& dw, const cuda::GemmTile& tile, cuda::CUdeviceptr a,
                             cuda::CUdeviceptr out, bool prepared) {
@@ -211,7 +223,7 @@ ErrorStats run_gather(const GemmCase& c, const cuda::GemmTile& tile, const HostW
   const int64_t E = c.w.num_experts, N = c.w.n, K = c.w.k, top_k = kGatherTopK, slots = M * top_k;
   const std::vector<int32_t> ids = gather_ids(M, rng);
   const auto a_host = random_act(M, K, c.act, rng);
-  cuda::DeviceBuffer ids_d = cuda::DeviceBuffer::from_host(ids), a_d = cuda::DeviceBuffer::from_host(a_host);
+  cuda::DeviceBuffer ids_d = cuda::DeviceBuffer::from_host(ids), a_d = upload_act(a_host, K, tile);
   const int64_t cap = cuda::align_capacity(slots, E, tile.block_m);
   cuda::DeviceBuffer local(static_cast<size_t>(slots * 4)), sorted(static_cast<size_t>(cap * 4)),
       expert_ids(static_cast<size_t>(cap / tile.block_m * 4)), padded(4), out(static_cast<size_t>(slots * N * 2));
@@ -244,7 +256,7 @@ ErrorStats run_masked(const GemmCase& c, const cuda::GemmTile& tile, const HostW
   const int64_t E = c.w.num_experts, N = c.w.n, K = c.w.k, T = 70;
   const std::vector<int32_t> counts{17, 0, 70, 1, 33};
   const auto a_host = random_act(E * T, K, c.act, rng);
-  cuda::DeviceBuffer counts_d = cuda::DeviceBuffer::from_host(counts), a_d = cuda::DeviceBuffer::from_host(a_host);
+  cuda::DeviceBuffer counts_d = cuda::DeviceBuffer::from_host(counts), a_d = upload_act(a_host, K, tile);
   const int64_t max_blocks = cuda::segment_capacity(E * T, E, tile.block_m);
   cuda::DeviceBuffer table(static_cast<size_t>(max_blocks * 12)), num_blocks(4), out(static_cast<size_t>(E * T * N * 2));
   out.fill_bytes(0xFF);
@@ -650,6 +662,51 @@ TEST(MoeGemmGpu, WarpSpecializedPartNBlocksMatchTheReference) {
       }
     }
   EXPECT_EQ(ran, 12);  // 2 N x (MXFP4 3 tiles, INT4 2, FP8-block 1)
+}
+
+// Tokens in the MMA's K order (`/t`): wgmma reads the copy ring's 128-byte-swizzled staging itself. The same
+// tile without `/t`, over the same rows in their own order, multiplies the same pairs in the same order, so
+// the outputs match bit for bit; one run per tile also against the reference. N = 584 ends inside a
+// 256- and a 512-channel block; K = 768 (12 K tiles: the 8-stage rings wrap).
+TEST(MoeGemmGpu, MmaOrderTokensEqualTheirPermutedTile) {
+  if (const std::string why = wgmma_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  cuda::Stream stream;
+  std::mt19937 rng(640);
+  int ran = 0;
+  // The order changes only the token side: one scheme per code width and scale path, and f16.
+  for (const char* scheme : {"mxfp4", "int4-g128", "fp8-block", "mxfp4:f16"}) {
+    GemmCase c = make_case(scheme, DType::bf16);
+    c.w.n = 584;
+    c.w.k = 768;
+    const HostWeights h = quantized_weights(c, rng);
+    const DeviceWeights dw = upload(*h.q);
+    for (const char* text : {"48x256/1x8x1/6/p/t", "80x256/1x8x1/6/p/s/t", "144x256/1x8x1/4/p/t", "64x256/1x8x1/8/p/t",
+                             "48x512/1x8x1/4/p/t"}) {
+      const cuda::GemmTile ordered = cuda::parse_gemm_tile(text);
+      cuda::GemmTile permuting = ordered;
+      permuting.mma_order_tokens = false;
+      // 512 channels take MX weights only; 8-bit codes fill some rings past 227 KB.
+      if (!cuda::gemm_tile_reasons(ordered, c.w).empty() || !cuda::gemm_tile_reasons(permuting, c.w).empty()) continue;
+      ++ran;
+      std::printf("mma order %s %s\n", scheme, text);
+      std::fflush(stdout);
+      for (bool prepared : {false, true}) {
+        const std::string where = std::string(scheme) + " " + text + (prepared ? " prepared" : " canonical");
+        const std::mt19937 inputs(rng());
+        std::vector<uint16_t> want, got;
+        const int64_t no_expert = c.w.num_experts;  // skips the reference check (see PersistentTilesEqualOneTilePerCta)
+        run_gather(c, permuting, h, dw, 250, inputs, stream.get(), prepared, &want, no_expert);
+        const ErrorStats s = run_gather(c, ordered, h, dw, 250, inputs, stream.get(), prepared, &got, prepared ? no_expert : -1);
+        if (!prepared) EXPECT_TRUE(s.finite && s.rel < 5e-3) << where << " gather: rel " << s.rel;
+        EXPECT_TRUE(got == want) << where << " gather: differs from the permuting tile";
+        std::mt19937 masked_a = rng, masked_b = masked_a;
+        run_masked(c, permuting, h, dw, masked_a, stream.get(), prepared, &want, 0, false);
+        run_masked(c, ordered, h, dw, masked_b, stream.get(), prepared, &got, 0, false);
+        EXPECT_TRUE(got == want) << where << " masked: differs from the permuting tile";
+      }
+    }
+  }
+  EXPECT_GE(ran, 15);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "cuda/layer_kernels.hpp"
 #include "cuda/moe_gemm.hpp"
 #include "device/moeq_dev/format/e2m1_e4m3.cuh"
+#include "device/moeq_dev/format/mma_order.cuh"
 #include "reference/formats.hpp"
 #include "io/presets.hpp"
 #include "plan/tuning.hpp"
@@ -77,7 +78,9 @@ TEST(GemmTiles, ParseAndPrintRoundTrip) {
                           "8x128/1x4x1/4/k2/", "8x128/1x4x1/4/o2/k2", "8x128/1x4x1/4/o2/o2", "8x128/1x4x1/4/x2",
                           "64x128/1x4x1/4/w/o2", "64x128/1x4x1/4/w/w", "64x128/1x4x1/4/w2", "128x256/1x8x1/4/p/w",
                           "128x256/1x8x1/4/w/p", "128x256/1x8x1/4/p2", "8x128/1x4x1/4/p/p", "8x128/1x4x1/2/r/p",
-                          "8x128/1x4x1/2/r/o2", "8x128/1x4x1/2/r2", "8x128/1x4x1/2/d"}) {
+                          "8x128/1x4x1/2/r/o2", "8x128/1x4x1/2/r2", "8x128/1x4x1/2/d", "128x256/1x8x1/4/t",
+                          "128x256/1x8x1/4/p/t/s", "128x256/1x8x1/4/p/t/t", "64x128/1x4x1/4/w/t", "8x128/1x4x1/2/r/t",
+                          "128x256/1x8x1/4/p/t2"}) {
     try {
       cuda::parse_gemm_tile(bad);
       ADD_FAILURE() << bad << " parsed";
@@ -132,6 +135,78 @@ TEST(GemmTiles, WideTilesAreMxProducerTiles) {
   EXPECT_THAT(first_reason("48x512/1x8x1/6/p/s", desc_of(WeightFormat::nvfp4)), HasSubstr("not nvfp4"));
   EXPECT_EQ(first_reason("48x512/1x8x1/3/p", desc_of(WeightFormat::mxfp8)), "");
   EXPECT_THAT(first_reason("48x512/1x8x1/6/p/s", desc_of(WeightFormat::mxfp8)), HasSubstr("227 KB"));
+}
+
+// Tokens in the MMA's K order (`/t`): warp-specialized wgmma tiles, K in whole 64-k tiles; no permuted
+// token tiles in shared memory, 1 KB to align the ring; the twin without `/t` comes along wherever the
+// kernels are listed or loaded.
+TEST(GemmTiles, MmaOrderTilesAreProducerTilesOfWholeKTiles) {
+  const cuda::GemmTile ordered = cuda::parse_gemm_tile("144x256/1x8x1/8/p/t");
+  EXPECT_TRUE(ordered.mma_order_tokens && ordered.producer && !ordered.persistent);
+  EXPECT_EQ(ordered.to_string(), "144x256/1x8x1/8/p/t");
+  const cuda::GemmTile persistent = cuda::parse_gemm_tile("80x256/1x8x1/6/p/s/t");
+  EXPECT_TRUE(persistent.mma_order_tokens && persistent.persistent);
+  EXPECT_EQ(persistent.to_string(), "80x256/1x8x1/6/p/s/t");
+  EXPECT_EQ(cuda::permuting_tile(persistent, desc_of(WeightFormat::mxfp4)).to_string(), "80x256/1x8x1/6/p/s");
+  // With 8-bit codes the permuted token tiles leave room for 5 stages.
+  EXPECT_EQ(cuda::permuting_tile(persistent, desc_of(WeightFormat::fp8_block)).to_string(), "80x256/1x8x1/5/p/s");
+  EXPECT_FALSE(cuda::mma_sync_tile_of(ordered).mma_order_tokens);
+  EXPECT_FALSE(cuda::parse_gemm_tile("128x256/1x8x1/4/p").mma_order_tokens);
+
+  const WeightDesc w = desc_of(WeightFormat::int4);
+  EXPECT_TRUE(cuda::gemm_tile_reasons(ordered, w).empty());
+  // 8 stages fit once the three permuted tiles are gone: ring = stages x (tokens + codes) + 1 KB.
+  cuda::GemmTile twin = ordered;
+  twin.mma_order_tokens = false;
+  EXPECT_FALSE(cuda::gemm_tile_reasons(twin, w).empty());
+  const cuda::GemmTile permuting = cuda::permuting_tile(ordered, w);
+  EXPECT_TRUE(cuda::gemm_tile_reasons(permuting, w).empty());
+  twin.stages = permuting.stages + 1;
+  EXPECT_FALSE(cuda::gemm_tile_reasons(twin, w).empty()) << permuting.to_string() << " is not the deepest that fits";
+  EXPECT_EQ(cuda::gemm_smem_bytes(ordered, w), 8 * (144 * 128 + 256 * 32) + 1024);
+  WeightDesc odd_k = w;
+  odd_k.k = 2016;  // 31.5 K tiles
+  EXPECT_THAT(cuda::gemm_tile_reasons(ordered, odd_k).front(), HasSubstr("K = 2016"));
+
+  // The order moves 4-byte pairs within each 64-k tile: a permutation, pairs kept, tile by tile.
+  std::set<long long> seen;
+  for (long long k = 0; k < 192; ++k) {
+    const long long to = moeq_dev::mma_order_position(k);
+    EXPECT_EQ(to / 64, k / 64) << k;
+    EXPECT_EQ(to % 2, k % 2) << k;
+    EXPECT_TRUE(seen.insert(to).second) << k;
+  }
+  // Step s's fragment pair j of lane t (logical k 16 s + 8 j + 2 t) holds physical k 16 t + 4 s + 2 j
+  // (kernels/moe_gemm.cuh's K order): e.g. k = 16 + 4 = 20 (t 1, s 1, j 0) sits at 16 + 2 = 18.
+  EXPECT_EQ(moeq_dev::mma_order_position(20), 18);
+  EXPECT_EQ(moeq_dev::mma_order_position(64 + 6), 64 + 8 + 16 + 0);
+
+  // A table entry's `/t` tile brings its twin, both with their segment builders, and the ordering kernel.
+  ExpertsDesc d = io::find_preset("qwen3-30b-a3b").desc;
+  io::apply_scheme("int4-g128", d);
+  TuningTable t;
+  t.entries = {{0, plan::kTuningLastMaxM, 144, "144x256/1x8x1/8/p/t", "144x256/1x8x1/4/p/s/t"}};
+  std::set<std::string> sources;
+  for (const jit::KernelSpec& spec : cuda::tuned_kernel_specs(d, t)) sources.insert(spec.entry + "\n" + spec.source);
+  const cuda::GemmTile table_tile = cuda::parse_gemm_tile("144x256/1x8x1/4/p/s/t");
+  // The twin of the persistent 144-row tile holds 3 stages beside its permuted tiles and out tile.
+  EXPECT_EQ(cuda::permuting_tile(table_tile, d.w2()).to_string(), "144x256/1x8x1/3/p/s");
+  for (const cuda::GemmTile& tile : {table_tile, cuda::permuting_tile(table_tile, d.w2())})
+    for (bool segments : {false, true}) {
+      const std::string text = tile.to_string();
+      const jit::KernelSpec spec =
+          segments ? cuda::moe_gemm_segments_kernel_spec(d.w2(), d.act_dtype, tile, true, cuda::GemmInput::values)
+                   : cuda::moe_gemm_kernel_spec(d.w2(), d.act_dtype, tile, true, cuda::GemmInput::values);
+      EXPECT_TRUE(sources.count(spec.entry + "\n" + spec.source)) << text << (segments ? " segments" : "");
+    }
+  bool ordering_kernel = false;
+  for (const jit::KernelSpec& spec : cuda::layer_kernel_specs(d)) ordering_kernel |= spec.entry == "moeq_order_rows_for_mma";
+  EXPECT_TRUE(ordering_kernel);
+  // Quantized activations run the twin.
+  ExpertsDesc q = d;
+  io::apply_scheme("int4-g128:mxfp8", q);
+  EXPECT_FALSE(cuda::gemm_plan(q, q.w13(), ordered, 90, true).tile.mma_order_tokens);
+  EXPECT_TRUE(cuda::gemm_plan(d, d.w13(), ordered, 90, true).tile.mma_order_tokens);
 }
 
 TEST(GemmTiles, WideTilesRunNarrowOverUnalignedScales) {
@@ -377,6 +452,8 @@ TEST(GemmTiles, LayerKernelsCoverEveryPlannerPick) {
 // layouts and both entries, equal keys must mean equal texts and different texts different keys.
 TEST(GemmTiles, ConfigKeyIdentifiesTheGeneratedSource) {
   std::vector<cuda::GemmTile> tiles = cuda::gemm_tile_candidates();
+  for (const char* text : {"48x256/1x8x1/6/p/t", "80x256/1x8x1/6/p/s/t", "144x256/1x8x1/4/p/t"})
+    tiles.push_back(cuda::parse_gemm_tile(text));
   std::map<uint64_t, std::string> text_of_key;
   std::map<std::string, uint64_t> key_of_text;
   size_t configs = 0;

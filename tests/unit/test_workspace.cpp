@@ -254,6 +254,27 @@ TEST(WorkspaceMetadata, ContiguousHasPermutedHiddenInWorkspace1) {
   }
 }
 
+// GEMM1's input in the MMA's K order (indexed, 16-bit activations): [M, K] in the workspace GEMM1 does not
+// write, within the size `output` already gives it.
+TEST(WorkspaceMetadata, IndexedHasMmaOrderedHiddenBesideTheOutput) {
+  for (DType dtype : {DType::bf16, DType::f16}) {
+    auto d = make_desc(WeightFormat::mxfp4, ActFormat::none, Activation::silu, 256, 128, 7, 3);
+    d.act_dtype = dtype;
+    const auto plan = plan_workspaces(d, standard(Layout::indexed, 11));
+    const auto& ordered = plan.get("mma_ordered_hidden");
+    EXPECT_THAT(ordered.shape, ElementsAre(11, 256));
+    EXPECT_EQ(ordered.dtype, dtype);
+    EXPECT_NE(ordered.workspace, plan.get("gate_up_output").workspace);
+    EXPECT_EQ(ordered.workspace, plan.get("output").workspace);
+    EXPECT_EQ(ordered.offset_bytes, 0);
+    EXPECT_EQ(ordered.bytes, plan.get("output").bytes);
+  }
+  const auto quantized =
+      plan_workspaces(make_desc(WeightFormat::mxfp4, ActFormat::mxfp8, Activation::silu, 256, 128, 7, 3),
+                      standard(Layout::indexed, 11));
+  EXPECT_EQ(quantized.find("mma_ordered_hidden"), nullptr);
+}
+
 TEST(WorkspaceMetadata, MaskedHasOnlyTheGemmBlockTable) {
   const auto d = make_desc(WeightFormat::int4, ActFormat::fp8_token, Activation::silu, 256, 128, 7, 3);
   const auto plan = plan_workspaces(d, masked(4));
@@ -276,6 +297,7 @@ std::pair<int, int> live_range(const std::string& name, bool quantized) {
   if (const auto dot = name.find('.'); dot != std::string::npos) base = name.substr(0, dot);
   if (is_meta(base)) return {0, 9};
   if (base == "permuted_hidden") return {1, quantized ? 3 : 4};
+  if (base == "mma_ordered_hidden") return {1, 4};
   if (base == "quanted_gate_up_input") return {2, 4};
   if (base == "dequantized_gate_up_input") return {3, 4};
   if (base == "gate_up_output") return {4, 5};
@@ -328,6 +350,7 @@ void check_plan_invariants(const ExpertsDesc& d, const PlanShape& p, const Works
   if (p.layout == Layout::contiguous)
     for (const char* n : {"permuted_hidden", "expert_offsets", "inv_permuted_idx", "permuted_src"})
       expected.insert(n);
+  if (p.layout == Layout::indexed && !quantized) expected.insert("mma_ordered_hidden");
   EXPECT_EQ(names, expected);
 
   // Shapes of the spec buffers.

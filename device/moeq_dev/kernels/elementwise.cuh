@@ -51,7 +51,7 @@ template <class Cfg> struct HasDequantFormat<Cfg, void_t<decltype(Cfg::kDequantF
 
 template <class Cfg, bool kLive = HasActivation<Cfg>::value && !HasQuantFormat<Cfg>::value>
 struct ActivationEntry {
-  __device__ static void run(const unsigned short*, unsigned short*, int, long long, ActivationArgs, int) {}
+  __device__ static void run(const unsigned short*, unsigned short*, int, long long, ActivationArgs, int, int) {}
 };
 
 template <class Cfg>
@@ -59,7 +59,8 @@ struct ActivationEntry<Cfg, true> {
   static_assert(Cfg::kThreads % 32 == 0, "kThreads must be a multiple of 32");
   static_assert(!Cfg::kInterleaved || is_gated(Cfg::kActivation), "interleaved needs a gated activation");
 
-  template <int kVec>
+  // kMmaOrder: the outputs in the MMA's K order (the host checked I % 64 == 0; kVec 8).
+  template <int kVec, bool kMmaOrder = false>
   __device__ static void loop(const unsigned short* in, unsigned short* out, int rows, long long intermediate,
                               const ActivationArgs& args) {
     constexpr bool kGated = is_gated(Cfg::kActivation);
@@ -73,15 +74,27 @@ struct ActivationEntry<Cfg, true> {
       const unsigned row32 = item / vecs_per_row;
       const long long row = row32;
       const long long col = static_cast<long long>(item - row32 * vecs_per_row) * kVec;
-      activation_item<Cfg::kActivation, Cfg::kInterleaved, Cfg::kDtypeIsBf16, kVec>(
-          in + row * in_cols, out + row * intermediate, col, intermediate, args);
+      if constexpr (kMmaOrder) {
+        activation_item_mma_order<Cfg::kActivation, Cfg::kInterleaved, Cfg::kDtypeIsBf16>(
+            in + row * in_cols, out + row * intermediate, col, intermediate, args);
+      } else {
+        activation_item<Cfg::kActivation, Cfg::kInterleaved, Cfg::kDtypeIsBf16, kVec>(
+            in + row * in_cols, out + row * intermediate, col, intermediate, args);
+      }
     }
   }
 
-  // vectorized != 0: the host checked I % 8 == 0 and 16-byte aligned base pointers.
+  // vectorized != 0: the host checked I % 8 == 0 and 16-byte aligned base pointers; mma_order != 0
+  // (vectorized): I % 64 == 0 too.
   __device__ static void run(const unsigned short* in, unsigned short* out, int rows, long long intermediate,
-                             ActivationArgs args, int vectorized) {
-    if (vectorized) loop<8>(in, out, rows, intermediate, args); else loop<1>(in, out, rows, intermediate, args);
+                             ActivationArgs args, int vectorized, int mma_order) {
+    if (mma_order) {
+      loop<8, true>(in, out, rows, intermediate, args);
+    } else if (vectorized) {
+      loop<8>(in, out, rows, intermediate, args);
+    } else {
+      loop<1>(in, out, rows, intermediate, args);
+    }
   }
 };
 
@@ -140,12 +153,13 @@ struct DequantizeEntry<Cfg, true> {
 
 }  // namespace moeq_dev
 
-// in [rows, N13] (N13 = 2I gated, else I), out [rows, I]; 16-bit elements as raw bits.
+// in [rows, N13] (N13 = 2I gated, else I), out [rows, I]; 16-bit elements as raw bits; mma_order != 0:
+// each out row in the MMA's K order (format/mma_order.cuh).
 extern "C" __global__ void __launch_bounds__(ElementwiseCfg::kThreads)
 moeq_activation(const unsigned short* in, unsigned short* out, int rows, long long intermediate,
-                moeq_dev::ActivationArgs args, int vectorized) {
+                moeq_dev::ActivationArgs args, int vectorized, int mma_order) {
   moeq_dev::begin_dependent_grid();
-  moeq_dev::ActivationEntry<ElementwiseCfg>::run(in, out, rows, intermediate, args, vectorized);
+  moeq_dev::ActivationEntry<ElementwiseCfg>::run(in, out, rows, intermediate, args, vectorized, mma_order);
 }
 
 // in [rows, cols] with row stride in_row_stride (elements); codes and scales as

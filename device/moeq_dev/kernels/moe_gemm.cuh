@@ -61,6 +61,7 @@
 //     static constexpr bool kProducer = false;       // warp-specialized: with kWgmma kernels/moe_gemm_ws.cuh, else a copy warp
 //     static constexpr bool kDirect = false;         // the direct-load body (kernels/moe_gemm_direct.cuh)
 //     static constexpr bool kPersistent = false;     // kernels/moe_gemm_ws.cuh: one CTA per SM loops over the tiles
+//     static constexpr bool kMmaOrderTokens = false; // kernels/moe_gemm_ws.cuh: A rows in the MMA's K order (mma_order_position)
 //     static constexpr bool kPreparedCodes = false;  // codes in the prepared layout (format/prepared.cuh)
 //     static constexpr int kScaleDtype = 0;          // INT formats: ScaleDtypeId of the scales
 //     static constexpr bool kZeroPoints = false;     // INT4: zero points given

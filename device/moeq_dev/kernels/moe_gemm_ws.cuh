@@ -24,6 +24,11 @@
 // two groups of kStages / 2 tiles with one wait per group (the ring's NOTE below).
 // Cfg::kActE4m3 (MXFP4 x FP8 per token): the same producer over e4m3 token codes (128 k per
 // tile), other consumers (kernels/moe_gemm_ws_e4m3.cuh).
+// Cfg::kMmaOrderTokens (`/t` tiles): the token rows come with each 64-k tile already in the
+// consumers' K order (moeq_dev::mma_order_position: the permutation the permute warps apply), so
+// wgmma reads the copy ring's staging itself through 128-byte-swizzled descriptors: no permute
+// warps, no permuted buffers, and a stage goes back to the copy warps once the MMAs that read its
+// tokens have completed.
 // Cfg::kPersistent (`/s` tiles): one resident CTA per SM loops over output tiles (M block major
 // within an N block, the launch grid's order), its rings and barrier phases running on across
 // tiles: the copy warps fill the next tile's rows (two row buffers, `rows_full` / `rows_empty`
@@ -65,6 +70,16 @@ __device__ __forceinline__ long long opaque_step(long long x) {
   return y;
 }
 
+// Bytes from a shared-memory address to the next multiple of kBoundary (0: none asked).
+template <int kBoundary>
+__device__ __forceinline__ unsigned bytes_to_boundary(unsigned address) {
+  if constexpr (kBoundary == 0) {
+    return 0;
+  } else {
+    return (kBoundary - (address & (kBoundary - 1))) & (kBoundary - 1);
+  }
+}
+
 template <class Cfg>
 struct MoeGemmWsShape {
   static constexpr int kBlockM = Cfg::kBlockM, kBlockN = Cfg::kBlockN, kBlockK = 64, kStages = Cfg::kStages;
@@ -90,7 +105,12 @@ struct MoeGemmWsShape {
   // next tile's wgmma retired it, so 4 stages kept ~1.5 tiles of copies in flight and the
   // consumers waited on their stages ~45% of their stall samples (ncu, M = 4096, call C of
   // bench/results/2026-12-01-h200-gemm-v11.md).
-  static constexpr int kPermBuffers = 3;
+  // Cfg::kMmaOrderTokens: none (wgmma reads the stage), and the stages start on a 1024-byte boundary (the
+  // 128-byte swizzle repeats every 8 rows of 128 bytes, and the staging's chunk order is the swizzle's only
+  // where a stage's address bits 7-9 are its row's r % 8), for which the ring takes 1 KB of slack.
+  static constexpr bool kMmaOrder = Cfg::kMmaOrderTokens;
+  static constexpr int kPermBuffers = kMmaOrder ? 0 : 3;
+  static constexpr int kAlignSlack = kMmaOrder ? 1024 : 0;
   static constexpr int kCodeOffset = kTokenBytes;
   // 512 channels (MX weights, K % 64 == 0): the copy warps also stage each K tile's scales, a 4-byte
   // word per channel holding its two scale bytes (at byte 0 or 2), so the consumers keep no scale
@@ -117,6 +137,7 @@ struct MoeGemmWsShape {
   static constexpr int kCodeBlocks = kBlockN / 16, kBulkLanes = kCodeBlocks / 2;
   static constexpr int kOutRowBytes = kBlockN * 2 + 16;
   static constexpr int kRingBytes = kStages * kStageBytes + kPermBuffers * kTokenBytes;
+  static_assert(!kMmaOrder || kStageBytes % 1024 == 0, "MMA-order stages on 1024-byte boundaries");
   static constexpr int kEpilogueBytes = kBlockM * kOutRowBytes;
   // Persistent: the out tile past the ring (the producer fills the next tile's stages meanwhile),
   // and two buffers of block rows; else the out tile reuses the drained ring.
@@ -124,7 +145,7 @@ struct MoeGemmWsShape {
   static constexpr int kRowBuffers = kPersistent ? 2 : 1;
   static constexpr int kEpilogueOffset = kPersistent ? kRingBytes : 0;
   static constexpr int kSmemBytes =
-      kPersistent ? kRingBytes + kEpilogueBytes : (kRingBytes > kEpilogueBytes ? kRingBytes : kEpilogueBytes);
+      kAlignSlack + (kPersistent ? kRingBytes + kEpilogueBytes : (kRingBytes > kEpilogueBytes ? kRingBytes : kEpilogueBytes));
   static_assert(Cfg::kWgmma && Cfg::kWarpsM == 1 && Cfg::kWarpsN == 8 && Cfg::kWarpsK == 1 && Cfg::kSplitK == 1,
                 "producer tiles: two consumer warpgroups of 4 warps along N, wgmma, no split K");
   // NOTE: the e4m3 consumers hold a partial beside the accumulators (gemm_takes_e4m3).
@@ -140,6 +161,7 @@ struct MoeGemmWsShape {
                 "producer tiles: 48, 64, 80, 96, 128 or 144 tokens (the wgmma N)");
   static_assert(!Cfg::kActE4m3 || kBlockM == 64 || kBlockM == 128, "e4m3 activations on producer tiles: 64 or 128 tokens");
   static_assert(!kPersistent || !Cfg::kActE4m3, "persistent producer tiles: 16-bit activations");
+  static_assert(!kMmaOrder || !Cfg::kActE4m3, "MMA-order tokens: 16-bit activations");
   // 512 channels: four 64-channel tiles per consumer, so up to 64 tokens (128 accumulators a thread).
   static_assert(kBlockN == 128 || kBlockN == 256 ||
                     (kBlockN == 512 && kBlockM <= 64 && !Cfg::kActE4m3 &&
@@ -155,7 +177,9 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   constexpr int kTilesN = S::kTilesN, kTilesM = S::kTilesM;
   constexpr bool kFourBit = S::kCodeBits == 4;
 
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(128) unsigned char smem_unaligned[];
+  // S::kAlignSlack: the ring from the first 1024-byte boundary (dynamic shared memory follows the static).
+  unsigned char* const smem = smem_unaligned + bytes_to_boundary<S::kAlignSlack>(smem_address(smem_unaligned));
   constexpr bool kPersistent = S::kPersistent;
   constexpr int kRowBuffers = S::kRowBuffers;
   // Row buffer b of the block rows: row_src_buffers + b BM (persistent tiles alternate two).
@@ -192,8 +216,9 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       // Every copy thread's cp.async (cp.async.mbarrier.arrive), and the expect_tx arrival of each
       // bulk-copy lane.
       mbarrier_init(landed0 + 8 * s, kCopyThreads + (S::kBulkCodes ? 2 * S::kBulkLanes : 0));
-      // Every permute thread once its tokens are read, one lane per consumer warp once its codes are.
-      mbarrier_init(staged0 + 8 * s, 128 - kCopyThreads + 4 * S::kConsumers);
+      // Every permute thread once its tokens are read, one lane per consumer warp once its codes are
+      // (S::kMmaOrder: one lane per consumer warp once the MMAs that read the stage have completed).
+      mbarrier_init(staged0 + 8 * s, (S::kMmaOrder ? 0 : 128 - kCopyThreads) + 4 * S::kConsumers);
     }
 #pragma unroll
     for (int b = 0; b < kPermBuffers; ++b) {
@@ -388,7 +413,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
           cp_async_mbarrier_arrive(landed0 + 8 * stage);
         }
       }
-    } else {
+    } else if constexpr (!S::kMmaOrder) {
       // Permute warps: they issue no cp.async, so their proxy fence waits for nothing but their
       // own stores. PERF: GEMM v6's fence on the copying threads compiled to a MEMBAR that waited
       // for their prefetches in flight (ncu long-scoreboard stalls; 2-8% of the time).
@@ -460,11 +485,14 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
     named_barrier_sync(2, 128 * S::kConsumers);
     store_output_rows<BM, BN, 128 * S::kConsumers>(p, smem, S::kOutRowBytes, row_dst, n0, ctid);
   } else {
-    // Counted along over every K tile of every output tile: tile j's permuted buffer j % kPermBuffers,
-    // its phase and its wgmma descriptor.
+    // Counted along over every K tile of every output tile: tile j's permuted buffer j % kPermBuffers
+    // (S::kMmaOrder: its stage, j % kStages), its phase and its wgmma descriptor.
     // PERF: the descriptor built per tile from the buffer's address cost ~25 uniform-datapath
     // instructions per tile (offline SASS); its address field is advanced instead.
-    const unsigned long long first_descriptor = wgmma_descriptor(smem_base + S::kPermutedOffset, 128, 1024);
+    constexpr int kBuffers = S::kMmaOrder ? kStages : kPermBuffers;
+    constexpr int kBufferBytes = S::kMmaOrder ? S::kStageBytes : S::kTokenBytes;
+    const unsigned long long first_descriptor = S::kMmaOrder ? wgmma_descriptor_swizzle128(smem_base)
+                                                             : wgmma_descriptor(smem_base + S::kPermutedOffset, 128, 1024);
     unsigned long long descriptor = first_descriptor;
     int buffer = 0, last_buffer = 0;
     unsigned buffer_parity = 0;
@@ -656,8 +684,8 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
               const int stage = kPersistent ? (stage0 + q < kStages ? stage0 + q : stage0 + q - kStages) : q;
               const unsigned base = smem_base + stage * S::kStageBytes;
               // NOTE: the permute warps arrive on `permuted` only after the stage's `landed`, so the
-              // codes of stage q have landed too.
-              mbarrier_wait(permuted0 + 8 * buffer, buffer_parity);
+              // codes of stage q have landed too. S::kMmaOrder: buffer == stage.
+              mbarrier_wait((S::kMmaOrder ? landed0 : permuted0) + 8 * buffer, buffer_parity);
               if constexpr (S::kStagedScales) {
                 // Lane t's codes 16 t .. 16 t + 15 of the tile are group t / 2 of its pair.
                 #pragma unroll
@@ -676,7 +704,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
               for (int h = 0; h < 2; ++h) {
                 unsigned a[kTilesN][2][4];
                 fragments(words, h, decoded, kPath, a);
-                if (h == 1) {
+                if (h == 1 && !S::kMmaOrder) {
                   // Every code word has been dequantized: the stage goes back to the copy warps.
                   __syncwarp();
                   if (lane == 0) mbarrier_arrive(staged0 + 8 * stage);
@@ -690,21 +718,23 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
                       asm volatile("" ::"r"(a[nt][qq][0]), "r"(a[nt][qq][1]), "r"(a[nt][qq][2]), "r"(a[nt][qq][3]));
                     } else
                     // Core matrices of step s start at 256 s; along K (the two halves) 128 bytes apart,
-                    // along the tokens (groups of 8) 1024.
+                    // along the tokens (groups of 8) 1024. S::kMmaOrder: step s is bytes 32 s of each
+                    // 128-byte (swizzled) row, rows 128 bytes apart, groups of 8 rows 1024.
                     wgmma_m64k16_rs<BM, Cfg::kActBf16>(reinterpret_cast<float(&)[BM / 2]>(acc[nt]), a[nt][qq],
-                                                       wgmma_descriptor_advance(descriptor, (2 * h + qq) * 256),
+                                                       wgmma_descriptor_advance(descriptor, (2 * h + qq) * (S::kMmaOrder ? 32 : 256)),
                                                        j > 0 || h > 0 || qq > 0);
                 wgmma_commit();
                 wgmma_wait<1>();
                 if (h == 0 && j > 0) {
-                  // Tile j - 1's MMAs have completed: its permuted tokens go back to the permute warps.
+                  // Tile j - 1's MMAs have completed: its permuted tokens go back to the permute warps
+                  // (S::kMmaOrder: its stage to the copy warps).
                   __syncwarp();
-                  if (lane == 0) mbarrier_arrive(retired0 + 8 * last_buffer);
+                  if (lane == 0) mbarrier_arrive((S::kMmaOrder ? staged0 : retired0) + 8 * last_buffer);
                 }
               }
               last_buffer = buffer;
-              descriptor = wgmma_descriptor_advance(descriptor, S::kTokenBytes);
-              if (++buffer == kPermBuffers) {
+              descriptor = wgmma_descriptor_advance(descriptor, kBufferBytes);
+              if (++buffer == kBuffers) {
                 buffer = 0;
                 buffer_parity ^= 1u;
                 descriptor = first_descriptor;
@@ -727,10 +757,10 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       }
       wgmma_wait<0>();
       if constexpr (kPersistent) {
-        // The tile's last permuted buffer goes back to the permute warps (the next tile's MMAs give
-        // back the others as this tile's did).
+        // The tile's last permuted buffer goes back to the permute warps, or its stage to the copy warps
+        // (the next tile's MMAs give back the others as this tile's did).
         __syncwarp();
-        if (lane == 0) mbarrier_arrive(retired0 + 8 * last_buffer);
+        if (lane == 0) mbarrier_arrive((S::kMmaOrder ? staged0 : retired0) + 8 * last_buffer);
       }
       // Epilogue, consumers only: the out tile (persistent: its own, past the ring; else the ring,
       // which the other consumer may still be reading until it passes this barrier, the producer

@@ -5,6 +5,7 @@
 // round-to-nearest (not fast approximations); what they add is that the compiler may not contract
 // them into FMAs, which round once where the reference (x86, no FMA contraction) rounds twice.
 // expf / erff / tanhf are CUDA's accurate math functions (<= 2 ulp), never the __expf intrinsics.
+#include "moeq_dev/format/mma_order.cuh"
 #include "moeq_dev/ptx/cvt.cuh"
 
 namespace moeq_dev {
@@ -214,6 +215,22 @@ __device__ __forceinline__ void activation_item(const unsigned short* row_in, un
   float out[kVec];
   activation_values<kKind, kInterleaved, kBf16, kVec>(row_in, col, intermediate, args, out);
   store_half_vec<kBf16, kVec>(row_out + col, out);
+}
+
+// activation_item with the outputs in the MMA's K order (format/mma_order.cuh): the 8 outputs of
+// [col, col + 8) (col % 8 == 0) are 4 pairs, each stored at its place in col's 64-k tile.
+template <ActivationKind kKind, bool kInterleaved, bool kBf16>
+__device__ __forceinline__ void activation_item_mma_order(const unsigned short* row_in, unsigned short* row_out,
+                                                          long long col, long long intermediate,
+                                                          const ActivationArgs& args) {
+  float out[8];
+  activation_values<kKind, kInterleaved, kBf16, 8>(row_in, col, intermediate, args, out);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const unsigned pair = static_cast<unsigned>(f32_to_half<kBf16>(out[2 * i])) |
+                          (static_cast<unsigned>(f32_to_half<kBf16>(out[2 * i + 1])) << 16);
+    *reinterpret_cast<unsigned*>(row_out + mma_order_position(col + 2 * i)) = pair;
+  }
 }
 
 }  // namespace moeq_dev

@@ -60,6 +60,15 @@ __device__ __forceinline__ unsigned long long wgmma_descriptor(unsigned shared_a
          static_cast<unsigned long long>((stride >> 4) & 0x3FFFu) << 32;
 }
 
+// Shared-memory matrix descriptor of a K-major operand in the 128-byte swizzle: rows of 128 bytes (64
+// 16-bit k), row r's 16-byte chunk c stored at chunk c ^ (r % 8), 8-row groups 1024 bytes apart; the
+// operand starts on a 1024-byte boundary (base offset 0). A k16 step s further along K starts 32 s
+// bytes on (wgmma_descriptor_advance), the swizzle still taken from the address bits.
+__device__ __forceinline__ unsigned long long wgmma_descriptor_swizzle128(unsigned shared_address) {
+  return static_cast<unsigned long long>((shared_address >> 4) & 0x3FFFu) | 1ull << 16 |  // leading: unused
+         static_cast<unsigned long long>(1024 >> 4) << 32 | 1ull << 62;                     // stride 1024, 128-byte swizzle
+}
+
 // The descriptor of the same layout `bytes` further on: a 32-bit add to the address field (no
 // carry out of it while shared-memory addresses stay below 256 KB), so the high word is reused.
 __device__ __forceinline__ unsigned long long wgmma_descriptor_advance(unsigned long long descriptor, unsigned bytes) {

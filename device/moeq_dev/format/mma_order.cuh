@@ -1,0 +1,26 @@
+#pragma once
+// The MMA's K order of 16-bit activations (moeq::cuda::GemmTile::mma_order_tokens): where each k of a
+// 64-k tile sits in a token row laid out for the warp-specialized tile's wgmma to read as copied.
+// The weights' K order (kernels/moe_gemm.cuh) gives lane t of a fragment row the physical k
+// [16t, 16t + 16) of a tile, k16 step s taking 16t + 4s + 2j + {0, 1} as its fragment pair j (logical
+// k 8j + 2t + {0, 1} of the step); the tokens must hold that physical k at logical position 16s + 8j +
+// 2t + {0, 1}. In units of two k: unit u = 8t + 2s + j moves to 8s + 4j + t, a permutation of 4-byte
+// units that keeps each pair together. Shared by the GPU kernels and the host (tests, the CPU side).
+// NOTE: NVRTC-safe and host-safe: no standard headers.
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define MOEQ_MMA_ORDER_HD __host__ __device__ __forceinline__
+#else
+#define MOEQ_MMA_ORDER_HD inline
+#endif
+
+namespace moeq_dev {
+
+// Position in the MMA-ordered row of the element at k (the permutation stays inside each 64-k tile).
+MOEQ_MMA_ORDER_HD long long mma_order_position(long long k) {
+  const int in_tile = static_cast<int>(k & 63), unit = in_tile >> 1;
+  const int t = unit >> 3, s = (unit >> 1) & 3, j = unit & 1;
+  return (k & ~63ll) + 2 * (8 * s + 4 * j + t) + (in_tile & 1);
+}
+
+}  // namespace moeq_dev
