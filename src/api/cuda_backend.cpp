@@ -168,15 +168,17 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   // x [rows, cols] (row stride `stride`) quantized for a GEMM reading `input`: its codes (e4m3) or
   // their 16-bit values into `out` (dense), and the scales.
   // fold: not launched but returned there, for the routing's first launch to run (cuda/folded_quantizer.hpp).
+  // mma_order: the values in the MMA's K order (GEMM1 on a `/t` tile).
   const auto quantize_for = [&](cuda::GemmInput input, CUdeviceptr x, int64_t stride, int64_t rows, int64_t cols,
-                                CUdeviceptr out, CUdeviceptr scales, cuda::FoldedQuantizer* fold = nullptr) {
+                                CUdeviceptr out, CUdeviceptr scales, bool mma_order,
+                                cuda::FoldedQuantizer* fold = nullptr) {
     if (fold != nullptr) {
       *fold = cuda::fold_quantizer(d.act_format, c, x, stride, rows, cols, out, scales,
-                                   input != cuda::GemmInput::row_scaled_e4m3, cuda::kRouteFirstKernelThreads);
+                                   input != cuda::GemmInput::row_scaled_e4m3, cuda::kRouteFirstKernelThreads, mma_order);
     } else if (input == cuda::GemmInput::row_scaled_e4m3) {
       cuda::quantize_activation(d.act_format, c, x, stride, rows, cols, out, scales, stream);
     } else {
-      cuda::quantize_activation_values(d.act_format, c, x, stride, rows, cols, out, scales, stream);
+      cuda::quantize_activation_values(d.act_format, c, x, stride, rows, cols, out, scales, stream, mma_order);
     }
   };
   // A GEMM's input x [rows, cols] (row stride `stride`): as is, or, for quantized activations
@@ -191,7 +193,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     if (d.act_format == ActFormat::none) return;
     const CUdeviceptr scales = buffer((codes_name + ".scales").c_str());
     g.a = buffer(input == cuda::GemmInput::row_scaled_e4m3 ? codes_name.c_str() : dequantized_name);
-    quantize_for(input, x, stride, rows, cols, g.a, scales, fold);
+    quantize_for(input, x, stride, rows, cols, g.a, scales, g.tile.mma_order_tokens, fold);
     g.a_row_stride = cols;
     set_row_scales(g, input, scales);
   };
@@ -217,7 +219,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
                                         scales, stream);
       } else {
         cuda::activation_quantize_values(d.activation, d.interleaved_gate_up, d.act_format, c, g1.c, rows, I, out,
-                                         scales, stream);
+                                         scales, stream, g2.tile.mma_order_tokens);
       }
       g2.a = out;
       g2.a_row_stride = I;
@@ -226,10 +228,12 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     cuda::moe_gemm(g2, stream);
   };
 
-  // Tokens in the MMA's K order (`/t` tiles, 16-bit activations: gemm_plan): GEMM2's input from the activation
-  // kernel; GEMM1's rewritten by order_rows_for_mma (indexed: the caller's rows into mma_ordered_hidden;
-  // contiguous: the permuted rows in place). The masked layout's GEMM1 reads the caller's slabs as they are.
-  if (shape.layout == Layout::masked) g1.tile = cuda::permuting_tile(g1.tile, g1.weights_desc);
+  // Tokens in the MMA's K order (`/t` tiles: gemm_plan): GEMM2's input from the activation kernel or the
+  // activation-quantize; GEMM1's from its quantizer, or with 16-bit activations rewritten by order_rows_for_mma
+  // (indexed: the caller's rows into mma_ordered_hidden; contiguous: the permuted rows in place). The masked
+  // layout's 16-bit GEMM1 reads the caller's slabs as they are: the twin.
+  const bool order_gemm1_rows = g1.tile.mma_order_tokens && d.act_format == ActFormat::none;
+  if (shape.layout == Layout::masked && order_gemm1_rows) g1.tile = cuda::permuting_tile(g1.tile, g1.weights_desc);
 
   if (shape.layout == Layout::masked) {
     const int64_t T = in.max_tokens_per_expert, rows = E * T;
@@ -285,8 +289,8 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     }
     g1.src_row_divisor = d.top_k;
     g2.src_row_divisor = 1;
-    if (g1.tile.mma_order_tokens) {
-      // NOTE: 16-bit activations only (gemm_plan), so no folded quantizer either.
+    if (order_gemm1_rows) {
+      // NOTE: 16-bit activations, so no folded quantizer either.
       const CUdeviceptr ordered = buffer("mma_ordered_hidden");
       cuda::order_rows_for_mma(dptr(in.hidden), hidden_stride, M, K, ordered, K, stream);
       run_chain(ordered, K, M, slots);
@@ -304,7 +308,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   CUdeviceptr gemm1_input = permuted;
   if (d.act_format == ActFormat::none) {
     cuda::permute(ids, {dptr(in.hidden), hidden_stride * elem, K * elem, permuted, K * elem}, perm, stream);
-    if (g1.tile.mma_order_tokens) cuda::order_rows_for_mma(permuted, K, slots, K, permuted, K, stream);
+    if (order_gemm1_rows) cuda::order_rows_for_mma(permuted, K, slots, K, permuted, K, stream);
   } else {
     // PERF: quantized per token, a token's copies are equal rows: quantize (and dequantize) the M
     // tokens (e4m3 codes into quanted_gate_up_input, 16-bit values into permuted_hidden, as
@@ -316,9 +320,11 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     const bool e4m3 = input1 == cuda::GemmInput::row_scaled_e4m3;
     const CUdeviceptr tokens = e4m3 ? buffer("quanted_gate_up_input") : permuted;
     const bool fold = fold_gemm1_quantizer(ids, perm.chunk_counts);
-    if (fold) quantize_for(input1, dptr(in.hidden), hidden_stride, M, K, tokens, scales, &perm.quantizer);
+    // NOTE: the permute copies whole rows, so rows quantized in the MMA's order stay in it.
+    const bool mma_order = g1.tile.mma_order_tokens;
+    if (fold) quantize_for(input1, dptr(in.hidden), hidden_stride, M, K, tokens, scales, mma_order, &perm.quantizer);
     cuda::permute_indices(ids, perm, stream);
-    if (!fold) quantize_for(input1, dptr(in.hidden), hidden_stride, M, K, tokens, scales);
+    if (!fold) quantize_for(input1, dptr(in.hidden), hidden_stride, M, K, tokens, scales, mma_order);
     // NOTE: e4m3 codes (1 byte each) fit in the values' buffer.
     const CUdeviceptr rows_out = buffer("dequantized_gate_up_input");
     const int64_t row_bytes = e4m3 ? K : K * elem;

@@ -296,9 +296,11 @@ unsigned check_quantizer_outputs(const std::string& name, ActFormat format, CUde
 // quantize_activation_values (true: `out` is the codes' 16-bit values, dense [rows, cols]), folded
 // or not; whether the 16-byte path serves. rows = 0 passes before the pointers are checked.
 bool check_quantizer(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows, int64_t cols,
-                     CUdeviceptr out, CUdeviceptr scales, bool values_out) {
+                     CUdeviceptr out, CUdeviceptr scales, bool values_out, bool mma_order = false) {
   check_dtype(dtype);
   format_enum(format);
+  if (mma_order && (!values_out || cols % 64 != 0))
+    throw Error("the MMA's K order needs 16-bit values out and cols % 64 == 0 (cols = " + str(cols) + ")");
   if (rows < 0 || rows > INT_MAX) throw Error("rows = " + str(rows) + " is outside [0, 2^31)");
   if (cols <= 0 || cols > INT_MAX) throw Error("cols = " + str(cols) + " is outside [1, 2^31)");
   const bool mx = format != ActFormat::fp8_token;
@@ -320,8 +322,9 @@ bool check_quantizer(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_r
 }
 
 void launch_quantizer(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows, int64_t cols,
-                      CUdeviceptr out, CUdeviceptr scales, bool values_out, CUstream stream) {
-  const bool vectorized = check_quantizer(format, dtype, in, in_row_stride, rows, cols, out, scales, values_out);
+                      CUdeviceptr out, CUdeviceptr scales, bool values_out, CUstream stream, bool mma_order = false) {
+  const bool vectorized =
+      check_quantizer(format, dtype, in, in_row_stride, rows, cols, out, scales, values_out, mma_order);
   if (rows == 0) return;
   const QuantizerLaunch q = quantizer_launch(format, rows, cols, vectorized, kThreads);
   static std::array<std::atomic<CUfunction>, 4 * 2 * 2> functions{};
@@ -333,17 +336,21 @@ void launch_quantizer(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_
   const long long stride_arg = in_row_stride;
   const int rows_arg = static_cast<int>(rows);
   const int cols_arg = static_cast<int>(cols);
-  const int vectorized_arg = vectorized ? 1 : 0;
-  launch(f, shape, stream, in, stride_arg, rows_arg, cols_arg, out, scales, vectorized_arg, q.warps_per_row);
+  const int vectorized_arg = vectorized ? 1 : 0, mma_order_arg = mma_order ? 1 : 0;
+  launch(f, shape, stream, in, stride_arg, rows_arg, cols_arg, out, scales, vectorized_arg, q.warps_per_row,
+         mma_order_arg);
 }
 
 // activation_quantize_values (values_out) and activation_quantize_codes.
 void launch_activation_quantizer(const ActivationParams& params, bool interleaved, ActFormat format, DType dtype,
                                  CUdeviceptr gate_up, int64_t rows, int64_t intermediate, CUdeviceptr out,
-                                 CUdeviceptr scales, bool values_out, CUstream stream) {
+                                 CUdeviceptr scales, bool values_out, CUstream stream, bool mma_order = false) {
   check_dtype(dtype);
   activation_enum(params.kind);
   format_enum(format);
+  if (mma_order && (!values_out || intermediate % 64 != 0))
+    throw Error("the MMA's K order needs 16-bit values out and intermediate % 64 == 0 (intermediate = " +
+                str(intermediate) + ")");
   if (interleaved && !is_gated(params.kind))
     throw Error("interleaved_gate_up needs a gated activation, not " + std::string(to_string(params.kind)));
   if (rows < 0 || rows > INT_MAX) throw Error("rows = " + str(rows) + " is outside [0, 2^31)");
@@ -413,17 +420,18 @@ void launch_activation_quantizer(const ActivationParams& params, bool interleave
   const int rows_arg = static_cast<int>(rows);
   const long long intermediate_arg = intermediate;
   const KernelActivationArgs args{params.swiglu_alpha, params.swiglu_limit, params.silu_clamp};
-  const int vectorized_arg = vectorized ? 1 : 0;
-  launch(f, shape, stream, gate_up, rows_arg, intermediate_arg, args, out, scales, vectorized_arg, q.warps_per_row);
+  const int vectorized_arg = vectorized ? 1 : 0, mma_order_arg = mma_order ? 1 : 0;
+  launch(f, shape, stream, gate_up, rows_arg, intermediate_arg, args, out, scales, vectorized_arg, q.warps_per_row,
+         mma_order_arg);
 }
 
 }  // namespace
 
 void activation_quantize_values(const ActivationParams& params, bool interleaved, ActFormat format, DType dtype,
                                 CUdeviceptr gate_up, int64_t rows, int64_t intermediate, CUdeviceptr values,
-                                CUdeviceptr scales, CUstream stream) {
+                                CUdeviceptr scales, CUstream stream, bool mma_order) {
   launch_activation_quantizer(params, interleaved, format, dtype, gate_up, rows, intermediate, values, scales, true,
-                              stream);
+                              stream, mma_order);
 }
 
 void activation_quantize_codes(const ActivationParams& params, bool interleaved, ActFormat format, DType dtype,
@@ -434,9 +442,11 @@ void activation_quantize_codes(const ActivationParams& params, bool interleaved,
 }
 
 FoldedQuantizer fold_quantizer(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows,
-                               int64_t cols, CUdeviceptr out, CUdeviceptr scales, bool values_out, int threads) {
+                               int64_t cols, CUdeviceptr out, CUdeviceptr scales, bool values_out, int threads,
+                               bool mma_order) {
   FoldedQuantizer fold;
-  const bool vectorized = check_quantizer(format, dtype, in, in_row_stride, rows, cols, out, scales, values_out);
+  const bool vectorized =
+      check_quantizer(format, dtype, in, in_row_stride, rows, cols, out, scales, values_out, mma_order);
   if (rows == 0) return fold;
   const QuantizerLaunch q = quantizer_launch(format, rows, cols, vectorized, threads, kFoldedFp8TokenSlots);
   // NOTE: as grid_blocks: at most a full GPU of these CTAs (2048 threads per SM); the bodies loop.
@@ -453,6 +463,7 @@ FoldedQuantizer fold_quantizer(ActFormat format, DType dtype, CUdeviceptr in, in
   fold.args.cols = static_cast<int32_t>(cols);
   fold.args.vectorized = vectorized ? 1 : 0;
   fold.args.warps_per_row = q.warps_per_row;
+  fold.args.mma_order = mma_order ? 1 : 0;
   return fold;
 }
 
@@ -462,8 +473,8 @@ void quantize_activation(ActFormat format, DType dtype, CUdeviceptr in, int64_t 
 }
 
 void quantize_activation_values(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows,
-                                int64_t cols, CUdeviceptr values, CUdeviceptr scales, CUstream stream) {
-  launch_quantizer(format, dtype, in, in_row_stride, rows, cols, values, scales, true, stream);
+                                int64_t cols, CUdeviceptr values, CUdeviceptr scales, CUstream stream, bool mma_order) {
+  launch_quantizer(format, dtype, in, in_row_stride, rows, cols, values, scales, true, stream, mma_order);
 }
 
 void dequantize_activation(ActFormat format, DType dtype, CUdeviceptr codes, CUdeviceptr scales, int64_t rows,

@@ -46,15 +46,19 @@ void quantize_activation(ActFormat format, DType dtype, CUdeviceptr in, int64_t 
 // bit what dequantize_activation writes, into values [rows, cols] (dtype, dense), and the scales
 // as quantize_activation writes them (FP8 per token: MoeGemmArgs::a_row_scales). No codes are
 // written. The 16-bit GEMM path's input (PERF: one pass fewer over the codes, one launch fewer).
+// mma_order (cols % 64 == 0): each row's values in the MMA's K order (moeq_dev::mma_order_position; GEMM1's
+// input on a `/t` tile).
 void quantize_activation_values(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows,
-                                int64_t cols, CUdeviceptr values, CUdeviceptr scales, CUstream stream);
+                                int64_t cols, CUdeviceptr values, CUdeviceptr scales, CUstream stream,
+                                bool mma_order = false);
 
 // activation then quantize_activation_values in one kernel, for GEMM2's input: gate_up [rows, N13]
 // as `activation` takes it -> values [rows, I] (dense) and scales, bit for bit what the two kernels
 // write (the activation's rounded outputs are what the quantizer reads); no activation buffer.
+// mma_order (I % 64 == 0): each row's values in the MMA's K order (GEMM2's input on a `/t` tile).
 void activation_quantize_values(const ActivationParams& params, bool interleaved, ActFormat format, DType dtype,
                                 CUdeviceptr gate_up, int64_t rows, int64_t intermediate, CUdeviceptr values,
-                                CUdeviceptr scales, CUstream stream);
+                                CUdeviceptr scales, CUstream stream, bool mma_order = false);
 // The same with the codes written (as quantize_activation writes them: dense [rows, I], 8-byte
 // aligned for the 16-byte path) instead of their values: GEMM2's input where it reads e4m3 codes.
 void activation_quantize_codes(const ActivationParams& params, bool interleaved, ActFormat format, DType dtype,

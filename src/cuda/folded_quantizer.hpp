@@ -21,7 +21,7 @@ struct FoldedQuantizerArgs {
   int32_t rows = 0, cols = 0;
   int32_t vectorized = 0, warps_per_row = 1;
   uint32_t first_block = 0;  // set by the routing launch: its own CTAs
-  int32_t unused = 0;
+  int32_t mma_order = 0;     // values_out: the values in the MMA's K order (quantize_activation_values)
 };
 static_assert(sizeof(FoldedQuantizerArgs) == 56, "the device struct's layout");
 
@@ -42,6 +42,7 @@ struct FoldedQuantizer {
 // (row stride in_row_stride elements) into out and scales, checked as they check (moeq::Error),
 // on CTAs of `threads` threads, for a routing launch to run. rows = 0: nothing to fold (inactive).
 FoldedQuantizer fold_quantizer(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows,
-                               int64_t cols, CUdeviceptr out, CUdeviceptr scales, bool values_out, int threads);
+                               int64_t cols, CUdeviceptr out, CUdeviceptr scales, bool values_out, int threads,
+                               bool mma_order = false);
 
 }  // namespace moeq::cuda

@@ -73,9 +73,10 @@ void add_gemm(const Add& add, const WeightDesc& w, DType act_dtype, const GemmPl
 
 GemmPlan gemm_plan(const ExpertsDesc& d, const WeightDesc& w, const GemmTile& requested, int sm, bool prepared_codes,
                    bool wgmma_e4m3) {
-  // NOTE: the quantizers write their rows in k order, and the order permutes whole 64-k tiles: quantized layers,
-  // and K off a multiple of 64, run `/t` tiles as their twins.
-  const GemmTile tile = d.act_format == ActFormat::none && w.k % 64 == 0 ? requested : permuting_tile(requested, w);
+  // NOTE: the order permutes whole 64-k tiles: K off a multiple of 64 runs `/t` tiles as their twins. The
+  // quantizers write their 16-bit values in that order where asked (quantize_activation_values, activation_
+  // quantize_values); e4m3 codes never (e4m3_tile_of).
+  const GemmTile tile = w.k % 64 == 0 ? requested : permuting_tile(requested, w);
   if (d.act_format != ActFormat::fp8_token) return {tile, GemmInput::values};
   const GemmTile e4m3 = e4m3_tile_of(tile);
   if (gemm_takes_e4m3(w, e4m3, sm, prepared_codes) && (!e4m3.producer || wgmma_e4m3))

@@ -15,8 +15,8 @@ namespace moeq::cuda {
 // `tile`, values. FP8 per-token activations (both GEMM inputs quantized per token, rows scaled in
 // the epilogue): the e4m3 codes on e4m3_tile_of(tile) where gemm_takes_e4m3 admits it, else
 // their 16-bit values on `tile`. The warp-specialized e4m3 body (canonical MXFP4) only with
-// wgmma_e4m3 (Options::fp8_wgmma: measured slower than the values path). Quantized activations run
-// a `/t` tile as permuting_tile (their quantizers write rows in k order).
+// wgmma_e4m3 (Options::fp8_wgmma: measured slower than the values path). K off a multiple of 64 runs a
+// `/t` tile as permuting_tile; e4m3 input never has `/t`.
 struct GemmPlan {
   GemmTile tile;
   GemmInput input = GemmInput::values;

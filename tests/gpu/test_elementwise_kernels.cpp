@@ -577,6 +577,43 @@ TEST(ElementwiseGpu, MmaOrderMovesEveryElementToItsPosition) {
         expect_guard_intact(ordered, bytes, what);
         expect_ordered(plain, ordered, rows, inter, inter, inter, what);
       }
+  // The quantizers' 16-bit values (GEMM1's and GEMM2's inputs with quantized activations): the same bits moved,
+  // the scales unchanged; the 16-byte path and (stride cols + 2) the scalar one.
+  for (const DType dt : {DType::bf16, DType::f16})
+    for (const ActFormat fmt : {ActFormat::fp8_token, ActFormat::mxfp8, ActFormat::mxfp4})
+      for (const int64_t cols : {int64_t{768}, int64_t{2880}}) {
+        const int64_t rows = 33, stride = cols == 768 ? cols + 2 : cols, bytes = rows * cols * 2;
+        const size_t scale_bytes = static_cast<size_t>(moeq::ref::act_scale_bytes(fmt, rows, cols));
+        std::vector<uint16_t> x(static_cast<size_t>(rows * stride));
+        for (auto& v : x) v = to_half(dt, normal(rng));
+        cu::DeviceBuffer d_x = cu::DeviceBuffer::from_host(x), d_plain = poisoned(static_cast<size_t>(bytes)),
+                         d_ordered = poisoned(static_cast<size_t>(bytes)), s_plain = poisoned(scale_bytes),
+                         s_ordered = poisoned(scale_bytes);
+        cu::quantize_activation_values(fmt, dt, d_x.ptr(), stride, rows, cols, d_plain.ptr(), s_plain.ptr(), stream.get());
+        cu::quantize_activation_values(fmt, dt, d_x.ptr(), stride, rows, cols, d_ordered.ptr(), s_ordered.ptr(),
+                                       stream.get(), true);
+        // GEMM2's input: the activation of [rows, 2 cols] (SiLU), quantized.
+        std::vector<uint16_t> gate_up(static_cast<size_t>(rows * 2 * cols));
+        for (auto& v : gate_up) v = to_half(dt, normal(rng));
+        moeq::ActivationParams silu;
+        cu::DeviceBuffer d_gu = cu::DeviceBuffer::from_host(gate_up), a_plain = poisoned(static_cast<size_t>(bytes)),
+                         a_ordered = poisoned(static_cast<size_t>(bytes)), as_plain = poisoned(scale_bytes),
+                         as_ordered = poisoned(scale_bytes);
+        cu::activation_quantize_values(silu, false, fmt, dt, d_gu.ptr(), rows, cols, a_plain.ptr(), as_plain.ptr(),
+                                       stream.get());
+        cu::activation_quantize_values(silu, false, fmt, dt, d_gu.ptr(), rows, cols, a_ordered.ptr(), as_ordered.ptr(),
+                                       stream.get(), true);
+        stream.synchronize();
+        const std::string what = std::string(moeq::to_string(fmt)) + " " + std::string(moeq::to_string(dt)) + " cols " +
+                                 std::to_string(cols);
+        const std::vector<uint8_t> ordered = download(d_ordered), a_got = download(a_ordered);
+        expect_guard_intact(ordered, static_cast<size_t>(bytes), what + " values");
+        expect_guard_intact(a_got, static_cast<size_t>(bytes), what + " activation values");
+        expect_ordered(download(d_plain), ordered, rows, cols, cols, cols, what + " values");
+        expect_ordered(download(a_plain), a_got, rows, cols, cols, cols, what + " activation values");
+        EXPECT_TRUE(download(s_plain) == download(s_ordered)) << what << ": scales differ";
+        EXPECT_TRUE(download(as_plain) == download(as_ordered)) << what << ": activation scales differ";
+      }
   // Rows with strides (a caller's hidden states), and in place (the contiguous layout's permuted rows);
   // 2880 = 45 tiles a row.
   for (const int64_t cols : {int64_t{64}, int64_t{2880}, int64_t{7168}}) {

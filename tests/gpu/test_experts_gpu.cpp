@@ -238,15 +238,17 @@ TEST(ExpertsGpu, PersistentTilesMatchOracle) {
 }
 
 // Tokens in the MMA's K order (`/t`): GEMM1's input rewritten by order_rows_for_mma (indexed: into the
-// workspace; contiguous: the permuted rows in place), GEMM2's by the activation; the masked layout's GEMM1
-// and quantized activations run the tile's twin without `/t`. Gated, interleaved and plain activations.
+// workspace; contiguous: the permuted rows in place) or written so by its quantizer (folded into the routing,
+// or alone for the masked layout), GEMM2's by the activation or the activation-quantize; the masked layout's
+// 16-bit GEMM1 runs the tile's twin without `/t`. Gated, interleaved and plain activations.
 TEST(ExpertsGpu, MmaOrderTilesMatchOracle) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
   if (cuda::device_sm() < 90) GTEST_SKIP() << "no wgmma on sm_" << cuda::device_sm();
   int case_index = 0;
   for (const char* text : {"80x256/1x8x1/6/p/s/t", "144x256/1x8x1/4/p/t", "48x512/1x8x1/4/p/t"}) {
     const Options o = one_tile_everywhere(cuda::parse_gemm_tile(text));
-    for (const char* scheme : {"mxfp4", "int4-g128", "fp8-block", "mxfp4:f16", "mxfp4:mxfp8"})
+    for (const char* scheme : {"mxfp4", "int4-g128", "fp8-block", "mxfp4:f16", "mxfp4:mxfp8", "int4-g128:fp8-token",
+                               "mxfp4:mxfp4"})
       for (Activation act : {Activation::silu, Activation::swiglu_oai, Activation::relu2_no_mul})
         for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
           for (int64_t m : {7, 400}) {

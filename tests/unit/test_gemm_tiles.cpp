@@ -202,11 +202,25 @@ TEST(GemmTiles, MmaOrderTilesAreProducerTilesOfWholeKTiles) {
   bool ordering_kernel = false;
   for (const jit::KernelSpec& spec : cuda::layer_kernel_specs(d)) ordering_kernel |= spec.entry == "moeq_order_rows_for_mma";
   EXPECT_TRUE(ordering_kernel);
-  // Quantized activations run the twin.
-  ExpertsDesc q = d;
-  io::apply_scheme("int4-g128:mxfp8", q);
-  EXPECT_FALSE(cuda::gemm_plan(q, q.w13(), ordered, 90, true).tile.mma_order_tokens);
+  // Quantized activations keep `/t` on their 16-bit values (the quantizers write them in that order); e4m3 codes and
+  // K off a multiple of 64 run the twin.
   EXPECT_TRUE(cuda::gemm_plan(d, d.w13(), ordered, 90, true).tile.mma_order_tokens);
+  for (const char* scheme : {"int4-g128:mxfp8", "int4-g128:fp8-token", "mxfp4:mxfp4"}) {
+    ExpertsDesc q = io::find_preset("qwen3-30b-a3b").desc;
+    io::apply_scheme(scheme, q);
+    const cuda::GemmPlan plan = cuda::gemm_plan(q, q.w13(), ordered, 90, true);
+    EXPECT_TRUE(plan.tile.mma_order_tokens) << scheme;
+    EXPECT_NE(plan.input, cuda::GemmInput::row_scaled_e4m3) << scheme;
+  }
+  ExpertsDesc e4m3 = io::find_preset("qwen3-30b-a3b").desc;
+  io::apply_scheme("mxfp4:fp8-token", e4m3);
+  const cuda::GemmTile narrow = cuda::parse_gemm_tile("128x128/1x8x1/4/p/t");
+  const cuda::GemmPlan e4m3_plan = cuda::gemm_plan(e4m3, e4m3.w13(), narrow, 90, false, true);
+  EXPECT_EQ(e4m3_plan.input, cuda::GemmInput::row_scaled_e4m3);
+  EXPECT_FALSE(e4m3_plan.tile.mma_order_tokens);
+  ExpertsDesc odd = d;
+  odd.hidden_size = 2880 + 32;  // GEMM1's K: 45.5 K tiles
+  EXPECT_FALSE(cuda::gemm_plan(odd, odd.w13(), ordered, 90, true).tile.mma_order_tokens);
 }
 
 TEST(GemmTiles, WideTilesRunNarrowOverUnalignedScales) {

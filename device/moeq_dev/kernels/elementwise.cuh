@@ -100,7 +100,7 @@ struct ActivationEntry<Cfg, true> {
 
 template <class Cfg, bool kLive = HasQuantFormat<Cfg>::value && !HasActivation<Cfg>::value>
 struct QuantizeEntry {
-  __device__ static void run(const unsigned short*, long long, int, int, unsigned char*, void*, int, int) {}
+  __device__ static void run(const unsigned short*, long long, int, int, unsigned char*, void*, int, int, int) {}
 };
 
 template <class Cfg>
@@ -110,9 +110,9 @@ struct QuantizeEntry<Cfg, true> {
   // vectorized != 0: the host checked cols and the row stride are multiples of 8 and the
   // pointers are aligned for 16-byte loads and 8-byte (fp8) / 4-byte (fp4) code stores.
   __device__ static void run(const unsigned short* in, long long in_row_stride, int rows, int cols,
-                             unsigned char* codes, void* scales, int vectorized, int warps_per_row) {
+                             unsigned char* codes, void* scales, int vectorized, int warps_per_row, int mma_order) {
     quantize_rows<Cfg>(BufferSource{in, in_row_stride}, rows, cols, codes, scales, vectorized, warps_per_row,
-                       whole_grid());
+                       whole_grid(), mma_order);
   }
 };
 
@@ -120,17 +120,17 @@ struct QuantizeEntry<Cfg, true> {
 // codes' 16-bit values (kValuesOut) or the codes themselves written, and the scales.
 template <class Cfg, bool kLive = HasActivation<Cfg>::value && HasQuantFormat<Cfg>::value>
 struct ActivationQuantizeEntry {
-  __device__ static void run(const unsigned short*, int, long long, ActivationArgs, unsigned char*, void*, int, int) {}
+  __device__ static void run(const unsigned short*, int, long long, ActivationArgs, unsigned char*, void*, int, int, int) {}
 };
 
 template <class Cfg>
 struct ActivationQuantizeEntry<Cfg, true> {
   static_assert(!Cfg::kInterleaved || is_gated(Cfg::kActivation), "interleaved needs a gated activation");
   __device__ static void run(const unsigned short* gate_up, int rows, long long intermediate, ActivationArgs args,
-                             unsigned char* out, void* scales, int vectorized, int warps_per_row) {
+                             unsigned char* out, void* scales, int vectorized, int warps_per_row, int mma_order) {
     const ActivationSource<Cfg::kActivation, Cfg::kInterleaved, Cfg::kDtypeIsBf16> source{gate_up, intermediate, args};
     quantize_rows<Cfg>(source, rows, static_cast<int>(intermediate), out, scales, vectorized, warps_per_row,
-                       whole_grid());
+                       whole_grid(), mma_order);
   }
 };
 
@@ -165,13 +165,13 @@ moeq_activation(const unsigned short* in, unsigned short* out, int rows, long lo
 // in [rows, cols] with row stride in_row_stride (elements); codes and scales as
 // reference/quantize.hpp, or with kValuesOut `codes` is a dense [rows, cols] 16-bit buffer of the
 // codes' values (moe/quantize.cuh CodeSink). warps_per_row: FP8 per token only (1, 2, 4, 8;
-// divides kThreads / 32).
+// divides kThreads / 32). mma_order != 0 (kValuesOut): the values in the MMA's K order (CodeSink).
 extern "C" __global__ void __launch_bounds__(ElementwiseCfg::kThreads)
 moeq_quantize_activation(const unsigned short* in, long long in_row_stride, int rows, int cols,
-                         unsigned char* codes, void* scales, int vectorized, int warps_per_row) {
+                         unsigned char* codes, void* scales, int vectorized, int warps_per_row, int mma_order) {
   moeq_dev::begin_dependent_grid();
   moeq_dev::QuantizeEntry<ElementwiseCfg>::run(in, in_row_stride, rows, cols, codes, scales, vectorized,
-                                               warps_per_row);
+                                               warps_per_row, mma_order);
 }
 
 // gate_up [rows, N13] (GEMM1's output) -> out [rows, I] (dense) and scales: the activation, then
@@ -179,10 +179,10 @@ moeq_quantize_activation(const unsigned short* in, long long in_row_stride, int 
 // (moe/quantize.cuh ActivationSource).
 extern "C" __global__ void __launch_bounds__(ElementwiseCfg::kThreads)
 moeq_activation_quantize(const unsigned short* gate_up, int rows, long long intermediate, moeq_dev::ActivationArgs args,
-                         unsigned char* out, void* scales, int vectorized, int warps_per_row) {
+                         unsigned char* out, void* scales, int vectorized, int warps_per_row, int mma_order) {
   moeq_dev::begin_dependent_grid();
   moeq_dev::ActivationQuantizeEntry<ElementwiseCfg>::run(gate_up, rows, intermediate, args, out, scales, vectorized,
-                                                         warps_per_row);
+                                                         warps_per_row, mma_order);
 }
 
 // codes and scales as reference/quantize.hpp, [rows, cols] -> out [rows, cols] with row stride

@@ -19,7 +19,7 @@ struct FoldedQuantizerArgs {
   int rows, cols;
   int vectorized, warps_per_row;  // as moeq_quantize_activation's
   unsigned first_block;           // the routing's CTAs come first
-  int unused;
+  int mma_order;                  // kFoldValuesOut: the values in the MMA's K order (CodeSink)
 };
 
 template <class RoutingCfg>
@@ -42,7 +42,7 @@ template <class RoutingCfg>
 __device__ __forceinline__ void folded_quantize_rows_inline(const FoldedQuantizerArgs& a) {
   quantize_rows<FoldedQuantizerCfg<RoutingCfg>>(BufferSource{a.in, a.in_row_stride}, a.rows, a.cols, a.codes, a.scales,
                                                 a.vectorized, a.warps_per_row,
-                                                GridSlice{blockIdx.x - a.first_block, gridDim.x - a.first_block});
+                                                GridSlice{blockIdx.x - a.first_block, gridDim.x - a.first_block}, a.mma_order);
 }
 template <class RoutingCfg>
 __device__ __noinline__ void folded_quantize_rows_out_of_line(const FoldedQuantizerArgs& a) {

@@ -9,6 +9,7 @@
 // reference's code keeps that sign (0xFF for a negative NaN).
 #include "moeq_dev/format/fp4.cuh"
 #include "moeq_dev/format/fp8.cuh"
+#include "moeq_dev/format/mma_order.cuh"
 #include "moeq_dev/format/ue8m0.cuh"
 #include "moeq_dev/moe/activation.cuh"
 #include "moeq_dev/ptx/simd16.cuh"
@@ -45,10 +46,24 @@ __device__ __forceinline__ unsigned short code_value_bits(unsigned code, float m
 // Where a quantizer's codes go: the codes buffer as reference/quantize.hpp lays it out, or, with
 // kValues, their 16-bit values (code_value_bits) into a dense [rows, cols] buffer at the same
 // element index: the quantize-dequantize of the 16-bit GEMM path in one kernel, bit for bit the
-// dequantizer's output.
+// dequantizer's output. mma_order != 0 (kValues, cols % 64 == 0): each value at its place in the
+// MMA's K order instead (format/mma_order.cuh; a `/t` GEMM's input), pairs kept together.
 template <QuantFormat kFormat, bool kBf16, bool kValues>
 struct CodeSink {
   unsigned char* out;  // codes, or with kValues the 16-bit values
+  int mma_order;
+
+  // Four pairs of values of elements [e, e + 8), e % 8 == 0.
+  __device__ __forceinline__ void store_values8(long long e, const unsigned (&v)[4]) const {
+    unsigned short* values = reinterpret_cast<unsigned short*>(out);
+    if (mma_order) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) *reinterpret_cast<unsigned*>(values + mma_order_position(e + 2 * i)) = v[i];
+    } else {
+      *reinterpret_cast<uint4*>(values + e) = make_uint4(v[0], v[1], v[2], v[3]);
+    }
+  }
+  __device__ __forceinline__ long long value_index(long long e) const { return mma_order ? mma_order_position(e) : e; }
 
   // Eight e4m3 codes (byte i of the pair = element i) of elements [e, e + 8).
   __device__ __forceinline__ void e4m3x8(long long e, uint2 w, float mx_scale) const {
@@ -60,7 +75,7 @@ struct CodeSink {
         v[i] = code_value_bits<kFormat, kBf16>((word >> shift) & 0xFFu, mx_scale) |
                (static_cast<unsigned>(code_value_bits<kFormat, kBf16>((word >> (shift + 8)) & 0xFFu, mx_scale)) << 16);
       }
-      *reinterpret_cast<uint4*>(reinterpret_cast<unsigned short*>(out) + e) = make_uint4(v[0], v[1], v[2], v[3]);
+      store_values8(e, v);
     } else {
       *reinterpret_cast<uint2*>(out + e) = w;
     }
@@ -73,7 +88,7 @@ struct CodeSink {
       for (int i = 0; i < 4; ++i)
         v[i] = code_value_bits<kFormat, kBf16>((w >> (8 * i)) & 0xFu, mx_scale) |
                (static_cast<unsigned>(code_value_bits<kFormat, kBf16>((w >> (8 * i + 4)) & 0xFu, mx_scale)) << 16);
-      *reinterpret_cast<uint4*>(reinterpret_cast<unsigned short*>(out) + e) = make_uint4(v[0], v[1], v[2], v[3]);
+      store_values8(e, v);
     } else {
       *reinterpret_cast<unsigned*>(out + e / 2) = w;
     }
@@ -81,7 +96,7 @@ struct CodeSink {
   // One e4m3 code of element e.
   __device__ __forceinline__ void e4m3(long long e, unsigned code, float mx_scale) const {
     if constexpr (kValues) {
-      reinterpret_cast<unsigned short*>(out)[e] = code_value_bits<kFormat, kBf16>(code, mx_scale);
+      reinterpret_cast<unsigned short*>(out)[value_index(e)] = code_value_bits<kFormat, kBf16>(code, mx_scale);
     } else {
       out[e] = static_cast<unsigned char>(code);
     }
@@ -89,7 +104,7 @@ struct CodeSink {
   // Two e2m1 codes (low nibble = element e, e even).
   __device__ __forceinline__ void e2m1x2(long long e, unsigned byte, float mx_scale) const {
     if constexpr (kValues) {
-      unsigned short* v = reinterpret_cast<unsigned short*>(out) + e;
+      unsigned short* v = reinterpret_cast<unsigned short*>(out) + value_index(e);
       v[0] = code_value_bits<kFormat, kBf16>(byte & 0xFu, mx_scale);
       v[1] = code_value_bits<kFormat, kBf16>(byte >> 4, mx_scale);
     } else {
@@ -246,8 +261,8 @@ constexpr int fp8_token_slots(long) {
 
 template <bool kBf16, int kVec, int kThreads, bool kValues, int kSlots, class Source>
 __device__ __forceinline__ void quantize_fp8_token_rows(const Source& source, int rows, int cols, unsigned char* codes,
-                                                        float* scales, int warps_per_row, GridSlice grid) {
-  const CodeSink<QuantFormat::kFp8Token, kBf16, kValues> sink{codes};
+                                                        float* scales, int warps_per_row, GridSlice grid, int mma_order) {
+  const CodeSink<QuantFormat::kFp8Token, kBf16, kValues> sink{codes, mma_order};
   constexpr int kWarps = kThreads / 32;
   // kRolled (the fused activation-quantize, 16-byte path): one rolled loop over a lane's vectors,
   // the activation outputs kept in shared memory (slot i of thread x at staged[i kThreads + x])
@@ -396,9 +411,9 @@ constexpr int kMxItems = 4;
 
 template <QuantFormat kFormat, bool kBf16, bool kValues, class Source>
 __device__ __forceinline__ void quantize_mx_vec8(const Source& source, int rows, int cols, unsigned char* codes,
-                                                 unsigned char* scales, GridSlice grid) {
+                                                 unsigned char* scales, GridSlice grid, int mma_order) {
   constexpr bool kFp4 = kFormat == QuantFormat::kMxfp4;
-  const CodeSink<kFormat, kBf16, kValues> sink{codes};
+  const CodeSink<kFormat, kBf16, kValues> sink{codes, mma_order};
   // PERF: 32-bit item arithmetic (the host keeps rows * cols / 8 below 2^31).
   const unsigned vecs_per_row = static_cast<unsigned>(cols) / 8u;
   const unsigned num_items = static_cast<unsigned>(rows) * vecs_per_row;
@@ -491,9 +506,9 @@ __device__ __forceinline__ void quantize_mx_vec8(const Source& source, int rows,
 // ---- MX scalar fallback (rows not 16-byte aligned): one thread per 32-element block ----
 template <QuantFormat kFormat, bool kBf16, bool kValues, class Source>
 __device__ __forceinline__ void quantize_mx_scalar(const Source& source, int rows, int cols, unsigned char* codes,
-                                                   unsigned char* scales, GridSlice grid) {
+                                                   unsigned char* scales, GridSlice grid, int mma_order) {
   constexpr bool kFp4 = kFormat == QuantFormat::kMxfp4;
-  const CodeSink<kFormat, kBf16, kValues> sink{codes};
+  const CodeSink<kFormat, kBf16, kValues> sink{codes, mma_order};
   const long long blocks_per_row = cols / kMxBlock;
   const long long num_items = static_cast<long long>(rows) * blocks_per_row;
   for (long long item = static_cast<long long>(grid.block) * blockDim.x + threadIdx.x; item < num_items;
@@ -527,26 +542,27 @@ __device__ __forceinline__ void quantize_mx_scalar(const Source& source, int row
 }
 
 // The quantizer of Cfg (kFormat, kDtypeIsBf16, kValuesOut, kThreads = blockDim.x) over `source`'s
-// rows, on the CTAs of `grid`.
+// rows, on the CTAs of `grid`; mma_order: CodeSink's.
 template <class Cfg, class Source>
 __device__ __forceinline__ void quantize_rows(const Source& source, int rows, int cols, unsigned char* codes,
-                                              void* scales, int vectorized, int warps_per_row, GridSlice grid) {
+                                              void* scales, int vectorized, int warps_per_row, GridSlice grid,
+                                              int mma_order = 0) {
   constexpr bool kBf16 = Cfg::kDtypeIsBf16, kValues = Cfg::kValuesOut;
   if constexpr (Cfg::kFormat == QuantFormat::kFp8Token) {
     float* s = static_cast<float*>(scales);
     if (vectorized) {
       quantize_fp8_token_rows<kBf16, 8, Cfg::kThreads, kValues, fp8_token_slots<Cfg>(0)>(source, rows, cols, codes,
-                                                                                            s, warps_per_row, grid);
+                                                                                            s, warps_per_row, grid, mma_order);
     } else {
       quantize_fp8_token_rows<kBf16, 1, Cfg::kThreads, kValues, fp8_token_slots<Cfg>(0)>(source, rows, cols, codes,
-                                                                                            s, warps_per_row, grid);
+                                                                                            s, warps_per_row, grid, mma_order);
     }
   } else {
     unsigned char* s = static_cast<unsigned char*>(scales);
     if (vectorized) {
-      quantize_mx_vec8<Cfg::kFormat, kBf16, kValues>(source, rows, cols, codes, s, grid);
+      quantize_mx_vec8<Cfg::kFormat, kBf16, kValues>(source, rows, cols, codes, s, grid, mma_order);
     } else {
-      quantize_mx_scalar<Cfg::kFormat, kBf16, kValues>(source, rows, cols, codes, s, grid);
+      quantize_mx_scalar<Cfg::kFormat, kBf16, kValues>(source, rows, cols, codes, s, grid, mma_order);
     }
   }
 }
