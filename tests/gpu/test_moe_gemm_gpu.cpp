@@ -346,8 +346,9 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
                                   text == "144x128/2x4x1/4" || text == "80x256/1x8x1/6/p" ||
                                   text == "96x256/1x8x1/6/p" || text == "48x256/1x8x1/8/p";
       if (!plan.all_tiles && !few_tiles_tile && !selected) continue;
-      // 512-channel tiles take MX weights with K % 64 == 0 only (gemm_tile_reasons; WideTiles* below).
-      if (tile.block_n == 512 && !cuda::gemm_tile_reasons(tile, c.w).empty()) continue;
+      // 512-channel tiles take MX weights with K % 64 == 0 only (gemm_tile_reasons; WideTiles* below); `/t` tiles
+      // K % 64 == 0 (this case's K = 352 schemes run their twins, MmaOrderTokensEqualTheirPermutedTile the rest).
+      if ((tile.block_n == 512 || tile.mma_order_tokens) && !cuda::gemm_tile_reasons(tile, c.w).empty()) continue;
       // M = 250: ~190 rows per expert, whole blocks of 48 to 144 rows and a part one.
       for (int64_t M : {int64_t{1}, int64_t{45}, int64_t{tile.block_m >= 48 ? 250 : 0}}) {
         if (M == 0) continue;
@@ -673,8 +674,12 @@ TEST(MoeGemmGpu, MmaOrderTokensEqualTheirPermutedTile) {
   cuda::Stream stream;
   std::mt19937 rng(640);
   int ran = 0;
-  // The order changes only the token side: one scheme per code width and scale path, and f16.
-  for (const char* scheme : {"mxfp4", "int4-g128", "fp8-block", "mxfp4:f16"}) {
+  // The order changes only the token side: every tile on one scheme per code width and scale path, and f16; two
+  // tiles (the planner's 48- and 144-row ones) on the other formats and scale kinds.
+  for (const char* scheme : {"mxfp4", "int4-g128", "fp8-block", "mxfp4:f16", "nvfp4", "mxfp8", "int8-ch", "fp8-channel",
+                             "int4-g32-zp"}) {
+    const bool every_tile = std::string(scheme) == "mxfp4" || std::string(scheme) == "int4-g128" ||
+                            std::string(scheme) == "fp8-block" || std::string(scheme) == "mxfp4:f16";
     GemmCase c = make_case(scheme, DType::bf16);
     c.w.n = 584;
     c.w.k = 768;
@@ -682,6 +687,7 @@ TEST(MoeGemmGpu, MmaOrderTokensEqualTheirPermutedTile) {
     const DeviceWeights dw = upload(*h.q);
     for (const char* text : {"48x256/1x8x1/6/p/t", "80x256/1x8x1/6/p/s/t", "144x256/1x8x1/4/p/t", "64x256/1x8x1/8/p/t",
                              "48x512/1x8x1/4/p/t"}) {
+      if (!every_tile && std::string(text) != "48x256/1x8x1/6/p/t" && std::string(text) != "144x256/1x8x1/4/p/t") continue;
       const cuda::GemmTile ordered = cuda::parse_gemm_tile(text);
       cuda::GemmTile permuting = ordered;
       permuting.mma_order_tokens = false;
@@ -706,7 +712,7 @@ TEST(MoeGemmGpu, MmaOrderTokensEqualTheirPermutedTile) {
       }
     }
   }
-  EXPECT_GE(ran, 15);
+  EXPECT_GE(ran, 25);
 }
 
 }  // namespace
