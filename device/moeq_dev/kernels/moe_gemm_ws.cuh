@@ -684,7 +684,10 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
               const int stage = kPersistent ? (stage0 + q < kStages ? stage0 + q : stage0 + q - kStages) : q;
               const unsigned base = smem_base + stage * S::kStageBytes;
               // NOTE: the permute warps arrive on `permuted` only after the stage's `landed`, so the
-              // codes of stage q have landed too. S::kMmaOrder: buffer == stage.
+              // codes of stage q have landed too. S::kMmaOrder: buffer == stage, and wgmma (async proxy)
+              // reads what cp.async wrote once `landed` completes, with no proxy fence between, as CUTLASS's
+              // cp.async-fed GMMA mainloops do (a fence here would also wait for this thread's scale loads).
+              // MoeGemmGpu.MmaOrderTokensEqualTheirPermutedTile checks it bit for bit against the fenced path.
               mbarrier_wait((S::kMmaOrder ? landed0 : permuted0) + 8 * buffer, buffer_parity);
               if constexpr (S::kStagedScales) {
                 // Lane t's codes 16 t .. 16 t + 15 of the tile are group t / 2 of its pair.
