@@ -670,8 +670,8 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
         }
     }
   }
-  // The permuting twins of the planner's `/t` tiles (what the masked layout's GEMM1, quantized activations
-  // and K off a multiple of 64 run): once per tile with MXFP4 codes, the first also with 8-bit codes.
+  // The permuting twins of the planner's `/t` tiles (what the masked layout's 16-bit GEMM1 and K off a
+  // multiple of 64 run): once per tile with MXFP4 codes, the first also with 8-bit codes.
   {
     WeightDesc mx, fp8_block;
     mx.format = WeightFormat::mxfp4;
@@ -692,7 +692,7 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
     bodies.push_back(body);
     WeightDesc w;
     w.format = WeightFormat::mxfp4;
-    add(w, DType::bf16, permuting_tile(tile, w), true, GemmInput::row_scaled_values);  // as gemm_plan runs it
+    add(w, DType::bf16, tile, true, GemmInput::row_scaled_values);
   }
   // e4m3 activations (FP8 per-channel weights, direct tiles): each ring depth of the planner's and
   // the tuning candidates' direct tiles once, prepared codes, and the first also with canonical

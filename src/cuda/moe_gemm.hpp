@@ -46,7 +46,7 @@ struct GemmTile {
   // Persistent (`/s` after `/p`, warp-specialized wgmma tiles only): one resident CTA per SM loops
   // over the output tiles, so the next tile's loads overlap this one's MMAs and epilogue.
   bool persistent = false;
-  // Tokens in the MMA's K order (`/t` after `/p` or `/p/s`, 16-bit activations, K % 64 == 0): the A rows come
+  // Tokens in the MMA's K order (`/t` after `/p` or `/p/s`, 16-bit A values, K % 64 == 0): the A rows come
   // with each 64-k tile permuted as mma_order_position says, so the warp-specialized tile's wgmma reads its
   // copy ring directly (no permute warps). The caller lays the rows out so (moeq_dev::mma_order_position).
   bool mma_order_tokens = false;
@@ -146,7 +146,7 @@ GemmTile unaligned_scales_tile(GemmTile tile);
 // The mma.sync tile that runs a wgmma tile's M block where there is no wgmma (tile_for_device).
 GemmTile mma_sync_tile_of(GemmTile tile);
 // The tile without `/t`: what runs a `/t` tile's GEMM of weights w where its input cannot come in the MMA's
-// K order (the masked layout's GEMM1, quantized activations), with fewer stages where its permuted token
+// K order (the masked layout's 16-bit GEMM1, e4m3 input, K off a multiple of 64), with fewer stages where its permuted token
 // tiles would not fit beside the ring. The kernel loaders take it beside the `/t` tile.
 GemmTile permuting_tile(GemmTile tile, const WeightDesc& w);
 // The M block the GPU GEMM of this device runs for the planner's block_m (plan::choose_block_m):

@@ -23,4 +23,13 @@ MOEQ_MMA_ORDER_HD long long mma_order_position(long long k) {
   return (k & ~63ll) + 2 * (8 * s + 4 * j + t) + (in_tile & 1);
 }
 
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+// The 16-bit elements [e, e + 8) of `values` (e % 8 == 0; each row a whole number of 64-k tiles), given as 4
+// pairs, stored in the MMA's K order: each pair at its own place.
+__device__ __forceinline__ void store_pairs_in_mma_order(unsigned short* values, long long e, const unsigned (&pairs)[4]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) *reinterpret_cast<unsigned*>(values + mma_order_position(e + 2 * i)) = pairs[i];
+}
+#endif
+
 }  // namespace moeq_dev

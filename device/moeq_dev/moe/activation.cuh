@@ -225,12 +225,12 @@ __device__ __forceinline__ void activation_item_mma_order(const unsigned short* 
                                                           const ActivationArgs& args) {
   float out[8];
   activation_values<kKind, kInterleaved, kBf16, 8>(row_in, col, intermediate, args, out);
+  unsigned pairs[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const unsigned pair = static_cast<unsigned>(f32_to_half<kBf16>(out[2 * i])) |
-                          (static_cast<unsigned>(f32_to_half<kBf16>(out[2 * i + 1])) << 16);
-    *reinterpret_cast<unsigned*>(row_out + mma_order_position(col + 2 * i)) = pair;
-  }
+  for (int i = 0; i < 4; ++i)
+    pairs[i] = static_cast<unsigned>(f32_to_half<kBf16>(out[2 * i])) |
+               (static_cast<unsigned>(f32_to_half<kBf16>(out[2 * i + 1])) << 16);
+  store_pairs_in_mma_order(row_out, col, pairs);
 }
 
 }  // namespace moeq_dev

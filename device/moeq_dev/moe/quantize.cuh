@@ -57,8 +57,7 @@ struct CodeSink {
   __device__ __forceinline__ void store_values8(long long e, const unsigned (&v)[4]) const {
     unsigned short* values = reinterpret_cast<unsigned short*>(out);
     if (mma_order) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) *reinterpret_cast<unsigned*>(values + mma_order_position(e + 2 * i)) = v[i];
+      store_pairs_in_mma_order(values, e, v);
     } else {
       *reinterpret_cast<uint4*>(values + e) = make_uint4(v[0], v[1], v[2], v[3]);
     }
