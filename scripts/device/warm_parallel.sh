@@ -15,7 +15,7 @@ jobs="${2:-$(nproc)}"
   # one process per scheme with all of them was the long pole (88 kernels, ~2 minutes).
   root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
   mapfile -t candidates < <(sed -n '/^std::vector<GemmTile> gemm_tile_candidates()/,/^}/p' "$root/src/cuda/moe_gemm.cpp" |
-    grep -o '"[0-9]*x[0-9]*/[0-9]*x[0-9]*x[0-9]*/[0-9]*[/kowpr0-9]*"' | tr -d '"')
+    grep -o '"[0-9]*x[0-9]*/[0-9]*x[0-9]*x[0-9]*/[0-9]*[/kowprst0-9]*"' | tr -d '"')
   for scheme in int4-g128 mxfp4 fp8-block; do
     for shard in 0 1 2 3; do
       tiles=()
