@@ -50,6 +50,14 @@ for case in "qwen3-30b-a3b mxfp4 256" "gpt-oss-120b mxfp4 512" "qwen3-30b-a3b in
   timeout 120 "$build/moeq" bench --kernel gemm1 gemm2 --preset $1 --scheme $2 -M $3 --tile $tiles --trials 9 >>"$out/small.txt" 2>&1
   echo "small $case rc=$? $(($(date +%s) - t0)) s"
 done
+# 8 and 24 rows per expert: the planner's 16- and 32-row tiles against the new 16- and 32-row `/p/t` ones.
+for case in "qwen3-30b-a3b mxfp4 128 16x512/1x8x1/8/p/t" "gpt-oss-120b mxfp4 256 16x512/1x8x1/8/p/t" \
+            "qwen3-30b-a3b mxfp4 384 32x512/1x8x1/8/p/t"; do
+  set -- $case
+  timeout 60 "$build/moeq" bench --kernel gemm1 gemm2 --preset $1 --scheme $2 -M $3 --trials 9 >>"$out/small.txt" 2>&1
+  timeout 60 "$build/moeq" bench --kernel gemm1 gemm2 --preset $1 --scheme $2 -M $3 --tile $4 --trials 9 >>"$out/small.txt" 2>&1
+  echo "small $case rc=$? $(($(date +%s) - t0)) s"
+done
 grep -E "^gemm" "$out/small.txt"
 export STEPS_DEADLINE=330
 tables="$MOEQ_CACHE_DIR/tables127"
