@@ -315,11 +315,10 @@ GemmTile parse_gemm_tile(const std::string& text) {
     } else if (key == 't') {
       ok = last == 'p' || last == 's';
       t.mma_order_tokens = true;
-      t.wgmma = true;  // 16-32 tokens too: /p/t is always the wgmma body
     } else if (key == 'r') {
       t.direct = true;
     } else if (key == 'w' || key == 'p') {
-      // /p: warp-specialized; wgmma consumers from 48 tokens (and with /t), mma.sync ones below.
+      // /p: warp-specialized; wgmma consumers from 48 tokens, mma.sync ones below.
       t.producer = key == 'p';
       t.wgmma = key == 'w' || t.block_m >= 48;
     } else {
@@ -386,9 +385,6 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            "80x256/1x8x1/8/p/t", "80x256/1x8x1/6/p/s/t", "96x256/1x8x1/6/p/t", "128x256/1x8x1/4/p/t",
                            "128x256/1x8x1/6/p/t", "144x256/1x8x1/4/p/t", "144x256/1x8x1/6/p/t", "144x256/1x8x1/3/p/s/t",
                            "48x512/1x8x1/4/p/t", "48x512/1x8x1/6/p/t",
-                           // the warp-specialized wgmma body at 16-32 tokens (session 40: ~8-24 rows per expert)
-                           "16x512/1x8x1/8/p/t", "24x256/1x8x1/8/p/t", "24x512/1x8x1/6/p/t", "24x512/1x8x1/8/p/t",
-                           "24x512/1x8x1/6/p/s/t", "32x512/1x8x1/8/p/t",
                            // 64 channels per warp, MXFP4's alternative many-rows tile (GEMM v19)
                            "8x256/1x4x1/2/r"})
     tiles.push_back(parse_gemm_tile(text));
@@ -411,9 +407,7 @@ int64_t gemm_static_smem_bytes(const GemmTile& tile) {
   if (tile.direct) return rows + 4 * int64_t{tile.block_m};
   if (tile.producer && !tile.wgmma) return rows + 16 * int64_t{tile.stages} + 16;  // a full and an empty mbarrier per stage
   const int64_t persistent = tile.persistent ? rows + 32 : 0;
-  // The copy warps' row pointers: 8 bytes a row, each thread's on a 16-byte boundary (rows rounded up to 16).
-  const int64_t row_pointers = 8 * ((int64_t{tile.block_m} + 15) / 16 * 16);
-  return rows + persistent + (tile.producer ? row_pointers + 4 * int64_t{tile.block_m} + 24 * int64_t{tile.stages} + 160 : 0);
+  return rows + persistent + (tile.producer ? 12 * int64_t{tile.block_m} + 24 * int64_t{tile.stages} + 160 : 0);
 }
 
 int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w, GemmInput input) {
@@ -450,8 +444,8 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
   auto bad = [&](const std::string& what) { r.push_back("GEMM tile " + tile.to_string() + ": " + what); };
   if (!plan::is_gpu_block_m(tile.block_m))
     bad(std::string("block_m must be ") + plan::kGpuBlockMs);
-  else if (tile.block_m == 24 && !tile.direct && !tile.mma_order_tokens)
-    bad("24-row blocks run direct (/r) or warp-specialized MMA-order (/p/t) tiles only");
+  else if (tile.block_m == 24 && !tile.direct)
+    bad("24-row blocks run direct (/r) tiles only");
   if (tile.block_n != 32 && tile.block_n != 64 && tile.block_n != 128 && tile.block_n != 256 && tile.block_n != 512)
     bad("block_n must be 32, 64, 128, 256 or 512");
   else if (tile.block_n == 512 && !(tile.producer && tile.wgmma))
@@ -486,14 +480,13 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
     if (tile.block_m > 32 || tile.warps_m != 1 || tile.warps_k != 1 || tile.split_k != 1 || tile.stages > 8)
       bad("warp-specialized mma.sync (/p) tiles have up to 32 tokens, warps 1xNx1, at most 8 stages and no split K");
   } else if (tile.producer) {
-    // NOTE: every GPU block size from 48 up (is_gpu_block_m above), and 16-32 with /t; below 48 /p without /t is
-    // the mma.sync copy-warp tile.
-    if ((tile.block_m < 48 && !tile.mma_order_tokens) || (tile.block_n != 128 && tile.block_n != 256 && tile.block_n != 512) || tile.warps_m != 1 ||
+    // NOTE: every GPU block size from 48 up (is_gpu_block_m above); below 48 /p is the mma.sync copy-warp tile.
+    if (tile.block_m < 48 || (tile.block_n != 128 && tile.block_n != 256 && tile.block_n != 512) || tile.warps_m != 1 ||
         tile.warps_n != 8 || tile.warps_k != 1 || tile.split_k != 1 || tile.min_ctas != 0 || tile.stages < 3 || tile.stages > 8)
-      bad("warp-specialized (/p) tiles are (48, 64, 80, 96, 128 or 144; 16, 24 or 32 with /t) x (128, 256 or 512) with "
-          "consumer warps 1x8x1, 3 to 8 stages, no split K and no /o");
+      bad("warp-specialized (/p) tiles are (48, 64, 80, 96, 128 or 144) x (128, 256 or 512) with consumer warps 1x8x1, 3 "
+          "to 8 stages, no split K and no /o");
     // NOTE: a consumer holds four 64-channel tiles' accumulators at 512 channels (moe_gemm_ws.cuh).
-    if (tile.block_n == 512 && tile.block_m > 64) bad("512-channel warp-specialized (/p) tiles have up to 64 tokens");
+    if (tile.block_n == 512 && tile.block_m > 64) bad("512-channel warp-specialized (/p) tiles have 48 or 64 tokens");
     // NOTE: the copy warps stage the MX scales (one byte per 32 k) in 4-byte words per channel and K tile.
     if (tile.block_n == 512 && w.format != WeightFormat::mxfp4 && w.format != WeightFormat::mxfp8)
       bad("512-channel tiles take MX weights (MXFP4, MXFP8) only, not " + std::string(moeq::to_string(w.format)));
@@ -850,20 +843,8 @@ GemmTile tile_for_device(GemmTile tile) {
   return device_has_wgmma() ? tile : mma_sync_tile_of(tile);
 }
 
-namespace {
-
-// The direct tile (/r) of a 16-, 24- or 32-row block: what runs a warp-specialized tile of that block where its
-// tokens cannot come in the MMA's order (the permute warps take rows in multiples of 16; 48 is their least) or
-// there is no wgmma. Its ring holds 2 stages, or 4 for 24 rows of 4-bit codes (gemm_tile_for's 24-row tile).
-GemmTile direct_tile_of_block(int block_m, bool four_bit) {
-  return parse_gemm_tile(std::to_string(block_m) + "x128/1x4x1/" + (block_m == 24 && four_bit ? "4" : "2") + "/r");
-}
-
-}  // namespace
-
 GemmTile permuting_tile(GemmTile tile, const WeightDesc& w) {
   if (!tile.mma_order_tokens) return tile;
-  if (tile.block_m < 48) return direct_tile_of_block(tile.block_m, dtype_bits(weight_format_code_dtype(w.format)) == 4);
   tile.mma_order_tokens = false;
   // NOTE: the permuted token tiles need shared memory the `/t` ring does not: fewer stages where they would not fit.
   while (tile.stages > 3 && gemm_smem_bytes(tile, w) + gemm_static_smem_bytes(tile) > 227 * 1024) --tile.stages;
@@ -880,8 +861,6 @@ GemmTile tile_for_scales(GemmTile tile, CUdeviceptr scales) { return scales % 4 
 GemmTile mma_sync_tile_of(GemmTile tile) {
   if (tile.producer && !tile.wgmma) {
     tile.producer = false;  // the same tile with the copies shared by every warp
-  } else if (tile.producer && tile.block_m < 48) {
-    return direct_tile_of_block(tile.block_m, false);
   } else if (tile.producer) {
     // The same M block on mma.sync: 64 tokens and 32 channels per warp (v6's 64-row tile); 80-144
     // tokens in two warps along M (80 or 96 in one warp took 232-255 registers, spilling, ptxas sm_80).

@@ -143,13 +143,11 @@ GemmTile tile_for_scales(GemmTile tile, CUdeviceptr scales);
 // The tile tile_for_scales runs over unaligned scales (the tile itself below 512 channels): the kernel
 // loaders (load_moe_gemm, `moeq compile`) take it too, so no launch compiles after a warm-up.
 GemmTile unaligned_scales_tile(GemmTile tile);
-// The mma.sync tile that runs a wgmma tile's M block where there is no wgmma (tile_for_device); for 16-32 rows the
-// direct tile (/r) of the block.
+// The mma.sync tile that runs a wgmma tile's M block where there is no wgmma (tile_for_device).
 GemmTile mma_sync_tile_of(GemmTile tile);
 // The tile without `/t`: what runs a `/t` tile's GEMM of weights w where its input cannot come in the MMA's
 // K order (the masked layout's 16-bit GEMM1, e4m3 input, K off a multiple of 64), with fewer stages where its permuted token
-// tiles would not fit beside the ring; a 16- to 32-row `/t` tile's is the direct tile (/r) of its block. The kernel
-// loaders take it beside the `/t` tile.
+// tiles would not fit beside the ring. The kernel loaders take it beside the `/t` tile.
 GemmTile permuting_tile(GemmTile tile, const WeightDesc& w);
 // The M block the GPU GEMM of this device runs for the planner's block_m (plan::choose_block_m):
 // 48 -> 64 (48-row tiles run where a tuning table names them: not measured against 64 for every format),

@@ -157,12 +157,8 @@ struct MoeGemmWsShape {
   // the experts to a block more (plan::choose_block_m).
   // 48 tokens: ~32 rows per expert (gpt-oss-120b at M = 1024, Qwen3-30B-A3B at M = 512), which a 64-row
   // block holds too, but with a third of its MMAs, token copies and permutes on padding.
-  // 16, 24 and 32 tokens (MMA-order tokens only): ~8-24 rows per expert (Qwen3-30B-A3B at M = 256, gpt-oss-120b
-  // at M = 512), where each expert's weights pass through the tile about once and the direct tiles (/r) hold every
-  // token fragment in registers, per warp.
-  static_assert(kBlockM == 48 || kBlockM == 64 || kBlockM == 80 || kBlockM == 96 || kBlockM == 128 || kBlockM == 144 ||
-                    (kMmaOrder && (kBlockM == 16 || kBlockM == 24 || kBlockM == 32)),
-                "producer tiles: 48, 64, 80, 96, 128 or 144 tokens (the wgmma N), or 16, 24, 32 with MMA-order tokens");
+  static_assert(kBlockM == 48 || kBlockM == 64 || kBlockM == 80 || kBlockM == 96 || kBlockM == 128 || kBlockM == 144,
+                "producer tiles: 48, 64, 80, 96, 128 or 144 tokens (the wgmma N)");
   static_assert(!Cfg::kActE4m3 || kBlockM == 64 || kBlockM == 128, "e4m3 activations on producer tiles: 64 or 128 tokens");
   static_assert(!kPersistent || !Cfg::kActE4m3, "persistent producer tiles: 16-bit activations");
   static_assert(!kMmaOrder || !Cfg::kActE4m3, "MMA-order tokens: 16-bit activations");
@@ -191,9 +187,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   // Copy warps: the activations of row r (padding rows: row 0, whose products land in output
   // columns nobody stores), stored thread-major: copy thread tid's rows tid / 8 + 8 j at
   // (tid / 8) BM / 8 + j, so it loads 2 of them per 16-byte shared load.
-  // NOTE: each copy thread's pointers start on a 16-byte boundary (kRowPtrStride, even): a 24-row block gives it 3.
-  constexpr int kRowPtrStride = (BM / (S::kCopyThreads / 8) + 1) / 2 * 2;
-  __shared__ __align__(16) const unsigned short* row_ptr[(S::kCopyThreads / 8) * kRowPtrStride];
+  __shared__ __align__(16) const unsigned short* row_ptr[BM];
   __shared__ int row_dst_buffers[kRowBuffers * BM];
   __shared__ int block_expert_buffers[kRowBuffers];
   // Cfg::kRowScales: each row's A-row scale, fetched by the consumers before their main loop.
@@ -288,7 +282,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
       const int chunk = tid % 8;
       constexpr int kRowsPerPass = kCopyThreads / 8, kTokenChunks = BM / kRowsPerPass;
       static_assert(kRowsPerPass % 8 == 0, "a copy thread's rows share r % 8 (its swizzle)");
-      static_assert(BM % kRowsPerPass == 0, "whole rows per copy thread");
+      static_assert(kTokenChunks % 2 == 0, "row pointers read in pairs (16-byte shared loads)");
       constexpr int kCodeChunks = S::kBulkCodes ? 0 : S::kCodeBytes / 16 / kCopyThreads;
       constexpr int kChunksPerUnit = Cfg::kPreparedCodes ? S::kPreparedBlockBytes / 16 : S::kCodeRowBytes / 16;
       static_assert(kCopyThreads % kChunksPerUnit == 0, "whole blocks or rows per pass of the copy threads");
@@ -330,7 +324,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
           } else {
             row = p.a + row_elements;
           }
-          row_ptr[(r % kRowsPerPass) * kRowPtrStride + r / kRowsPerPass] = row;
+          row_ptr[(r % kRowsPerPass) * kTokenChunks + r / kRowsPerPass] = row;
         }
         named_barrier_sync(1, kCopyThreads);
         const int n0 = n0_of(i);
@@ -341,7 +335,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
         const unsigned bulk_bytes = bulk_lane && n0 / 16 + bulk_block < tiles_n16 ? S::kPreparedBlockBytes : 0;
         const unsigned char* bulk_src =
             codes_e + static_cast<long long>(bulk_bytes != 0 ? n0 / 16 + bulk_block : 0) * tiles_k * S::kPreparedBlockBytes;
-        const unsigned row_ptr_base = smem_address(&row_ptr[(tid / 8) * kRowPtrStride]);
+        const unsigned row_ptr_base = smem_address(&row_ptr[(tid / 8) * kTokenChunks]);
         // S::kStagedScales: the scales of this thread's first channel (n0 + tid; MX: K / 32 a row) and the
         // bytes to its next (kCopyThreads channels on).
         const long long scale_groups = K / 32;
@@ -367,18 +361,18 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
           const unsigned token_dst = base + (tid / 8) * 128 + ((chunk ^ ((tid / 8) % 8)) * 16);
           // PERF: 4 row pointers loaded before their 4 copies: one shared-load latency per 4 copies
           // (one per copy, GEMM v7 run 4: the copy warps issued at 0.14 IPC on short-scoreboard stalls).
-          // (48-, 80- and 144-row blocks end on one pair: 6, 10 or 18 rows per copy thread; a 24-row block has 3.)
+          // (48-, 80- and 144-row blocks end on one pair: 6, 10 or 18 rows per copy thread.)
   #pragma unroll
           for (int jb = 0; jb < kTokenChunks; jb += 4) {
-            const int copies = jb + 4 <= kTokenChunks ? 4 : kTokenChunks - jb;
+            const int pairs = jb + 4 <= kTokenChunks ? 2 : 1;
             const uint4 two_a = lds_128(row_ptr_base + jb * 8);
-            const uint4 two_b = copies > 2 ? lds_128(row_ptr_base + jb * 8 + 16) : make_uint4(0, 0, 0, 0);
+            const uint4 two_b = pairs == 2 ? lds_128(row_ptr_base + jb * 8 + 16) : make_uint4(0, 0, 0, 0);
             const unsigned long long ptrs[4] = {two_a.x | static_cast<unsigned long long>(two_a.y) << 32,
                                                 two_a.z | static_cast<unsigned long long>(two_a.w) << 32,
                                                 two_b.x | static_cast<unsigned long long>(two_b.y) << 32,
                                                 two_b.z | static_cast<unsigned long long>(two_b.w) << 32};
   #pragma unroll
-            for (int u = 0; u < copies; ++u)
+            for (int u = 0; u < 2 * pairs; ++u)
               if constexpr (!(WsDiag<Cfg>::value & kWsSkipTokenCopies)) cp_async_16(token_dst + (jb + u) * kRowsPerPass * 128,
                           reinterpret_cast<const unsigned short*>(ptrs[u]) + k, k_valid);
           }
