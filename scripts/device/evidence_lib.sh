@@ -264,3 +264,15 @@ steps_old_new() {
   done
   echo "steps $1 $2 $(($(date +%s) - t0)) s"
 }
+
+# clocks_start FILE: nvidia-smi samples every 20 ms (timestamp, SM clock, power, clock event reasons) into $out/FILE
+# until clocks_stop; clocks_mark NAME starts a phase in $out/phases.txt; scripts/device/clock_summary.py FILE
+# phases.txt prints the clock per phase. NOTE: a bench process spends most of its seconds setting up weights, at an
+# idle clock: a phase's minimum and its share under 1900 MHz say more than its median (session 40, call 2).
+clocks_start() {
+  nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,clocks_event_reasons.active --format=csv,noheader -lms 20 \
+    >"$out/$1" 2>&1 &
+  clocks_pid=$!
+}
+clocks_mark() { echo "$(date +%Y/%m/%d\ %H:%M:%S.%N) $1" >>"$out/phases.txt"; }
+clocks_stop() { kill "$clocks_pid" 2>/dev/null; wait "$clocks_pid" 2>/dev/null; }
