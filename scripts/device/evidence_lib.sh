@@ -16,9 +16,11 @@ device_setup() {
 
 # warm_tiles "SCHEME ..." "TILE ..." ["PRESET ..."]: compiles those GEMM kernels (sm_90a; the tiny
 # preset unless others are named) on 16 cores, appending to warm.txt.
+# NOTE: 16 processes of one compile thread each (`-j 1`): 16 processes of 16 threads would hold 256
+# NVRTC compiles in memory at once.
 warm_tiles() {
   for p in ${3:-tiny}; do for s in $1; do for t in $2; do echo "--preset $p --scheme $s --tile $t"; done; done; done |
-    xargs -P 16 -L 1 sh -c "\"$build/moeq\" compile --arch sm_90a \$0 \"\$@\" | tail -1" >>"$out/warm.txt" 2>&1
+    xargs -P 16 -L 1 sh -c "\"$build/moeq\" compile -j 1 --arch sm_90a \$0 \"\$@\" | tail -1" >>"$out/warm.txt" 2>&1
   echo "warm rc=$? $(($(date +%s) - t0)) s"
 }
 
@@ -26,7 +28,7 @@ warm_tiles() {
 # its shipped tuning table's tiles), one process per layer, appending to warm.txt.
 warm_layers() {
   for p in $1; do for s in $2; do echo "--preset $p --scheme $s"; done; done |
-    xargs -P 16 -L 1 sh -c "\"$build/moeq\" compile \$0 \"\$@\" | tail -1" >>"$out/warm.txt" 2>&1
+    xargs -P 16 -L 1 sh -c "\"$build/moeq\" compile -j 1 \$0 \"\$@\" | tail -1" >>"$out/warm.txt" 2>&1
   echo "warm rc=$? $(($(date +%s) - t0)) s"
 }
 

@@ -11,7 +11,7 @@
 # Usage: pack_cache.sh BUILD LINES TXZ [EXTRA_DIR...]
 #   LINES: one `moeq compile` argument list per line (blank lines and # comments skipped; --arch sm_90a
 #   is added); a line starting with `bin=NAME` runs $MOEQ_CACHE_DIR/bin/NAME (e.g. a baseline binary)
-#   instead of BUILD's moeq. EXTRA_DIR: folders of MOEQ_CACHE_DIR to add whole (e.g. tuning tables).
+#   instead of BUILD's moeq (BUILD's runs with `-j 1`: the lines run side by side, a process per core). EXTRA_DIR: folders of MOEQ_CACHE_DIR to add whole (e.g. tuning tables).
 set -eu
 build="$1" lines="$2" tgz="$3"
 shift 3
@@ -23,7 +23,7 @@ jobs=$(nproc)
 binary_and_args() {
   case "$1" in
     bin=*) read -r first rest <<<"$1"; echo "$MOEQ_CACHE_DIR/bin/${first#bin=}"; echo "$rest" ;;
-    *) echo "$build/moeq"; echo "$1" ;;
+    *) echo "$build/moeq"; echo "-j 1 $1" ;;
   esac
 }
 grep -Ev '^\s*(#|$)' "$lines" | while read -r line; do binary_and_args "$line" | paste -sd' '; done |

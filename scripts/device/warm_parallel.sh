@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Warms MOEQ_CACHE_DIR on the device machine itself, one `moeq compile` process per core: a
 # device-header change invalidates every cached kernel, and the tests plus the tile candidates
-# come to more cubins than the 64 MiB a device call may carry. NVRTC compiles one kernel at a
-# time per process, so the processes run side by side (16 cores on the H200 machine).
+# come to more cubins than the 64 MiB a device call may carry. The processes run side by side (16
+# cores on the H200 machine), one compile thread each (`moeq compile -j 1`: its default is a thread
+# per core, which under 16 processes would hold 256 NVRTC compiles in memory at once).
 # Usage: warm_parallel.sh MOEQ [JOBS]   (env MOEQ_CACHE_DIR must be set)
 set -u
 moeq="$1"
@@ -35,5 +36,5 @@ jobs="${2:-$(nproc)}"
       echo "--preset tiny --scheme $scheme --activation $activation"
     done
   done
-} | xargs -P "$jobs" -L 1 sh -c "\"$moeq\" compile --arch sm_90a \$0 \"\$@\" | tail -1" | sort | uniq -c
+} | xargs -P "$jobs" -L 1 sh -c "\"$moeq\" compile -j 1 --arch sm_90a \$0 \"\$@\" | tail -1" | sort | uniq -c
 "$moeq" cache info

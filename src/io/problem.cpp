@@ -3,12 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <functional>
-#include <mutex>
 #include <numeric>
-#include <system_error>
-#include <thread>
 
+#include "common/parallel.hpp"
 #include "moeq/error.hpp"
 #include "reference/routing.hpp"
 #include "reference/scalars.hpp"
@@ -29,35 +26,6 @@ uint64_t mix64(uint64_t x) {
 enum Stream : uint64_t { kW13 = 1, kW2, kB13, kB2, kHidden, kLogits };
 
 uint64_t stream_id(Stream s, int64_t expert) { return (static_cast<uint64_t>(s) << 32) | static_cast<uint64_t>(expert); }
-
-void parallel_for(int64_t n, int threads, const std::function<void(int64_t)>& body) {
-  const int t = std::max(1, std::min<int>(threads, static_cast<int>(n)));
-  std::vector<std::thread> pool;
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  auto work = [&](int w) {
-    try {
-      for (int64_t i = w; i < n; i += t) body(i);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mutex);
-      error = std::current_exception();
-    }
-  };
-  // NOTE: worker 0 is this thread; if a thread cannot be started, its share runs here too, so
-  // every started thread is joined before anything is rethrown.
-  std::vector<int> unstarted;
-  for (int w = 1; w < t; ++w) {
-    try {
-      pool.emplace_back(work, w);
-    } catch (const std::system_error&) {
-      unstarted.push_back(w);
-    }
-  }
-  work(0);
-  for (int w : unstarted) work(w);
-  for (auto& th : pool) th.join();
-  if (error) std::rethrow_exception(error);
-}
 
 void fill_weights(ref::QuantizedWeights& q, Stream weight_stream, Stream bias_stream, int64_t expert_offset,
                   uint64_t seed, int threads) {
@@ -156,7 +124,7 @@ HostProblem generate_problem(const ExpertsDesc& global_desc, const GenerateOptio
                 ": need 0 <= rank < size and size dividing E_g = " + std::to_string(eg));
   if (o.num_tokens < 0 || o.num_tokens * global_desc.top_k >= (int64_t{1} << 31))
     throw Error("num_tokens = " + std::to_string(o.num_tokens) + " must be >= 0 with fewer than 2^31 routed rows");
-  const int threads = o.num_threads > 0 ? o.num_threads : std::max(1u, std::thread::hardware_concurrency());
+  const int threads = o.num_threads > 0 ? o.num_threads : hardware_threads();
 
   HostProblem p;
   p.desc = global_desc;

@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 
+#include "common/parallel.hpp"
 #include "jit/nvrtc.hpp"
 #include "moeq/error.hpp"
 
@@ -89,6 +91,28 @@ CubinLookup KernelCache::lookup(const KernelSpec& spec, Arch arch) {
   result.cubin = &cache_.insert(result.key, std::move(compiled.cubin));
   result.lookup_ms = ms_since(start);
   return result;
+}
+
+std::vector<CubinLookup> KernelCache::lookup_all(const std::vector<KernelSpec>& specs, Arch arch, int threads) {
+  // NOTE: a source's first spec is compiled in the parallel pass, its repeats are looked up after
+  // it, so no two threads compile the same program.
+  std::vector<size_t> first_of_source;
+  std::vector<bool> is_first(specs.size(), false);
+  {
+    std::unordered_map<std::string_view, size_t> seen;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (seen.emplace(specs[i].source, i).second) {
+        first_of_source.push_back(i);
+        is_first[i] = true;
+      }
+    }
+  }
+  std::vector<CubinLookup> results(specs.size());
+  parallel_for(static_cast<int64_t>(first_of_source.size()), threads,
+               [&](int64_t j) { results[first_of_source[j]] = lookup(specs[first_of_source[j]], arch); });
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (!is_first[i]) results[i] = lookup(specs[i], arch);
+  return results;
 }
 
 // NOTE: debugging aids only: a failure to write is silent, the compile result stands.

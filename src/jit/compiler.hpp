@@ -52,6 +52,11 @@ class KernelCache {
   // may both compile it (both results are identical; the first stored is kept).
   CubinLookup lookup(const KernelSpec& spec, Arch arch);
   const std::vector<uint8_t>& cubin(const KernelSpec& spec, Arch arch) { return *lookup(spec, arch).cubin; }
+  // lookup() of every spec, the missing ones compiled on up to `threads` threads (NVRTC runs
+  // programs side by side). Specs with the same source compile once: the others are memory hits.
+  // Results are in the order of `specs`; if some fail, the first failing spec's error is thrown
+  // after all the rest have finished (their CUBINs are kept).
+  std::vector<CubinLookup> lookup_all(const std::vector<KernelSpec>& specs, Arch arch, int threads);
 
   // Needs a device: compiles for current_arch(), loads the module once per key and keeps it
   // (and its CUfunction) for the life of the process.

@@ -98,6 +98,7 @@ expect "tune --update of another layer" 1 'is the table of "E=8 some other layer
 expect "tune --update illegal" 1 "--update $tmp/mismatched.json cannot serve .*block_m = 16" -- \
   "$moeq" tune --preset tiny --update "$tmp/mismatched.json"
 expect "tune -M 0" 1 "--tokens: M = 0 is not a token count" -- "$moeq" tune --preset tiny -M 4 0
+expect "compile --jobs -1" 1 "--jobs = -1 must be >= 0" -- "$moeq" compile --preset tiny --arch sm_80 --jobs -1
 # Without a device `moeq tune` says so (with one it would tune: not here).
 if "$moeq" info 2>/dev/null | grep -q "cuda (no CUDA device"; then
   expect "tune needs a device" 1 "moeq tune needs a CUDA device" -- "$moeq" tune --preset tiny

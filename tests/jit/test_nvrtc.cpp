@@ -142,6 +142,45 @@ TEST(Nvrtc, SecondRequestIsACacheHit) {
   EXPECT_EQ(elsewhere.lookup(spec, arch).key, first.key);
 }
 
+TEST(Nvrtc, LookupAllCompilesEachSourceOnceInOrderAndReportsTheFirstFailure) {
+  SKIP_WITHOUT_NVRTC();
+  TempDir dir;
+  const Arch arch{80, false};
+  std::vector<KernelSpec> specs = {convert_spec("moeq_test_all_a"), convert_spec("moeq_test_all_b"),
+                                   convert_spec("moeq_test_all_a"), convert_spec("moeq_test_all_c")};
+  {
+    KernelCache cache(options_in(dir.path()));
+    const std::vector<moeq::jit::CubinLookup> results = cache.lookup_all(specs, arch, 3);
+    ASSERT_EQ(results.size(), specs.size());
+    EXPECT_EQ(results[0].origin, CubinOrigin::kCompiled);
+    EXPECT_EQ(results[1].origin, CubinOrigin::kCompiled);
+    EXPECT_EQ(results[2].origin, CubinOrigin::kMemory) << "a repeated source is not compiled twice";
+    EXPECT_EQ(results[2].cubin, results[0].cubin);
+    EXPECT_EQ(results[3].origin, CubinOrigin::kCompiled);
+    for (size_t i = 0; i < specs.size(); ++i) {
+      EXPECT_EQ(results[i].key, cache.lookup(specs[i], arch).key) << "result " << i << " is spec " << i << "'s";
+      EXPECT_TRUE(is_elf(*results[i].cubin));
+    }
+    // The same bytes as one compile at a time, in a cache of its own.
+    TempDir serial_dir;
+    KernelCache serial(options_in(serial_dir.path()));
+    EXPECT_EQ(*serial.lookup(specs[3], arch).cubin, *results[3].cubin);
+  }
+
+  // Two broken specs among good ones: the earlier one's error, and the good ones are still stored.
+  specs = {convert_spec("moeq_test_all_d"), KernelSpec{"moeq_broken_first", "this is not CUDA;\n"},
+           convert_spec("moeq_test_all_e"), KernelSpec{"moeq_broken_second", "neither is this;\n"}};
+  KernelCache cache(options_in(dir.path()));
+  try {
+    cache.lookup_all(specs, arch, 4);
+    FAIL() << "no error";
+  } catch (const moeq::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("moeq_broken_first"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(cache.lookup(specs[2], arch).origin, CubinOrigin::kMemory);
+  EXPECT_EQ(cache.lookup(specs[0], arch).origin, CubinOrigin::kMemory);
+}
+
 TEST(Nvrtc, DisabledCacheWritesNothing) {
   SKIP_WITHOUT_NVRTC();
   TempDir dir;

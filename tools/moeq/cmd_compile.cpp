@@ -1,10 +1,12 @@
 // `moeq compile`: warm the kernel cache for a model's layer ahead of serving, and
 // `moeq cache info|clear`.
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/parallel.hpp"
 #include "cuda/driver.hpp"
 #include "cuda/layer_kernels.hpp"
 #include "cuda/moe_gemm.hpp"
@@ -26,6 +28,7 @@ struct CompileArgs {
   std::string arch;  // "" = the device's, else sm_80 / sm_89 / sm_90a
   std::vector<std::string> tiles;  // extra GEMM tiles (BMxBN/WMxWNxWK/S), or "candidates"
   std::string tuning;              // a tuning table whose tiles are compiled too
+  int jobs = 0;                    // compile threads; 0 = one per hardware thread
 };
 
 jit::Arch parse_arch(const std::string& text) {
@@ -50,6 +53,7 @@ std::vector<cuda::GemmTile> extra_tiles(const std::vector<std::string>& texts) {
 }
 
 int run_compile(const CompileArgs& a) {
+  if (a.jobs < 0) throw Error("--jobs = " + std::to_string(a.jobs) + " must be >= 0 (0: one per hardware thread)");
   ExpertsDesc desc = io::find_preset(a.preset).desc;
   if (!a.scheme.empty()) io::apply_scheme(a.scheme, desc);
   if (!a.activation.empty()) io::apply_activation(a.activation, desc);
@@ -69,24 +73,29 @@ int run_compile(const CompileArgs& a) {
   auto& cache = jit::kernel_cache();
   std::printf("layer      %s\narch       %s\ncache      %s\n\n", desc.to_string().c_str(), jit::to_string(arch).c_str(),
               cache.cache().info().dir.c_str());
-  int compiled = 0, hits = 0;
-  double total_ms = 0.0;
   std::vector<jit::KernelSpec> specs = cuda::layer_kernel_specs(desc, extra_tiles(a.tiles));
   for (jit::KernelSpec& spec : cuda::tuned_kernel_specs(desc, options.tuning)) specs.push_back(std::move(spec));
   // The table a GPU of this architecture plans with when the caller gives none (Options::shipped_tuning).
   const TuningTable* shipped = plan::shipped_tuning_for(desc, options, "sm_" + std::to_string(arch.sm));
   if (shipped != nullptr)
     for (jit::KernelSpec& spec : cuda::tuned_kernel_specs(desc, *shipped)) specs.push_back(std::move(spec));
-  for (const auto& spec : specs) {
-    const jit::CubinLookup r = cache.lookup(spec, arch);
+  const int threads = a.jobs > 0 ? a.jobs : hardware_threads();
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<jit::CubinLookup> results = cache.lookup_all(specs, arch, threads);
+  const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  int compiled = 0, hits = 0;
+  double compile_ms = 0.0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const jit::CubinLookup& r = results[i];
     const bool was_compiled = r.origin == jit::CubinOrigin::kCompiled;
     compiled += was_compiled;
     hits += !was_compiled;
-    total_ms += r.lookup_ms;
-    std::printf("  %-28s %-8s %8.1f ms  %s\n", spec.entry.c_str(), jit::to_string(r.origin), r.lookup_ms,
+    compile_ms += r.compile_ms;
+    std::printf("  %-28s %-8s %8.1f ms  %s\n", specs[i].entry.c_str(), jit::to_string(r.origin), r.lookup_ms,
                 r.key.substr(0, 16).c_str());
   }
-  std::printf("\n%d compiled, %d from the cache, %.1f ms\n", compiled, hits, total_ms);
+  std::printf("\n%d compiled, %d from the cache, %.1f ms (%.1f ms of NVRTC on %d threads)\n", compiled, hits, wall_ms,
+              compile_ms, threads);
   return 0;
 }
 
@@ -119,6 +128,7 @@ Action add_compile_command(CLI::App& app) {
   cmd->add_option("--tile", a->tiles, "Also compile these GEMM tiles (BMxBN/WMxWNxWK/S), or 'candidates' for all "
                                       "the tuning candidates");
   cmd->add_option("--tuning", a->tuning, "Also compile this tuning table's tiles (JSON, `moeq tune`)");
+  cmd->add_option("--jobs,-j", a->jobs, "Compile threads (0: one per hardware thread)")->capture_default_str();
   return [a] { return run_compile(*a); };
 }
 
