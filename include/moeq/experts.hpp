@@ -140,6 +140,7 @@ class Experts {
   Layout layout_for(int64_t num_tokens, bool batched) const;
 
   // Workspace sizes for M standard rows, or E*T batched rows when `batched_tokens_per_expert` > 0.
+  // Either backend takes fewer than 2^31 routed rows (M * top_k, or E * T); larger counts throw.
   WorkspaceSizes workspace_bytes(int64_t num_tokens, int64_t batched_tokens_per_expert = 0) const;
 
   // CUDA backend: loads every kernel this layer's apply can launch, for any M, layout and ids
@@ -149,6 +150,7 @@ class Experts {
   void warm_up() const;
 
   // Runs the experts step. Validates every argument first; on error nothing is written.
+  // Workspaces: null where the plan needs none, else 16-byte aligned (either backend).
   void apply(const WeightView& w13, const WeightView& w2, const ExpertsInputs& inputs,
              const ExpertsOutput& output, void* workspace1, void* workspace2,
              void* stream = nullptr) const;
@@ -158,6 +160,7 @@ class Experts {
 
  private:
   struct Impl;
+  const Impl& impl() const;  // throws moeq::Error on a moved-from object
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,4 +1,5 @@
 #include "api/cuda_backend.hpp"
+#include "api/validate.hpp"
 
 #include <cstdint>
 #include <string>
@@ -55,12 +56,6 @@ void validate_device_weights(const WeightDesc& w, const WeightView& v, const cha
   if (w.bias_dtype != DType::none) require(v.bias, (gemm + ".bias").c_str(), elem(w.bias_dtype));
 }
 
-void validate_device_workspaces(const void* workspace1, const void* workspace2) {
-  for (const void* ws : {workspace1, workspace2})
-    if (ws != nullptr && reinterpret_cast<uintptr_t>(ws) % 16 != 0)
-      throw Error(std::string(ws == workspace1 ? "workspace1" : "workspace2") + " is not aligned to 16 bytes");
-}
-
 void validate_device_inputs(const ExpertsDesc& d, Layout layout, const ExpertsInputs& in, const ExpertsOutput& out) {
   const bool batched = in.is_batched();
   if (batched != (layout == Layout::masked))
@@ -73,6 +68,8 @@ void validate_device_inputs(const ExpertsDesc& d, Layout layout, const ExpertsIn
   if (out_stride < K || out_stride % 2 != 0)
     throw Error("output row_stride = " + std::to_string(out_stride) + " must be >= K and even on the GPU");
   const int64_t rows = batched ? d.num_experts * in.max_tokens_per_expert : in.num_tokens;
+  validate_row_span("hidden_row_stride", hidden_stride, rows, dtype_bytes(d.act_dtype, 1));
+  validate_row_span("output row_stride", out_stride, rows, dtype_bytes(d.act_dtype, 1));
   if (rows < 0)
     throw Error(batched ? "max_tokens_per_expert = " + std::to_string(in.max_tokens_per_expert) + " is negative"
                         : "num_tokens = " + std::to_string(in.num_tokens) + " is negative");
@@ -87,15 +84,15 @@ void validate_device_inputs(const ExpertsDesc& d, Layout layout, const ExpertsIn
   if (in.expert_map != nullptr) require(in.expert_map, "expert_map", 4);
   if (batched) {
     if (in.expert_num_tokens_dtype != DType::i32 && in.expert_num_tokens_dtype != DType::i64)
-      throw Error("expert_num_tokens dtype = " + std::string(to_string(in.expert_num_tokens_dtype)) + " must be i32 or i64");
+      throw Error("expert_num_tokens dtype = " + dtype_text(in.expert_num_tokens_dtype) + " must be i32 or i64");
     require(in.expert_num_tokens, "expert_num_tokens", in.expert_num_tokens_dtype == DType::i64 ? 8 : 4);
     return;
   }
   if (in.topk_ids_dtype != DType::i32 && in.topk_ids_dtype != DType::i64)
-    throw Error("topk_ids dtype = " + std::string(to_string(in.topk_ids_dtype)) + " must be i32 or i64");
+    throw Error("topk_ids dtype = " + dtype_text(in.topk_ids_dtype) + " must be i32 or i64");
   require(in.topk_ids, "topk_ids", in.topk_ids_dtype == DType::i64 ? 8 : 4);
   if (in.topk_weights_dtype != DType::f32 && in.topk_weights_dtype != DType::bf16 && in.topk_weights_dtype != DType::f16)
-    throw Error("topk_weights dtype = " + std::string(to_string(in.topk_weights_dtype)) + " must be f32, bf16 or f16");
+    throw Error("topk_weights dtype = " + dtype_text(in.topk_weights_dtype) + " must be f32, bf16 or f16");
   require(in.topk_weights, "topk_weights", in.topk_weights_dtype == DType::f32 ? 4 : 2);
 }
 

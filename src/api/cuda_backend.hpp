@@ -14,8 +14,6 @@ void validate_device_inputs(const ExpertsDesc& desc, Layout layout, const Expert
                             const ExpertsOutput& output);
 // Every pointer the weights need is present and aligned (values are not read: device memory).
 void validate_device_weights(const WeightDesc& desc, const WeightView& view, const char* name);
-// Both workspaces 16-byte aligned when the plan uses them.
-void validate_device_workspaces(const void* workspace1, const void* workspace2);
 
 // Experts::warm_up on the CUDA backend: every kernel of the layer loaded (cuda/layer_kernels.hpp).
 void warm_up_cuda(const ExpertsDesc& desc, const TuningTable& tuning, bool fp8_tensor_cores = true,

@@ -107,45 +107,55 @@ Experts::~Experts() = default;
 Experts::Experts(Experts&&) noexcept = default;
 Experts& Experts::operator=(Experts&&) noexcept = default;
 
-const ExpertsDesc& Experts::desc() const { return impl_->desc; }
-const Options& Experts::options() const { return impl_->options; }
-Backend Experts::backend() const { return impl_->backend; }
+const Experts::Impl& Experts::impl() const {
+  if (impl_ == nullptr) throw Error("Experts: this object was moved from; use the one it was moved to");
+  return *impl_;
+}
+
+const ExpertsDesc& Experts::desc() const { return impl().desc; }
+const Options& Experts::options() const { return impl().options; }
+Backend Experts::backend() const { return impl().backend; }
 
 Layout Experts::layout_for(int64_t num_tokens, bool batched) const {
-  return plan::choose_layout(impl_->desc, impl_->options.layout, num_tokens, batched);
+  return plan::choose_layout(impl().desc, impl().options.layout, num_tokens, batched);
 }
 
 WorkspaceSizes Experts::workspace_bytes(int64_t num_tokens, int64_t batched_tokens_per_expert) const {
   const bool batched = batched_tokens_per_expert > 0;
-  if (!batched && impl_->options.layout == Layout::masked)
+  if (batched_tokens_per_expert < 0)
+    throw Error("workspace_bytes: batched_tokens_per_expert = " + std::to_string(batched_tokens_per_expert) +
+                " is negative (0: standard input)");
+  api::validate_token_counts(impl().desc, num_tokens, batched_tokens_per_expert, batched, "workspace_bytes");
+  if (!batched && impl().options.layout == Layout::masked)
     throw Error("workspace_bytes: layout = masked needs batched_tokens_per_expert (T) > 0");
-  const auto plan = plan::plan_workspaces(impl_->desc, impl_->shape_for(num_tokens, batched_tokens_per_expert, batched));
+  const auto plan = plan::plan_workspaces(impl().desc, impl().shape_for(num_tokens, batched_tokens_per_expert, batched));
   return {plan.workspace1_bytes, plan.workspace2_bytes};
 }
 
 std::string describe_input_errors(int32_t bits) { return cuda::describe_routing_errors(bits); }
 
 void Experts::warm_up() const {
-  if (impl_->backend == Backend::cuda) api::warm_up_cuda(impl_->desc, impl_->tuning, impl_->options.fp8_tensor_cores, impl_->options.fp8_wgmma);
+  if (impl().backend == Backend::cuda) api::warm_up_cuda(impl().desc, impl().tuning, impl().options.fp8_tensor_cores, impl().options.fp8_wgmma);
 }
 
 void Experts::apply(const WeightView& w13, const WeightView& w2, const ExpertsInputs& inputs,
                     const ExpertsOutput& output, void* workspace1, void* workspace2, void* stream) const {
-  const ExpertsDesc& d = impl_->desc;
+  const ExpertsDesc& d = impl().desc;
   const bool batched = inputs.is_batched();
-  const bool explicit_masked = impl_->options.layout == Layout::masked;
+  const bool explicit_masked = impl().options.layout == Layout::masked;
   if (explicit_masked && !batched)
     throw Error("layout = masked needs batched input (expert_num_tokens and [E, T, K] hidden)");
-  const auto shape = impl_->shape_for(inputs.num_tokens, inputs.max_tokens_per_expert, batched);
-  if (batched && impl_->options.layout != Layout::auto_select && !explicit_masked)
-    throw Error(std::string("layout = ") + std::string(to_string(impl_->options.layout)) +
+  api::validate_token_counts(d, inputs.num_tokens, inputs.max_tokens_per_expert, batched, "apply");
+  api::validate_workspaces(workspace1, workspace2);
+  const auto shape = impl().shape_for(inputs.num_tokens, inputs.max_tokens_per_expert, batched);
+  if (batched && impl().options.layout != Layout::auto_select && !explicit_masked)
+    throw Error(std::string("layout = ") + std::string(to_string(impl().options.layout)) +
                 " cannot take batched input; use masked or auto");
-  const bool on_gpu = impl_->backend == Backend::cuda;
+  const bool on_gpu = impl().backend == Backend::cuda;
   if (on_gpu) {
     api::validate_device_inputs(d, shape.layout, inputs, output);
     api::validate_device_weights(d.w13(), w13, "w13");
     api::validate_device_weights(d.w2(), w2, "w2");
-    api::validate_device_workspaces(workspace1, workspace2);
   } else {
     for (const WeightView* v : {&w13, &w2})
       if (v->code_layout == CodeLayout::prepared)
@@ -177,18 +187,19 @@ void Experts::apply(const WeightView& w13, const WeightView& w2, const ExpertsIn
 }
 
 std::string Experts::explain(int64_t num_tokens) const {
-  const auto shape = impl_->shape_for(num_tokens, 0, false);
+  api::validate_token_counts(impl().desc, num_tokens, 0, false, "explain");
+  const auto shape = impl().shape_for(num_tokens, 0, false);
   std::ostringstream s;
-  s << "experts " << impl_->desc.to_string() << "\n"
-    << "options " << impl_->options.to_string() << "\n"
-    << "backend " << to_string(impl_->backend) << ", layout " << to_string(shape.layout);
+  s << "experts " << impl().desc.to_string() << "\n"
+    << "options " << impl().options.to_string() << "\n"
+    << "backend " << to_string(impl().backend) << ", layout " << to_string(shape.layout);
   if (shape.layout == Layout::indexed) s << " (block_m " << shape.block_m << ")";
   s << " for M = " << num_tokens << "\n";
   if (shape.tuned != nullptr)
-    s << (impl_->options.tuning.empty() ? "shipped table " + impl_->tuning.arch + " " + impl_->tuning.layer + ", " : "")
+    s << (impl().options.tuning.empty() ? "shipped table " + impl().tuning.arch + " " + impl().tuning.layer + ", " : "")
       << "tuned (" << shape.tuned->min_m << ", " << shape.tuned->max_m << "]: block_m " << shape.tuned->block_m
       << ", gemm1 " << shape.tuned->gemm1_tile << ", gemm2 " << shape.tuned->gemm2_tile << "\n";
-  s << plan::plan_workspaces(impl_->desc, shape).to_string();
+  s << plan::plan_workspaces(impl().desc, shape).to_string();
   return s.str();
 }
 

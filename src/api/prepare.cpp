@@ -15,6 +15,9 @@ namespace {
 int code_bits_of(WeightFormat f) { return dtype_bits(weight_format_code_dtype(f)); }
 
 void require_desc(const WeightDesc& d) {
+  const auto formats = all_values<WeightFormat>();
+  if (std::find(formats.begin(), formats.end(), d.format) == formats.end())
+    throw Error("prepare_codes: format = " + std::to_string(static_cast<int>(d.format)) + " is not a WeightFormat value");
   if (d.num_experts <= 0 || d.n <= 0 || d.k <= 0)
     throw Error("prepare_codes: the desc has E = " + std::to_string(d.num_experts) + ", n = " + std::to_string(d.n) +
                 ", k = " + std::to_string(d.k) + "; all must be positive");

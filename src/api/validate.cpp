@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <sstream>
 
 #include "moeq/error.hpp"
@@ -72,6 +73,39 @@ void validate_weights(const WeightDesc& d, const WeightView& v, const char* name
 
 namespace api {
 
+std::string dtype_text(DType t) {
+  const std::string_view name = to_string(t);
+  return name != "?" ? std::string(name) : "DType(" + std::to_string(static_cast<int>(t)) + ")";
+}
+
+void validate_token_counts(const ExpertsDesc& d, int64_t num_tokens, int64_t max_tokens_per_expert, bool batched,
+                           const char* where) {
+  constexpr int64_t kMaxRows = (int64_t{1} << 31) - 1;
+  if (batched) {
+    if (max_tokens_per_expert < 0) fail(where, ": max_tokens_per_expert = ", max_tokens_per_expert, " is negative");
+    if (max_tokens_per_expert > kMaxRows / d.num_experts)
+      fail(where, ": max_tokens_per_expert = ", max_tokens_per_expert, " over E = ", d.num_experts,
+           " local experts makes 2^31 or more rows; the limit is fewer than 2^31");
+    return;
+  }
+  if (num_tokens < 0) fail(where, ": num_tokens = ", num_tokens, " is negative");
+  if (num_tokens > kMaxRows / d.top_k)
+    fail(where, ": num_tokens = ", num_tokens, " with top_k = ", d.top_k,
+         " routes 2^31 or more rows; the limit is fewer than 2^31");
+}
+
+void validate_row_span(const char* name, int64_t stride, int64_t rows, int64_t elem_bytes) {
+  if (stride <= 0 || rows <= 0) return;
+  if (stride > std::numeric_limits<int64_t>::max() / elem_bytes / rows)
+    fail(name, " = ", stride, " over ", rows, " rows of ", elem_bytes, "-byte elements spans 2^63 bytes or more");
+}
+
+void validate_workspaces(const void* workspace1, const void* workspace2) {
+  for (const void* ws : {workspace1, workspace2})
+    if (ws != nullptr && reinterpret_cast<uintptr_t>(ws) % 16 != 0)
+      fail(ws == workspace1 ? "workspace1" : "workspace2", " = ", ws, " is not aligned to 16 bytes");
+}
+
 void validate_inputs(const ExpertsDesc& d, Layout layout, const ExpertsInputs& in, const ExpertsOutput& out) {
   const bool batched = in.is_batched();
   if (batched != (layout == Layout::masked))
@@ -82,6 +116,9 @@ void validate_inputs(const ExpertsDesc& d, Layout layout, const ExpertsInputs& i
     fail("hidden_row_stride = ", in.hidden_row_stride, " is smaller than K = ", d.hidden_size);
   if (out.row_stride != 0 && out.row_stride < d.hidden_size)
     fail("output row_stride = ", out.row_stride, " is smaller than K = ", d.hidden_size);
+  const int64_t rows = batched ? d.num_experts * in.max_tokens_per_expert : in.num_tokens;
+  validate_row_span("hidden_row_stride", in.hidden_row_stride, rows, elem);
+  validate_row_span("output row_stride", out.row_stride, rows, elem);
   if (in.expert_map != nullptr) {
     require_pointer(in.expert_map, "expert_map", 4);
     for (int64_t g = 0; g < d.global_experts(); ++g)
@@ -92,7 +129,7 @@ void validate_inputs(const ExpertsDesc& d, Layout layout, const ExpertsInputs& i
   if (batched) {
     if (in.max_tokens_per_expert < 0) fail("max_tokens_per_expert = ", in.max_tokens_per_expert, " is negative");
     if (in.expert_num_tokens_dtype != DType::i32 && in.expert_num_tokens_dtype != DType::i64)
-      fail("expert_num_tokens dtype = ", to_string(in.expert_num_tokens_dtype), " must be i32 or i64");
+      fail("expert_num_tokens dtype = ", dtype_text(in.expert_num_tokens_dtype), " must be i32 or i64");
     require_pointer(in.expert_num_tokens, "expert_num_tokens", element_bytes(in.expert_num_tokens_dtype));
     for (int64_t e = 0; e < d.num_experts; ++e) {
       const int64_t n = in.expert_num_tokens_dtype == DType::i64
@@ -113,11 +150,11 @@ void validate_inputs(const ExpertsDesc& d, Layout layout, const ExpertsInputs& i
   require_pointer(in.hidden, "hidden", elem);
   require_pointer(out.out, "out", elem);
   if (in.topk_ids_dtype != DType::i32 && in.topk_ids_dtype != DType::i64)
-    fail("topk_ids dtype = ", to_string(in.topk_ids_dtype), " must be i32 or i64");
+    fail("topk_ids dtype = ", dtype_text(in.topk_ids_dtype), " must be i32 or i64");
   require_pointer(in.topk_ids, "topk_ids", element_bytes(in.topk_ids_dtype));
   if (in.topk_weights_dtype != DType::f32 && in.topk_weights_dtype != DType::bf16 &&
       in.topk_weights_dtype != DType::f16)
-    fail("topk_weights dtype = ", to_string(in.topk_weights_dtype), " must be f32, bf16 or f16");
+    fail("topk_weights dtype = ", dtype_text(in.topk_weights_dtype), " must be f32, bf16 or f16");
   require_pointer(in.topk_weights, "topk_weights", element_bytes(in.topk_weights_dtype));
   // Throws naming the first out-of-range id.
   (void)ref::to_local_expert_ids(in.topk_ids, in.topk_ids_dtype, in.num_tokens, d.top_k,

@@ -47,9 +47,31 @@ void check_reduction_dim(std::vector<std::string>& reasons, const ExpertsDesc& d
                           to_string(d.act_format), " activation scales"));
 }
 
+// An enum field that holds none of its enumerators (a cast from an integer): named by its integer,
+// since to_string has no name for it.
+template <typename Enum>
+void check_known(std::vector<std::string>& reasons, const char* name, Enum v) {
+  for (Enum known : all_values<Enum>())
+    if (known == v) return;
+  reasons.push_back(cat(name, " = ", static_cast<long long>(v), " is not one of its enum's values"));
+}
+
+std::vector<std::string> unknown_enum_reasons(const ExpertsDesc& d) {
+  std::vector<std::string> r;
+  check_known(r, "act_dtype", d.act_dtype);
+  check_known(r, "weight_format", d.weight_format);
+  check_known(r, "act_format", d.act_format);
+  check_known(r, "scale_dtype", d.scale_dtype);
+  check_known(r, "bias_dtype", d.bias_dtype);
+  check_known(r, "activation", d.activation.kind);
+  return r;
+}
+
 }  // namespace
 
 std::vector<std::string> desc_reasons(const ExpertsDesc& d) {
+  // NOTE: the checks below look formats up by value; an unknown one would index past their tables.
+  if (auto unknown = unknown_enum_reasons(d); !unknown.empty()) return unknown;
   std::vector<std::string> r;
   if (d.num_experts <= 0) r.push_back(cat("num_experts = ", d.num_experts, " must be positive"));
   if (d.num_global_experts < 0 || (d.num_global_experts > 0 && d.num_global_experts < d.num_experts))
@@ -141,6 +163,9 @@ std::vector<std::string> cuda_reasons(const ExpertsDesc& d, const Options& o) {
 
 std::vector<std::string> option_reasons(const ExpertsDesc& d, const Options& o) {
   std::vector<std::string> r;
+  check_known(r, "layout", o.layout);
+  check_known(r, "backend", o.backend);
+  if (!r.empty() || !unknown_enum_reasons(d).empty()) return r;
   if (o.f16_accum) {
     const bool ok = d.act_dtype == DType::f16 &&
                     (d.act_format == ActFormat::none || d.act_format == ActFormat::fp8_token ||

@@ -25,7 +25,9 @@ const json& field(const json& object, const char* name, const std::string& where
 
 int64_t integer_field(const json& object, const char* name, const std::string& where) {
   const json& v = field(object, name, where);
-  if (!v.is_number_integer()) throw Error("tuning table: " + where + "." + name + " = " + v.dump() + " is not an integer");
+  // NOTE: nlohmann keeps integers above INT64_MAX unsigned; get<int64_t> would wrap them.
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX}))
+    throw Error("tuning table: " + where + "." + name + " = " + v.dump() + " is not a 64-bit signed integer");
   return v.get<int64_t>();
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "api/cuda_backend.hpp"
+#include "api/validate.hpp"
 #include "cuda/driver.hpp"
 #include "moeq/error.hpp"
 
@@ -127,10 +128,10 @@ TEST(CudaValidation, InputsAlignmentStridesAndRowBounds) {
 }
 
 TEST(CudaValidation, WorkspacesAre16ByteAligned) {
-  EXPECT_EQ(error_of([&] { api::validate_device_workspaces(address(0x1000), address(0x2000)); }), "");
-  EXPECT_EQ(error_of([&] { api::validate_device_workspaces(nullptr, nullptr); }), "");
-  EXPECT_THAT(error_of([&] { api::validate_device_workspaces(address(0x1000), address(0x2004)); }),
-              HasSubstr("workspace2 is not aligned to 16 bytes"));
+  EXPECT_EQ(error_of([&] { api::validate_workspaces(address(0x1000), address(0x2000)); }), "");
+  EXPECT_EQ(error_of([&] { api::validate_workspaces(nullptr, nullptr); }), "");
+  EXPECT_THAT(error_of([&] { api::validate_workspaces(address(0x1000), address(0x2004)); }),
+              HasSubstr("workspace2 = 0x2004 is not aligned to 16 bytes"));
 }
 
 TEST(CudaValidation, InputErrorBitsAreDescribed) {

@@ -114,7 +114,7 @@ TEST(Tuning, BadJsonNamesTheField) {
   const std::string no_tile = R"({"entries": [{"min_m": 0, "max_m": 8, "block_m": 8, "gemm1_tile": "8x128/1x4x1/2/r"}]})";
   EXPECT_NE(error_of([&] { TuningTable::from_json(no_tile); }).find("entries[0] has no \"gemm2_tile\""), std::string::npos);
   const std::string text_m = R"({"entries": [{"min_m": "0", "max_m": 8, "block_m": 8, "gemm1_tile": "a", "gemm2_tile": "b"}]})";
-  EXPECT_NE(error_of([&] { TuningTable::from_json(text_m); }).find("entries[0].min_m = \"0\" is not an integer"),
+  EXPECT_NE(error_of([&] { TuningTable::from_json(text_m); }).find("entries[0].min_m = \"0\" is not a 64-bit signed integer"),
             std::string::npos);
   EXPECT_NE(error_of([] { TuningTable::load("/nonexistent/table.json"); }).find("cannot read /nonexistent/table.json"),
             std::string::npos);
