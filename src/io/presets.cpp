@@ -1,6 +1,10 @@
 #include "io/presets.hpp"
 
 #include <charconv>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -117,13 +121,33 @@ const std::vector<Preset>& presets() {
   return all;
 }
 
+namespace {
+
+// A preset file named on the command line, read once per process; references stay valid.
+const Preset& preset_from_file(const std::string& path) {
+  static std::mutex mutex;
+  static std::map<std::string, Preset> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = loaded.find(path); it != loaded.end()) return it->second;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("preset file '" + path + "' cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return loaded.emplace(path, parse_preset(text.str(), "preset file '" + path + "'")).first->second;
+}
+
+}  // namespace
+
 const Preset& find_preset(std::string_view name) {
+  // NOTE: a name ending in .json is a file of the bench/shapes format: a model's layer that has no preset.
+  if (name.size() > 5 && name.substr(name.size() - 5) == ".json") return preset_from_file(std::string(name));
   std::string known;
   for (const auto& p : presets()) {
     if (p.name == name) return p;
     known += (known.empty() ? "" : ", ") + p.name;
   }
-  throw Error("preset '" + std::string(name) + "' is unknown; known presets: " + known);
+  throw Error("preset '" + std::string(name) + "' is unknown; known presets: " + known +
+              " (or a JSON file of their format, name.json)");
 }
 
 void apply_scheme(std::string_view scheme, ExpertsDesc& d) {

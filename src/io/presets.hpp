@@ -17,7 +17,8 @@ struct Preset {
 };
 
 const std::vector<Preset>& presets();
-// Throws moeq::Error listing the known names when `name` is unknown.
+// A preset by name, or from a JSON file of the same format (bench/shapes/*.json) where `name` ends
+// in ".json". Throws moeq::Error listing the known names when `name` is unknown.
 const Preset& find_preset(std::string_view name);
 // Parses one preset document (exposed for tests). `origin` names it in errors.
 Preset parse_preset(std::string_view json_text, const std::string& origin);

@@ -98,6 +98,21 @@ expect "tune --update of another layer" 1 'is the table of "E=8 some other layer
 expect "tune --update illegal" 1 "--update $tmp/mismatched.json cannot serve .*block_m = 16" -- \
   "$moeq" tune --preset tiny --update "$tmp/mismatched.json"
 expect "tune -M 0" 1 "--tokens: M = 0 is not a token count" -- "$moeq" tune --preset tiny -M 4 0
+# A layer with no preset, from a JSON file of the presets' format: odd sizes, E not a power of two.
+cat >"$tmp/odd.json" <<'JSON'
+{"name": "odd-layer", "num_experts": 5, "top_k": 2, "hidden_size": 160, "intermediate_size": 96,
+ "activation": "swiglu-oai", "interleaved_gate_up": true, "default_scheme": "mxfp4:bf16", "bias": true}
+JSON
+expect "preset file info" 0 "E=5 K=160 I=96 top_k=2 mxfp4:bf16 bf16 swiglu-oai interleaved bias=f32" -- \
+  "$moeq" info --preset "$tmp/odd.json"
+expect "preset file illegal scheme" 1 "hidden_size \(K\) = 160 is not a multiple of 128" -- \
+  "$moeq" info --preset "$tmp/odd.json" --scheme int4-g128
+expect "preset file run --check" 0 "check +vs float64 oracle: rel err" -- \
+  "$moeq" run --preset "$tmp/odd.json" --tokens 7 --check --backend cpu
+expect "preset file missing" 1 "preset file '$tmp/none.json' cannot be read" -- "$moeq" run --preset "$tmp/none.json"
+echo '{"name": "x", "num_experts": 5}' >"$tmp/short.json"
+expect "preset file incomplete" 1 "preset file '$tmp/short.json': field 'top_k' is missing" -- \
+  "$moeq" info --preset "$tmp/short.json"
 expect "compile --jobs -1" 1 "--jobs = -1 must be >= 0" -- "$moeq" compile --preset tiny --arch sm_80 --jobs -1
 # Without a device `moeq tune` says so (with one it would tune: not here).
 if "$moeq" info 2>/dev/null | grep -q "cuda (no CUDA device"; then
