@@ -68,6 +68,7 @@ struct StepArgs {
   const ExpertsInputs* inputs = nullptr;
   ExpertsOutput output;
   int64_t block_m = 64;  // indexed only
+  int threads = 1;       // experts' GEMMs side by side; the result is the same bytes for any count
 };
 
 // The whole step for one layout. Standard layouts write the weighted, reduced [M, K] result;

@@ -73,6 +73,9 @@ struct Options {
   // 16-bit values path on the H200 (Qwen3 M = 4096: 1190 against 1091 us; docs/perf-notes.md), so
   // off unless asked for (its tests, timing).
   bool fp8_wgmma = false;
+  // CPU backend: threads its GEMMs use, an expert each at a time (0: one per core). The result is
+  // the same bytes for any count.
+  int cpu_threads = 0;
   std::string to_string() const;
 };
 

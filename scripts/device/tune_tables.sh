@@ -25,7 +25,7 @@ for pair in "${pairs[@]}"; do
     for i in "${!candidates[@]}"; do [ $((i % 16)) -eq "$shard" ] && tiles+=("${candidates[$i]}"); done
     echo "--preset ${pair%%:*} --scheme ${pair#*:} --tile ${tiles[*]}"
   done
-done | xargs -P 16 -L 1 sh -c "\"$build/moeq\" compile \$0 \"\$@\" | tail -1" >>"$out/warm.txt" 2>&1
+done | xargs -P 16 -L 1 sh -c "\"$build/moeq\" compile -j 1 \$0 \"\$@\" | tail -1" >>"$out/warm.txt" 2>&1
 echo "warm bias rc=$? $(($(date +%s) - t0)) s"
 mkdir -p "$out/tables"
 for pair in "${pairs[@]}"; do

@@ -16,9 +16,6 @@ void combine_batched(const ExpertsDesc& desc, const ExpertsInputs& routing, cons
                      const ExpertsOutput& output) {
   plan::require_implementable(desc, Options{});
   if (routing.expert_num_tokens == nullptr) throw Error("combine_batched: expert_num_tokens is null");
-  if (routing.hidden_row_stride != 0)
-    throw Error("combine_batched: routing.hidden_row_stride = " + std::to_string(routing.hidden_row_stride) +
-                " is not read (batched_out is [E, T, K] without row padding); leave it 0");
   api::validate_token_counts(desc, routing.num_tokens, routing.max_tokens_per_expert, true, "combine_batched");
   api::validate_token_counts(desc, routing.num_tokens, 0, false, "combine_batched");
   const int64_t elem = dtype_bytes(desc.act_dtype, 1);
@@ -34,12 +31,15 @@ void combine_batched(const ExpertsDesc& desc, const ExpertsInputs& routing, cons
   // standard one: ids, weights, map and out; the batched one: the counts).
   // NOTE: with T = 0 batched_out may be null; the checks then see an address that is never read.
   alignas(16) static const uint8_t kNeverRead[16] = {};
+  // NOTE: routing.hidden_row_stride belongs to the hidden rows, not to batched_out ([E, T, K] unpadded).
   ExpertsInputs standard = routing;
   standard.expert_num_tokens = nullptr;
   standard.hidden = batched_out != nullptr ? batched_out : kNeverRead;
+  standard.hidden_row_stride = 0;
   api::validate_inputs(desc, Layout::indexed, standard, output);
   ExpertsInputs batched = routing;
   batched.hidden = batched_out;
+  batched.hidden_row_stride = 0;
   api::validate_inputs(desc, Layout::masked, batched, {const_cast<void*>(batched_out), 0});
   if (output.row_stride != 0 && output.row_stride != desc.hidden_size)
     throw Error("combine_batched: output row_stride = " + std::to_string(output.row_stride) + " must be 0 or K");

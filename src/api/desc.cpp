@@ -86,6 +86,7 @@ std::string Options::to_string() const {
   if (!shipped_tuning) s << " no_shipped_tuning";
   if (!fp8_tensor_cores) s << " no_fp8_tensor_cores";
   if (fp8_wgmma) s << " fp8_wgmma";
+  if (cpu_threads > 0) s << " cpu_threads=" << cpu_threads;
   if (!tuning.empty()) s << " tuning=" << tuning.entries.size() << " ranges" << (tuning.layer.empty() ? "" : " (" + tuning.layer + ")");
   return s.str();
 }

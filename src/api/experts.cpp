@@ -6,6 +6,7 @@
 
 #include "api/cuda_backend.hpp"
 #include "api/validate.hpp"
+#include "common/parallel.hpp"
 #include "cuda/moe_gemm.hpp"
 #include "cuda/routing.hpp"
 #include "moeq/error.hpp"
@@ -125,7 +126,8 @@ WorkspaceSizes Experts::workspace_bytes(int64_t num_tokens, int64_t batched_toke
   if (batched_tokens_per_expert < 0)
     throw Error("workspace_bytes: batched_tokens_per_expert = " + std::to_string(batched_tokens_per_expert) +
                 " is negative (0: standard input)");
-  api::validate_token_counts(impl().desc, num_tokens, batched_tokens_per_expert, batched, "workspace_bytes");
+  api::validate_token_counts(impl().desc, num_tokens, batched_tokens_per_expert, batched, "workspace_bytes",
+                             "batched_tokens_per_expert");
   if (!batched && impl().options.layout == Layout::masked)
     throw Error("workspace_bytes: layout = masked needs batched_tokens_per_expert (T) > 0");
   const auto plan = plan::plan_workspaces(impl().desc, impl().shape_for(num_tokens, batched_tokens_per_expert, batched));
@@ -176,7 +178,8 @@ void Experts::apply(const WeightView& w13, const WeightView& w2, const ExpertsIn
     return;
   }
 
-  ref::StepArgs args{&d, &w13, &w2, &inputs, output, shape.block_m};
+  const int threads = impl().options.cpu_threads > 0 ? impl().options.cpu_threads : hardware_threads();
+  ref::StepArgs args{&d, &w13, &w2, &inputs, output, shape.block_m, threads};
   const auto buffers = step_buffers(plan, workspace1, workspace2);
   switch (shape.layout) {
     case Layout::indexed: ref::run_indexed(args, buffers); break;

@@ -79,12 +79,12 @@ std::string dtype_text(DType t) {
 }
 
 void validate_token_counts(const ExpertsDesc& d, int64_t num_tokens, int64_t max_tokens_per_expert, bool batched,
-                           const char* where) {
+                           const char* where, const char* t_name) {
   constexpr int64_t kMaxRows = (int64_t{1} << 31) - 1;
   if (batched) {
-    if (max_tokens_per_expert < 0) fail(where, ": max_tokens_per_expert = ", max_tokens_per_expert, " is negative");
+    if (max_tokens_per_expert < 0) fail(where, ": ", t_name, " = ", max_tokens_per_expert, " is negative");
     if (max_tokens_per_expert > kMaxRows / d.num_experts)
-      fail(where, ": max_tokens_per_expert = ", max_tokens_per_expert, " over E = ", d.num_experts,
+      fail(where, ": ", t_name, " = ", max_tokens_per_expert, " over E = ", d.num_experts,
            " local experts makes 2^31 or more rows; the limit is fewer than 2^31");
     return;
   }

@@ -14,9 +14,9 @@ void validate_inputs(const ExpertsDesc& desc, Layout layout, const ExpertsInputs
 
 // The step's size, before anything is computed from it: num_tokens (standard input) or
 // max_tokens_per_expert (batched input) at least 0, and fewer than 2^31 routed rows (M * top_k, or
-// E * T), which both backends index in 32 bits. `where` prefixes the message ("apply", ...).
+// E * T), which both backends index in 32 bits. `where` prefixes the message ("apply", ...), `t_name` names T.
 void validate_token_counts(const ExpertsDesc& desc, int64_t num_tokens, int64_t max_tokens_per_expert, bool batched,
-                           const char* where);
+                           const char* where, const char* t_name = "max_tokens_per_expert");
 
 // `rows` rows of `stride` elements of `elem_bytes` each span fewer than 2^63 bytes (0 = K, the
 // caller's default), so no row address wraps.

@@ -4,7 +4,6 @@
 #include <atomic>
 #include <exception>
 #include <mutex>
-#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -33,10 +32,11 @@ void parallel_for(int64_t n, int threads, const std::function<void(int64_t)>& bo
     }
   };
   std::vector<std::thread> pool;
+  pool.reserve(static_cast<size_t>(num_workers - 1));
   for (int64_t w = 1; w < num_workers; ++w) {
     try {
       pool.emplace_back(work);
-    } catch (const std::system_error&) {
+    } catch (...) {
       break;  // NOTE: the indices are claimed dynamically, so the started workers (and this one) take them all
     }
   }

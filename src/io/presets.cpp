@@ -1,6 +1,8 @@
 #include "io/presets.hpp"
 
 #include <charconv>
+#include <cstdint>
+#include <type_traits>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -19,6 +21,12 @@ using nlohmann::json;
 template <typename T>
 T field(const json& j, const char* key, const std::string& origin) {
   if (!j.contains(key)) throw Error(origin + ": field '" + key + "' is missing");
+  // NOTE: get<int64_t> would truncate 2.9 to 2 and wrap 2^64 - 1 to -1 (or worse, 1e300).
+  if constexpr (std::is_same_v<T, int64_t>) {
+    const json& v = j.at(key);
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX}))
+      throw Error(origin + ": field '" + key + "' = " + v.dump() + " is not a 64-bit signed integer");
+  }
   try {
     return j.at(key).get<T>();
   } catch (const json::exception&) {

@@ -122,6 +122,7 @@ HostProblem generate_problem(const ExpertsDesc& global_desc, const GenerateOptio
   if (o.ep_size < 1 || o.ep_rank < 0 || o.ep_rank >= o.ep_size || eg % o.ep_size != 0)
     throw Error("ep_size = " + std::to_string(o.ep_size) + ", ep_rank = " + std::to_string(o.ep_rank) +
                 ": need 0 <= rank < size and size dividing E_g = " + std::to_string(eg));
+  if (global_desc.top_k < 1) throw Error("top_k = " + std::to_string(global_desc.top_k) + " must be at least 1");
   if (o.num_tokens < 0 || o.num_tokens > ((int64_t{1} << 31) - 1) / global_desc.top_k)
     throw Error("num_tokens = " + std::to_string(o.num_tokens) + " must be >= 0 with fewer than 2^31 routed rows");
   const int threads = o.num_threads > 0 ? o.num_threads : hardware_threads();

@@ -176,6 +176,7 @@ std::vector<std::string> option_reasons(const ExpertsDesc& d, const Options& o) 
   }
   if (o.backend == Backend::cuda)
     for (auto& reason : cuda_reasons(d, o)) r.push_back("backend = cuda: " + reason);
+  if (o.cpu_threads < 0) r.push_back(cat("cpu_threads = ", o.cpu_threads, " must be >= 0 (0: one per core)"));
   if (o.block_m < 0 || o.block_m > 1024)
     r.push_back(cat("block_m = ", o.block_m, " is outside [0, 1024] (0 = chosen by the planner)"));
   for (auto& reason : tuning_reasons(d, o)) r.push_back(std::move(reason));

@@ -1,4 +1,5 @@
 // The experts step on the CPU backend, all three layouts, against the float64 oracle.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "tests/unit/experts_test_util.hpp"
@@ -134,6 +135,27 @@ TEST(Experts, Int64IdsAndBf16WeightsGiveTheSameResult) {
   p.topk_ids.assign(reinterpret_cast<uint8_t*>(ids64.data()), reinterpret_cast<uint8_t*>(ids64.data() + ids64.size()));
   p.topk_ids_dtype = DType::i64;
   EXPECT_EQ(test::run_cpu(p, Options{}), base);
+}
+
+TEST(Experts, CpuThreadsGiveTheSameBytes) {
+  const ExpertsDesc d = small_desc(WeightFormat::nvfp4, ActFormat::fp8_token, Activation::swiglu_oai);
+  for (bool batched : {false, true}) {
+    const io::HostProblem p = make(d, 41, 13, batched, 2);  // E = 14 global, 7 here: some slots remote
+    for (Layout layout : batched ? std::vector<Layout>{Layout::masked} : std::vector<Layout>{Layout::indexed, Layout::contiguous}) {
+      Options o;
+      o.backend = Backend::cpu;
+      o.layout = layout;
+      o.cpu_threads = 1;
+      const auto one = test::run_cpu(p, o);
+      for (int threads : {3, 0}) {
+        o.cpu_threads = threads;
+        EXPECT_EQ(test::run_cpu(p, o), one) << to_string(layout) << ", cpu_threads = " << threads;
+      }
+    }
+  }
+  Options o;
+  o.cpu_threads = -2;
+  EXPECT_THAT(can_implement(d, o), testing::Contains(testing::HasSubstr("cpu_threads = -2 must be >= 0")));
 }
 
 TEST(Experts, BatchInvariantRowsDoNotDependOnTheBatch) {

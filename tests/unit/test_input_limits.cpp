@@ -36,7 +36,7 @@ TEST(InputLimits, TokenCountsThatWouldOverflowSizesAreNamed) {
   EXPECT_THAT(error_of([&] { experts.workspace_bytes(int64_t{1} << 58); }),
               HasSubstr("workspace_bytes: num_tokens = 288230376151711744 with top_k = 3 routes 2^31 or more rows"));
   EXPECT_THAT(error_of([&] { experts.workspace_bytes(0, int64_t{1} << 54); }),
-              HasSubstr("workspace_bytes: max_tokens_per_expert = 18014398509481984 over E = 7 local experts"));
+              HasSubstr("workspace_bytes: batched_tokens_per_expert = 18014398509481984 over E = 7 local experts"));
   EXPECT_THAT(error_of([&] { experts.workspace_bytes(-5); }), HasSubstr("workspace_bytes: num_tokens = -5 is negative"));
   EXPECT_THAT(error_of([&] { experts.workspace_bytes(4, -1); }),
               HasSubstr("batched_tokens_per_expert = -1 is negative"));
@@ -70,7 +70,9 @@ TEST(InputLimits, TheProblemGeneratorRefusesTokenCountsPastTheRowLimit) {
 
 TEST(InputLimits, WorkspacesAndStridesOnTheCpuBackend) {
   io::HostProblem p = small_problem(false);
-  const Experts experts(p.desc, Options{});
+  Options cpu;
+  cpu.backend = Backend::cpu;
+  const Experts experts(p.desc, cpu);
   const WorkspaceSizes ws = experts.workspace_bytes(p.num_tokens);
   std::vector<uint8_t> ws1(ws.workspace1_bytes + 16), ws2(ws.workspace2_bytes + 16);
   std::vector<uint8_t> out(static_cast<size_t>(dtype_bytes(p.desc.act_dtype, p.output_rows() * p.desc.hidden_size)));
@@ -101,9 +103,9 @@ TEST(InputLimits, CombineBatchedChecksItsOwnArguments) {
               HasSubstr("combine_batched: batched_out is null"));
   EXPECT_THAT(error_of([&] { combine_batched(p.desc, routing, batched_out.data() + 1, {out.data(), 0}); }),
               HasSubstr("combine_batched: batched_out = "));
+  // The hidden rows' stride (apply's padded [E, T, K] input) says nothing about batched_out.
   routing.hidden_row_stride = 4 * p.desc.hidden_size;
-  EXPECT_THAT(error_of([&] { combine_batched(p.desc, routing, batched_out.data(), {out.data(), 0}); }),
-              HasSubstr("routing.hidden_row_stride = 512 is not read"));
+  EXPECT_NO_THROW(combine_batched(p.desc, routing, batched_out.data(), {out.data(), 0}));
 }
 
 TEST(InputLimits, EnumValuesOutsideTheirEnumeratorsAreNamed) {
@@ -134,8 +136,10 @@ TEST(InputLimits, EnumValuesOutsideTheirEnumeratorsAreNamed) {
   ExpertsInputs in = p.inputs();
   in.topk_ids_dtype = static_cast<DType>(99);
   std::vector<uint8_t> ws(1 << 16), out(1 << 16);
+  Options cpu;
+  cpu.backend = Backend::cpu;
   EXPECT_THAT(error_of([&] {
-                Experts(p.desc, Options{}).apply(p.w13->view(), p.w2->view(), in, {out.data(), 0}, ws.data(), ws.data());
+                Experts(p.desc, cpu).apply(p.w13->view(), p.w2->view(), in, {out.data(), 0}, ws.data(), ws.data());
               }),
               HasSubstr("topk_ids dtype = DType(99) must be i32 or i64"));
 }

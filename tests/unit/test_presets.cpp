@@ -136,7 +136,22 @@ TEST(Presets, ParseErrorsNameTheField) {
   });
   EXPECT_THAT(msg, HasSubstr("'top_k'"));
   EXPECT_THAT(msg, HasSubstr("eight"));
-  EXPECT_THAT(msg, HasSubstr("wrong type"));
+  EXPECT_THAT(msg, HasSubstr("is not a 64-bit signed integer"));
+  // Neither truncated nor wrapped: 2.9, 2^64 - 1 and 1e300 are refused, naming the field.
+  for (const char* top_k : {"2.9", "18446744073709551615", "1e300"}) {
+    msg = error_of([&] {
+      parse_preset(std::string(R"({"name": "x", "num_experts": 4, "top_k": )") + top_k +
+                       R"(, "hidden_size": 128, "intermediate_size": 64, "activation": "silu"})",
+                   "number.json");
+    });
+    EXPECT_THAT(msg, HasSubstr(std::string("field 'top_k' = ")));
+    EXPECT_THAT(msg, HasSubstr("is not a 64-bit signed integer")) << top_k;
+  }
+  msg = error_of([] {
+    parse_preset(R"({"name": "x", "num_experts": 4, "top_k": 2, "hidden_size": 128, "intermediate_size": 64,
+                     "activation": "silu", "swiglu_alpha": "fast"})", "float.json");
+  });
+  EXPECT_THAT(msg, HasSubstr("field 'swiglu_alpha' = \"fast\" has the wrong type"));
 
   msg = error_of([] {
     parse_preset(R"({"name": "x", "num_experts": 4, "top_k": 2, "hidden_size": 128,

@@ -153,6 +153,7 @@ int run(const RunArgs& a) {
   options.shipped_tuning = !a.no_shipped_tuning;
   options.fp8_tensor_cores = !a.no_fp8_tensor_cores;
   options.fp8_wgmma = a.fp8_wgmma;
+  options.cpu_threads = a.threads;
 
   auto t0 = std::chrono::steady_clock::now();
   io::HostProblem p = make_problem(a, options);
@@ -269,7 +270,7 @@ Action add_run_command(CLI::App& app) {
   cmd->add_flag("--batch-invariant", a->batch_invariant, "Bit-identical rows whatever the batch");
   cmd->add_flag("--f16-accum", a->f16_accum, "fp16 accumulation (f16 output only)");
   cmd->add_flag("--check", a->check, "Compare the result with the float64 oracle");
-  cmd->add_option("--threads", a->threads, "Threads for problem generation (0 = all cores)");
+  cmd->add_option("--threads", a->threads, "Threads for problem generation and the CPU backend's GEMMs (0 = all cores)");
   CLI::Option* weights =
       cmd->add_option("--weights", a->weights, "Layer weights and metadata (safetensors; docs/file-format.md)");
   cmd->add_option("--inputs", a->inputs, "Inputs: hidden, topk_ids, topk_weights, ... (may be the weights file)");
