@@ -53,7 +53,9 @@ the whole step computed from the dequantized canonical weights (relative Frobeni
 the in-graph align against humming_moe.moe_align and the activation kernel against torch on the
 same gate_up.
 """
+import datetime
 import math
+import os
 import time
 import traceback
 from types import SimpleNamespace
@@ -274,6 +276,15 @@ def run_layer_check(ctx, M, cfg1, cfg2):
           f"align={'ok' if align_ok else 'MISMATCH'} {'ok' if ok else 'MISMATCH'}  [{step.describe()}]", flush=True)
 
 
+def mark_phase(name):
+    """With MOEQ_PHASES set, appends `timestamp name` to that file: the phase marks of scripts/device/clock_summary.py
+    (evidence_lib.sh clocks_mark), so the SM clock can be read over the timed replays alone."""
+    path = os.environ.get("MOEQ_PHASES")
+    if path:
+        with open(path, "a") as f:
+            f.write(f"{datetime.datetime.now().strftime('%Y/%m/%d %H:%M:%S.%f')} {name}\n")
+
+
 def time_layer(ctx, M, cfg1, cfg2):
     m, g1, g2, preset, scheme, args = ctx.m, ctx.g1, ctx.g2, ctx.preset, ctx.scheme, ctx.args
     dev, E, top_k = g1.dev, preset["E"], preset["top_k"]
@@ -294,7 +305,9 @@ def time_layer(ctx, M, cfg1, cfg2):
     def launch(i):
         step.run(i % copies, i)
 
+    mark_phase(f"humming-replays-M{M}")
     us = m.time_graph(launch, n_launch, args.trials)
+    mark_phase(f"humming-after-replays-M{M}")
     # The steps around the GEMMs, each alone in a graph of its own (approximate: no weights streaming
     # beside them), so that the GEMMs' share and the torch ops' cost can be read off the line.
     alone = {name: m.time_graph(lambda i, fn=fn: fn(), args.iters, args.trials)
