@@ -113,6 +113,14 @@ expect "preset file missing" 1 "preset file '$tmp/none.json' cannot be read" -- 
 echo '{"name": "x", "num_experts": 5}' >"$tmp/short.json"
 expect "preset file incomplete" 1 "preset file '$tmp/short.json': field 'top_k' is missing" -- \
   "$moeq" info --preset "$tmp/short.json"
+# The odd-size layers of bench/odd-shapes/ (the GPU checks them with scripts/device/v131_odd_shapes.sh): each parses
+# and is legal for its scheme; the small one runs against the oracle on the CPU.
+shapes="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../bench/odd-shapes" && pwd)"
+for f in "$shapes"/*.json; do
+  expect "odd shape $(basename "$f")" 0 "legal: yes" -- "$moeq" info --preset "$f" --scheme mxfp4
+done
+expect "odd shape run --check" 0 "check +vs float64 oracle: rel err" -- \
+  "$moeq" run --preset "$shapes/k704-i352.json" --tokens 7 --check --backend cpu
 expect "compile --jobs -1" 1 "--jobs = -1 must be >= 0" -- "$moeq" compile --preset tiny --arch sm_80 --jobs -1
 # Without a device `moeq tune` says so (with one it would tune: not here).
 if "$moeq" info 2>/dev/null | grep -q "cuda (no CUDA device"; then
