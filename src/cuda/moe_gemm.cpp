@@ -450,7 +450,10 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
     bad("block_n must be 32, 64, 128, 256 or 512");
   else if (tile.block_n == 512 && !(tile.producer && tile.wgmma))
     bad("512 channels: warp-specialized wgmma (/p, 48+ tokens) tiles only");
-  if (tile.warps_m < 1 || tile.warps_n < 1 || tile.warps_k < 1 || tile.threads() > 512) {
+  // NOTE: sizes far outside the legal ones stop here: the arithmetic below (threads, shared memory) is in int.
+  if (tile.block_m < 1 || tile.block_m > 1024 || tile.block_n < 1 || tile.block_n > 1024) return r;
+  if (tile.warps_m < 1 || tile.warps_n < 1 || tile.warps_k < 1 || tile.warps_m > 16 || tile.warps_n > 16 ||
+      tile.warps_k > 16 || tile.threads() > 512) {
     bad("needs 1 to 16 warps");
     return r;  // the sizes below divide by the warp counts
   }

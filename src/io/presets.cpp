@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/embedded.hpp"
+#include "common/json_text.hpp"
 #include "moeq/error.hpp"
 
 namespace moeq::io {
@@ -25,12 +26,12 @@ T field(const json& j, const char* key, const std::string& origin) {
   if constexpr (std::is_same_v<T, int64_t>) {
     const json& v = j.at(key);
     if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX}))
-      throw Error(origin + ": field '" + key + "' = " + v.dump() + " is not a 64-bit signed integer");
+      throw Error(origin + ": field '" + key + "' = " + json_text(v) + " is not a 64-bit signed integer");
   }
   try {
     return j.at(key).get<T>();
   } catch (const json::exception&) {
-    throw Error(origin + ": field '" + key + "' = " + j.at(key).dump() + " has the wrong type");
+    throw Error(origin + ": field '" + key + "' = " + json_text(j.at(key)) + " has the wrong type");
   }
 }
 

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <sstream>
+
+#include <unistd.h>
 
 #include "common/parallel.hpp"
 #include "moeq/error.hpp"
@@ -117,6 +120,32 @@ int64_t HostProblem::output_rows() const {
   return is_batched() ? desc.num_experts * max_tokens_per_expert : num_tokens;
 }
 
+namespace {
+
+// The generated weights live in host memory: refuse, naming the sizes, what this machine cannot hold
+// (a legal layer at the size limits asks for up to 2^56 bytes, found by fuzzing).
+void check_host_memory(const ExpertsDesc& global_desc, int ep_size) {
+  ExpertsDesc local = global_desc;
+  local.num_experts = global_desc.global_experts() / ep_size;
+  const auto bytes_of = [](const WeightDesc& w) {
+    return w.code_bytes() + w.scale_bytes() + 4 * w.global_scale_elems() + w.zero_point_bytes() + w.bias_bytes();
+  };
+  const int64_t w13 = bytes_of(local.w13()), w2 = bytes_of(local.w2());
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_bytes = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_bytes <= 0) return;  // unknown: let the allocation decide
+  const double gib = 1024.0 * 1024.0 * 1024.0, have = static_cast<double>(pages) * static_cast<double>(page_bytes);
+  if (static_cast<double>(w13) + static_cast<double>(w2) > have) {
+    std::ostringstream s;
+    s.precision(3);
+    s << "the generated weights take " << (static_cast<double>(w13) + static_cast<double>(w2)) / gib
+      << " GiB of host memory (w13 " << static_cast<double>(w13) / gib << ", w2 " << static_cast<double>(w2) / gib
+      << "); this machine has " << have / gib << " GiB";
+    throw Error(s.str());
+  }
+}
+
+}  // namespace
+
 HostProblem generate_problem(const ExpertsDesc& global_desc, const GenerateOptions& o) {
   const int64_t eg = global_desc.global_experts();
   if (o.ep_size < 1 || o.ep_rank < 0 || o.ep_rank >= o.ep_size || eg % o.ep_size != 0)
@@ -127,6 +156,7 @@ HostProblem generate_problem(const ExpertsDesc& global_desc, const GenerateOptio
     throw Error("num_tokens = " + std::to_string(o.num_tokens) + " must be >= 0 with fewer than 2^31 routed rows");
   const int threads = o.num_threads > 0 ? o.num_threads : hardware_threads();
 
+  check_host_memory(global_desc, o.ep_size);
   HostProblem p;
   p.desc = global_desc;
   p.desc.num_global_experts = eg;

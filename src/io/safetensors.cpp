@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.hpp"
 #include "moeq/error.hpp"
 
 namespace moeq::io {
@@ -48,12 +49,8 @@ std::string format_range(int64_t begin, int64_t end) {
   return "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
 }
 
-// Offending JSON values are echoed into messages; a corrupt header can hold huge ones.
-std::string show(const json& value) {
-  constexpr size_t kMaxShown = 60;
-  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  return text.size() <= kMaxShown ? text : text.substr(0, kMaxShown) + "...";
-}
+// Offending JSON values are echoed into messages; a corrupt header can hold huge or deeply nested ones.
+std::string show(const json& value) { return json_text(value); }
 
 // Bytes that `shape` of `dtype` occupies, or nullopt when a dim is negative or it overflows.
 std::optional<int64_t> byte_count(DType dtype, const std::vector<int64_t>& shape) {
@@ -77,23 +74,37 @@ std::optional<int64_t> as_int64(const json& value) {
   return std::nullopt;
 }
 
-// nlohmann keeps only one value for a repeated key, so repeats are caught while parsing.
-class DuplicateKeyFinder {
+// nlohmann keeps only one value for a repeated key, so repeats are found in a SAX pass first.
+// PERF: nlohmann's callback parser (the previous finder) rescanned each parent object at every object's
+// end: quadratic, 40000 entries took over a minute (fuzzing); this pass is O(n log n).
+class DuplicateKeyFinder : public nlohmann::json_sax<json> {
  public:
-  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) {
-      open_objects_.emplace_back();
-    } else if (event == json::parse_event_t::object_end) {
-      open_objects_.pop_back();
-    } else if (event == json::parse_event_t::key && !duplicate_) {
-      const auto& key = parsed.get_ref<const std::string&>();
-      if (!open_objects_.back().insert(key).second) {
-        duplicate_ = key;
-        duplicate_is_top_level_ = open_objects_.size() == 1;
-      }
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    open_objects_.emplace_back();
+    return true;
+  }
+  bool key(string_t& key) override {
+    if (!duplicate_ && !open_objects_.back().insert(key).second) {
+      duplicate_ = key;
+      duplicate_is_top_level_ = open_objects_.size() == 1;
     }
     return true;
   }
+  bool end_object() override {
+    open_objects_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
   void throw_if_found(std::string_view origin) const {
     if (!duplicate_) return;
     if (duplicate_is_top_level_) fail(origin, "tensor " + single_quoted(*duplicate_) + " appears twice in the header");
@@ -107,13 +118,14 @@ class DuplicateKeyFinder {
 };
 
 json parse_header_json(const uint8_t* text, size_t size, std::string_view origin) {
-  DuplicateKeyFinder finder;
   json header;
   try {
-    header = json::parse(text, text + size, std::ref(finder));
+    header = json::parse(text, text + size);
   } catch (const json::exception& e) {
     fail(origin, std::string("header is not valid JSON (") + e.what() + ")");
   }
+  DuplicateKeyFinder finder;
+  json::sax_parse(text, text + size, &finder);
   finder.throw_if_found(origin);
   if (!header.is_object()) fail(origin, "header is " + show(header) + ", not a JSON object");
   return header;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/embedded.hpp"
+#include "common/json_text.hpp"
 #include "cuda/moe_gemm.hpp"
 #include "moeq/error.hpp"
 #include "plan/legality.hpp"
@@ -27,13 +28,13 @@ int64_t integer_field(const json& object, const char* name, const std::string& w
   const json& v = field(object, name, where);
   // NOTE: nlohmann keeps integers above INT64_MAX unsigned; get<int64_t> would wrap them.
   if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX}))
-    throw Error("tuning table: " + where + "." + name + " = " + v.dump() + " is not a 64-bit signed integer");
+    throw Error("tuning table: " + where + "." + name + " = " + json_text(v) + " is not a 64-bit signed integer");
   return v.get<int64_t>();
 }
 
 std::string string_field(const json& object, const char* name, const std::string& where) {
   const json& v = field(object, name, where);
-  if (!v.is_string()) throw Error("tuning table: " + where + "." + name + " = " + v.dump() + " is not a string");
+  if (!v.is_string()) throw Error("tuning table: " + where + "." + name + " = " + json_text(v) + " is not a string");
   return v.get<std::string>();
 }
 
@@ -68,7 +69,7 @@ TuningTable TuningTable::from_json(const std::string& text) {
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // NOTE: out_of_range too: 1e400 or a 400-digit integer
     throw Error(std::string("tuning table: not JSON (") + e.what() + ")");
   }
   if (!doc.is_object()) throw Error("tuning table: the document is not an object");

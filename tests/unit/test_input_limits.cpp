@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda/moe_gemm.hpp"
+#include "io/presets.hpp"
 #include "io/problem.hpp"
 #include "moeq/error.hpp"
 #include "moeq/weights.hpp"
@@ -157,6 +159,45 @@ TEST(InputLimits, TuningIntegersPastInt64AreRefused) {
                                 "gemm1_tile": "8x128/1x4x1/2/r", "gemm2_tile": "8x128/1x4x1/2/r"}]})";
   EXPECT_THAT(error_of([&] { TuningTable::from_json(text); }),
               HasSubstr("entries[0].max_m = 18446744073709551615 is not a 64-bit signed integer"));
+}
+
+// Found by fuzzing (session 41): each a clear error where there was a stack overflow, an internal error, a signed
+// overflow that let a tile through, or a terabyte allocation.
+TEST(InputLimits, FuzzedFilesAndTilesAreRefusedByName) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_THAT(error_of([&] {
+                io::parse_preset(R"({"name": "x", "num_experts": )" + deep +
+                                     R"(, "top_k": 2, "hidden_size": 128, "intermediate_size": 64, "activation": "silu"})",
+                                 "deep.json");
+              }),
+              HasSubstr("field 'num_experts' = an array of 1 items is not a 64-bit signed integer"));
+  EXPECT_THAT(error_of([&] {
+                TuningTable::from_json(R"({"entries": [{"min_m": )" + deep +
+                                       R"(, "max_m": 8, "block_m": 8, "gemm1_tile": "a", "gemm2_tile": "b"}]})");
+              }),
+              HasSubstr("min_m = an array of 1 items"));
+  EXPECT_THAT(error_of([] {
+                TuningTable::from_json(R"({"entries": [{"min_m": 0, "max_m": 1e400, "block_m": 8, "gemm1_tile": "a",
+                                           "gemm2_tile": "b"}]})");
+              }),
+              HasSubstr("tuning table: not JSON"));
+
+  WeightDesc w;
+  w.format = WeightFormat::mxfp4;
+  w.num_experts = 8;
+  w.n = 1536;
+  w.k = 2048;
+  for (const char* text : {"8x128/2147483647x1x1/4", "8x128/1x2147483647x1/4", "8x1073741824/1x1x1/4"})
+    EXPECT_FALSE(cuda::gemm_tile_reasons(cuda::parse_gemm_tile(text), w).empty()) << text;
+
+  ExpertsDesc huge = test::small_desc(WeightFormat::int4, ActFormat::none, Activation::silu);
+  huge.num_experts = 1;
+  huge.top_k = 1;
+  huge.hidden_size = 1 << 20;
+  huge.intermediate_size = 1 << 20;
+  io::GenerateOptions g;
+  g.num_tokens = 3;
+  EXPECT_THAT(error_of([&] { io::generate_problem(huge, g); }), HasSubstr("GiB of host memory (w13 "));
 }
 
 }  // namespace

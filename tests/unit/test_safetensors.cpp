@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -352,6 +354,25 @@ TEST(Safetensors, ReadMissingOrCorruptFileNamesThePath) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr(corrupt));
   }
+}
+
+// Found by fuzzing: a deeply nested value quoted in a message overflowed the stack, and the duplicate-key check
+// took quadratic time (40000 entries: over a minute).
+TEST(Safetensors, HostileHeadersFailFastWithAMessage) {
+  const std::string deep = "{\"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  EXPECT_THAT(header_error(deep), testing::HasSubstr("an array of 1 items"));
+
+  std::string many = "{";
+  for (int i = 0; i < 40000; ++i)
+    many += (i ? "," : "") + std::string("\"t") + std::to_string(i) + "\": {\"dtype\": \"U8\", \"shape\": [0], \"data_offsets\": [0, 0]}";
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    parse(encode(many + "}", {}));
+  } catch (const Error&) {
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
+  EXPECT_THAT(header_error(many + ", \"t7\": {\"dtype\": \"U8\", \"shape\": [0], \"data_offsets\": [0, 0]}}"),
+              testing::HasSubstr("tensor 't7' appears twice in the header"));
 }
 
 }  // namespace
