@@ -3,6 +3,7 @@
 // object nested deeper than 4 levels or holding more than 64 values, its kind and size.
 // NOTE: dumping recurses once per level of nesting, and a corrupt or hostile file can nest 100000
 // deep (a stack overflow, found by fuzzing); the shape is measured here without recursion.
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +35,48 @@ inline std::string json_text(const nlohmann::json& value) {
   constexpr size_t kMaxShown = 60;
   std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return text.size() <= kMaxShown ? text : text.substr(0, kMaxShown) + "...";
+}
+
+// The first key that appears twice in one object of the JSON text [first, last) (nlohmann keeps only one
+// value for a repeated key, silently), or "" when none does; *top_level says whether that object is the
+// document itself. Text that is not JSON gives "" (the caller's parse reports it).
+// PERF: one SAX pass, O(n log n); nlohmann's callback parser rescanned each parent object at every object's
+// end, quadratic (a 40000-entry safetensors header took over a minute, found by fuzzing).
+template <typename Iterator>
+std::string first_duplicate_key(Iterator first, Iterator last, bool* top_level = nullptr) {
+  using json = nlohmann::json;
+  struct Finder : nlohmann::json_sax<json> {
+    std::vector<std::set<std::string>> open_objects;  // the keys of each open object
+    std::string duplicate;
+    bool duplicate_top_level = false;
+    bool null() override { return true; }
+    bool boolean(bool) override { return true; }
+    bool number_integer(number_integer_t) override { return true; }
+    bool number_unsigned(number_unsigned_t) override { return true; }
+    bool number_float(number_float_t, const string_t&) override { return true; }
+    bool string(string_t&) override { return true; }
+    bool binary(binary_t&) override { return true; }
+    bool start_object(std::size_t) override {
+      open_objects.emplace_back();
+      return true;
+    }
+    bool key(string_t& key) override {
+      if (open_objects.back().insert(key).second) return true;
+      duplicate = key;
+      duplicate_top_level = open_objects.size() == 1;
+      return false;  // stop at the first
+    }
+    bool end_object() override {
+      open_objects.pop_back();
+      return true;
+    }
+    bool start_array(std::size_t) override { return true; }
+    bool end_array() override { return true; }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+  } finder;
+  json::sax_parse(first, last, &finder);
+  if (top_level != nullptr) *top_level = finder.duplicate_top_level;
+  return finder.duplicate;
 }
 
 }  // namespace moeq

@@ -98,6 +98,8 @@ Preset parse_preset(std::string_view text, const std::string& origin) {
   } catch (const json::exception& e) {
     throw Error(origin + ": not valid JSON: " + e.what());
   }
+  if (const std::string key = first_duplicate_key(text.begin(), text.end()); !key.empty())
+    throw Error(origin + ": field '" + key + "' appears twice in one object");
   Preset p;
   p.name = field<std::string>(j, "name", origin);
   p.description = field_or<std::string>(j, "description", "", origin);

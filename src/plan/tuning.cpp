@@ -72,6 +72,8 @@ TuningTable TuningTable::from_json(const std::string& text) {
   } catch (const json::exception& e) {  // NOTE: out_of_range too: 1e400 or a 400-digit integer
     throw Error(std::string("tuning table: not JSON (") + e.what() + ")");
   }
+  if (const std::string key = first_duplicate_key(text.begin(), text.end()); !key.empty())
+    throw Error("tuning table: field '" + key + "' appears twice in one object");
   if (!doc.is_object()) throw Error("tuning table: the document is not an object");
   TuningTable t;
   if (doc.contains("arch")) t.arch = string_field(doc, "arch", "the table");

@@ -181,6 +181,18 @@ TEST(InputLimits, FuzzedFilesAndTilesAreRefusedByName) {
                                            "gemm2_tile": "b"}]})");
               }),
               HasSubstr("tuning table: not JSON"));
+  // A repeated key is an error in every file moeq reads (nlohmann would keep one of the values silently).
+  EXPECT_THAT(error_of([] {
+                TuningTable::from_json(R"({"entries": [{"min_m": 0, "max_m": 8, "max_m": 16, "block_m": 8,
+                                           "gemm1_tile": "a", "gemm2_tile": "b"}]})");
+              }),
+              HasSubstr("tuning table: field 'max_m' appears twice in one object"));
+  EXPECT_THAT(error_of([] {
+                io::parse_preset(R"({"name": "x", "num_experts": 4, "top_k": 2, "top_k": 3, "hidden_size": 128,
+                                     "intermediate_size": 64, "activation": "silu"})",
+                                 "twice.json");
+              }),
+              HasSubstr("twice.json: field 'top_k' appears twice in one object"));
 
   WeightDesc w;
   w.format = WeightFormat::mxfp4;
