@@ -1,6 +1,5 @@
 // combine_batched: the public entry over the reference combine (CPU backend).
 #include <cstdint>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,15 +17,8 @@ void combine_batched(const ExpertsDesc& desc, const ExpertsInputs& routing, cons
   if (routing.expert_num_tokens == nullptr) throw Error("combine_batched: expert_num_tokens is null");
   api::validate_token_counts(desc, routing.num_tokens, routing.max_tokens_per_expert, true, "combine_batched");
   api::validate_token_counts(desc, routing.num_tokens, 0, false, "combine_batched");
-  const int64_t elem = dtype_bytes(desc.act_dtype, 1);
-  if (routing.max_tokens_per_expert > 0) {
-    if (batched_out == nullptr) throw Error("combine_batched: batched_out is null");
-    if (reinterpret_cast<uintptr_t>(batched_out) % static_cast<uintptr_t>(elem) != 0) {
-      std::ostringstream s;
-      s << "combine_batched: batched_out = " << batched_out << " is not aligned to " << elem << " bytes";
-      throw Error(s.str());
-    }
-  }
+  if (routing.max_tokens_per_expert > 0)
+    api::require_pointer(batched_out, "combine_batched: batched_out", dtype_bytes(desc.act_dtype, 1));
   // routing.hidden is not read: batched_out, checked above, stands in for it in both checks (the
   // standard one: ids, weights, map and out; the batched one: the counts).
   // NOTE: with T = 0 batched_out may be null; the checks then see an address that is never read.

@@ -123,11 +123,9 @@ Layout Experts::layout_for(int64_t num_tokens, bool batched) const {
 
 WorkspaceSizes Experts::workspace_bytes(int64_t num_tokens, int64_t batched_tokens_per_expert) const {
   const bool batched = batched_tokens_per_expert > 0;
-  if (batched_tokens_per_expert < 0)
-    throw Error("workspace_bytes: batched_tokens_per_expert = " + std::to_string(batched_tokens_per_expert) +
-                " is negative (0: standard input)");
-  api::validate_token_counts(impl().desc, num_tokens, batched_tokens_per_expert, batched, "workspace_bytes",
-                             "batched_tokens_per_expert");
+  // NOTE: a negative T is checked as batched input, so its message names it.
+  api::validate_token_counts(impl().desc, num_tokens, batched_tokens_per_expert, batched_tokens_per_expert != 0,
+                             "workspace_bytes", "batched_tokens_per_expert");
   if (!batched && impl().options.layout == Layout::masked)
     throw Error("workspace_bytes: layout = masked needs batched_tokens_per_expert (T) > 0");
   const auto plan = plan::plan_workspaces(impl().desc, impl().shape_for(num_tokens, batched_tokens_per_expert, batched));

@@ -20,12 +20,6 @@ template <typename... Parts>
   throw Error(s.str());
 }
 
-void require_pointer(const void* p, const char* name, int64_t align_bytes) {
-  if (p == nullptr) fail(name, " is null");
-  if (reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(align_bytes) != 0)
-    fail(name, " = ", p, " is not aligned to ", align_bytes, " bytes");
-}
-
 void check_scale_value(const char* gemm, const char* tensor, int64_t i, float v) {
   if (!std::isfinite(v) || v < 0.0f)
     fail(gemm, ".", tensor, "[", i, "] = ", v, " is not a finite non-negative scale");
@@ -34,6 +28,8 @@ void check_scale_value(const char* gemm, const char* tensor, int64_t i, float v)
 int64_t element_bytes(DType t) { return std::max<int64_t>(1, dtype_bits(t) / 8); }
 
 }  // namespace
+
+using api::require_pointer;
 
 void validate_weights(const WeightDesc& d, const WeightView& v, const char* name) {
   const std::string gemm(name);
@@ -73,6 +69,12 @@ void validate_weights(const WeightDesc& d, const WeightView& v, const char* name
 
 namespace api {
 
+void require_pointer(const void* p, const char* name, int64_t align_bytes) {
+  if (p == nullptr) fail(name, " is null");
+  if (reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(align_bytes) != 0)
+    fail(name, " = ", p, " is not aligned to ", align_bytes, " bytes");
+}
+
 std::string dtype_text(DType t) {
   const std::string_view name = to_string(t);
   return name != "?" ? std::string(name) : "DType(" + std::to_string(static_cast<int>(t)) + ")";
@@ -101,9 +103,8 @@ void validate_row_span(const char* name, int64_t stride, int64_t rows, int64_t e
 }
 
 void validate_workspaces(const void* workspace1, const void* workspace2) {
-  for (const void* ws : {workspace1, workspace2})
-    if (ws != nullptr && reinterpret_cast<uintptr_t>(ws) % 16 != 0)
-      fail(ws == workspace1 ? "workspace1" : "workspace2", " = ", ws, " is not aligned to 16 bytes");
+  if (workspace1 != nullptr) require_pointer(workspace1, "workspace1", 16);
+  if (workspace2 != nullptr) require_pointer(workspace2, "workspace2", 16);
 }
 
 void validate_inputs(const ExpertsDesc& d, Layout layout, const ExpertsInputs& in, const ExpertsOutput& out) {

@@ -22,6 +22,9 @@ void validate_token_counts(const ExpertsDesc& desc, int64_t num_tokens, int64_t 
 // caller's default), so no row address wraps.
 void validate_row_span(const char* name, int64_t stride, int64_t rows, int64_t elem_bytes);
 
+// p is not null and is a multiple of align_bytes; else throws naming `name` and the address.
+void require_pointer(const void* p, const char* name, int64_t align_bytes);
+
 // Either backend: each workspace null (the plan needs none) or 16-byte aligned.
 void validate_workspaces(const void* workspace1, const void* workspace2);
 

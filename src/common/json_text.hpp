@@ -1,4 +1,6 @@
 #pragma once
+// JSON helpers for the readers of user files (safetensors headers, presets, tuning tables): json_text, and
+// first_duplicate_key below.
 // A JSON value quoted in an error message: its JSON text cut to 60 characters, or, for an array or
 // object nested deeper than 4 levels or holding more than 64 values, its kind and size.
 // NOTE: dumping recurses once per level of nesting, and a corrupt or hostile file can nest 100000

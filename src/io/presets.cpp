@@ -2,11 +2,11 @@
 
 #include <charconv>
 #include <cstdint>
-#include <type_traits>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
