@@ -347,6 +347,11 @@ DeviceInfo current_device_info() {
   return info;
 }
 
+const DeviceInfo& process_device_info() {
+  static const DeviceInfo device = current_device_info();
+  return device;
+}
+
 // ---- DeviceBuffer ----
 
 DeviceBuffer::DeviceBuffer(size_t num_bytes) : num_bytes_(num_bytes) {

@@ -151,6 +151,8 @@ struct DeviceInfo {
 };
 // Attributes of the selected device, queried from the driver (never hard-coded).
 DeviceInfo current_device_info();
+// current_device_info, queried once per process (NOTE: the device is selected once per process).
+const DeviceInfo& process_device_info();
 
 // Whether moeq's kernels launch with programmatic stream serialization (each may start while the
 // kernel before it runs; its first step waits for that one: device/moeq_dev/ptx/grid_dependency.cuh):
