@@ -31,7 +31,7 @@ struct GemmTile {
   bool wgmma = false;  // wgmma.mma_async (sm_90a; 64-token blocks of one warpgroup), else mma.sync
   // Warp-specialized (sm_90a): with wgmma (kernels/moe_gemm_ws.cuh) a producer warpgroup besides
   // the warps_n = 8 consumer warps (two warpgroups), 48, 64, 80, 96, 128 or 144 tokens x 128 or 256 channels; with
-  // mma.sync (up to 32 tokens, kernels/moe_gemm.cuh) one copy warp besides the compute warps.
+  // mma.sync (up to 32 tokens, kernels/moe_gemm_sync.cuh) one copy warp besides the compute warps.
   bool producer = false;
   // Direct loads (`/r`, kernels/moe_gemm_direct.cuh): 8, 16, 24 or 32 tokens, warps along N (and K groups)
   // only; each lane loads its codes into a register ring of `stages` K tiles, no shared-memory ring.

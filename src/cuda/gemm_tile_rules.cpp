@@ -171,7 +171,7 @@ GemmTile e4m3_tile_of(const GemmTile& tile) {
 bool gemm_folds_mx_scales(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes,
                           GemmInput input) {
   // NOTE: mirrors the kernels: moe_gemm_ws.cuh takes the word with either code layout; the voting
-  // tiles (kVoteFold in moe_gemm.cuh and moe_gemm_direct.cuh) vote only on prepared codes and never
+  // tiles (kVoteFold in moe_gemm_sync.cuh and moe_gemm_direct.cuh) vote only on prepared codes and never
   // with wgmma; e4m3 input has no bf16 multiply.
   if (w.format != WeightFormat::mxfp4 || act_dtype != DType::bf16 || input == GemmInput::row_scaled_e4m3) return false;
   return tile.wgmma ? tile.producer : prepared_codes;

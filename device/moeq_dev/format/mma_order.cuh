@@ -1,7 +1,7 @@
 #pragma once
 // The MMA's K order of 16-bit activations (moeq::cuda::GemmTile::mma_order_tokens): where each k of a
 // 64-k tile sits in a token row laid out for the warp-specialized tile's wgmma to read as copied.
-// The weights' K order (kernels/moe_gemm.cuh) gives lane t of a fragment row the physical k
+// The weights' K order (kernels/moe_gemm_sync.cuh) gives lane t of a fragment row the physical k
 // [16t, 16t + 16) of a tile, k16 step s taking 16t + 4s + 2j + {0, 1} as its fragment pair j (logical
 // k 8j + 2t + {0, 1} of the step); the tokens must hold that physical k at logical position 16s + 8j +
 // 2t + {0, 1}. In units of two k: unit u = 8t + 2s + j moves to 8s + 4j + t, a permutation of 4-byte

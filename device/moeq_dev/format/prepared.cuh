@@ -6,7 +6,7 @@
 // Codes are cut into blocks of 16 channels x 64 k (one MMA A tile of 16 rows x one K tile),
 // stored [E][ceil(N / 16)][ceil(K / 64)][block]; channels past N and k past K are zero codes.
 // Inside a block, lane L = 4g + t of a warp owns rows g and g + 8 and the k [16t, 16t + 16) of
-// the tile (the GEMM's K order, kernels/moe_gemm.cuh). For k16 step s its four A registers
+// the tile (the GEMM's K order, kernels/moe_gemm_sync.cuh). For k16 step s its four A registers
 // a_p (p = 0..3) hold row g + 8 (p & 1), k = 16t + 4s + 2 (p >> 1) + {0, 1}:
 //   4-bit (512-byte block): word s of lane L is at byte 16 L + 4 s; register a_p is its
 //         nibbles p (k + 0) and p + 4 (k + 1), so `(w >> 4p) & 0x000F000F` is the pair (INT4);

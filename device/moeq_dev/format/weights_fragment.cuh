@@ -1,7 +1,7 @@
 #pragma once
 // Dequantization straight into mma.sync A fragments (GEMM v3 and v4: the weights are the A operand).
 // A lane owns 16 consecutive codes of each of its two weight rows (g and g + 8) per 64-wide K
-// tile (kernels/moe_gemm.cuh explains the K order), so it needs one scale per row and K tile:
+// tile (kernels/moe_gemm_sync.cuh explains the K order), so it needs one scale per row and K tile:
 // every group (MX 32, NVFP4 16, INT 32/64/128, FP8 block 128) holds whole 16-code runs.
 // NOTE: NVRTC-safe: no standard headers.
 #include "moeq_dev/format/weights.cuh"

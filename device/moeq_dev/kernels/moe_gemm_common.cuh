@@ -1,5 +1,5 @@
 #pragma once
-// Pieces shared by the three MoE GEMM kernel bodies (kernels/moe_gemm.cuh: one or more warps per
+// Pieces shared by the three MoE GEMM kernel bodies (kernels/moe_gemm_sync.cuh: one or more warps per
 // tile doing everything; kernels/moe_gemm_ws.cuh: a producer warpgroup and two consumer
 // warpgroups; kernels/moe_gemm_direct.cuh: warps loading their own codes into registers): the
 // parameters, the M block's row maps, a K tile's A fragments and scale paths (mma.sync bodies),
@@ -305,7 +305,7 @@ __device__ __forceinline__ void store_output_rows(const MoeGemmParams& p, const 
 
 // wgmma B operand: the tokens of a K tile, copied as 16-byte chunks into rows of 128 bytes (chunk
 // c of row r at c ^ (r % 8)), moved into core matrices (8 tokens x 8 logical k, 128 contiguous
-// bytes) in the K order of the A fragments (kernels/moe_gemm.cuh): pair P = 8t + 2s + h of a row
+// bytes) in the K order of the A fragments (kernels/moe_gemm_sync.cuh): pair P = 8t + 2s + h of a row
 // belongs in core matrix (token group, step s, half h), at byte 4t of the token's 16-byte row;
 // core matrix (group, s, h) sits at 1024 group + 256 s + 128 h. kThreads threads share the BM
 // rows x 2 step pairs: unit u = thread + i kThreads is row u % BM, steps 2 sp, 2 sp + 1 (sp =

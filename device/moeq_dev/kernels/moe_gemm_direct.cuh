@@ -5,7 +5,7 @@
 // of each K tile (16 or 32 bytes per 16-channel tile) and their scales straight into a register
 // ring (2 deep: one tile ahead; 4 to 8 deep: groups of kDepth / 2 tiles, each issued as the group
 // before it starts), its token fragments with them, then dequantizes into A
-// fragments and multiplies with mma.sync exactly as kernels/moe_gemm.cuh does (same operand
+// fragments and multiplies with mma.sync exactly as kernels/moe_gemm_sync.cuh does (same operand
 // roles, same K order inside a tile, same dequantization paths). Warps meet only in the epilogue.
 // Why (docs/perf-notes.md v10-v13): the copy-warp tile's CTAs stream at ~90% of copy while the
 // SMs are full, but a CTA does not speed up when it runs alone (its ring is a chain of waits
@@ -148,9 +148,9 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   const LaneScaleRows<Cfg, kTilesN> scale_rows(p.scaling, e, n0, N, K, lane_channel);
   constexpr bool kAccScaleTile = AccumulatorScaled<Cfg>::value;
   const bool acc_scales = kAccScaleTile && (Cfg::kFormat == WeightFormatId::kFp8Block || scale_rows.group_shift >= 6);
-  const int scale_k = acc_scales ? 0 : 16 * t;  // as kernels/moe_gemm.cuh (the partial last tile)
+  const int scale_k = acc_scales ? 0 : 16 * t;  // as kernels/moe_gemm_sync.cuh (the partial last tile)
 
-  // A lane's code words of a K tile, in the order kernels/moe_gemm.cuh reads them (canonical
+  // A lane's code words of a K tile, in the order kernels/moe_gemm_sync.cuh reads them (canonical
   // 4-bit: row g's two words, then row g + 8's; 8-bit: row g's four, then row g + 8's).
   using CodeWords = unsigned[kTilesN][kWords];
   // 16-bit: tok[mt][h]: B fragments of steps 2h (words 0, 1) and 2h + 1 (words 2, 3): physical k
@@ -200,7 +200,7 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   float acc[kTilesN][kTilesM][4];
   zero_accumulators(acc);
 
-  // One K tile's products: dequantization and MMAs as kernels/moe_gemm.cuh (same helpers, same K
+  // One K tile's products: dequantization and MMAs as kernels/moe_gemm_sync.cuh (same helpers, same K
   // order), the token fragments from registers.
   auto multiply = [&](DequantPath path, const CodeWords& words, const FragmentScale (&decoded)[kTilesN][2],
                       const TokenFragments& tok, float (&dst)[kTilesN][kTilesM][4]) {
@@ -419,7 +419,7 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
     run_tile_scaled_ring();
   }
 
-  // Epilogue: K groups added in group order, then the output tile and its rows (moe_gemm.cuh).
+  // Epilogue: K groups added in group order, then the output tile and its rows (moe_gemm_sync.cuh).
   if constexpr (G > 1) add_k_groups<G, T>(acc, reinterpret_cast<float*>(smem), warp_k, warp_n * 32 + lane);
   unsigned char* out_tile = smem + S::kReduceBytes;
   // NOTE: the main loop has no barrier: this one orders the row scales' stores before their reads.

@@ -7,7 +7,7 @@ namespace moeq_dev {
 
 // cp.async.cg.shared.global, 16 bytes; src_bytes = 0 writes 16 zero bytes and reads nothing
 // (the GEMM's running pointers rely on this: in a partial last K tile they may point up to 48
-// bytes past the end of a row, see kernels/moe_gemm.cuh).
+// bytes past the end of a row, see kernels/moe_gemm_sync.cuh).
 __device__ __forceinline__ void cp_async_16(unsigned smem_dst, const void* src, bool valid) {
   const int src_bytes = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_dst), "l"(src), "r"(src_bytes) : "memory");
