@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Dumps the generated source and CUBIN of every MoE GEMM config the jit tests compile for sm_90a, of the
-# tuning candidates on the tiny layer for the main weight formats, and of the layer kernels (routing, activation,
-# quantizers) of the quantized-activation schemes, into OUT (a fresh cache, so nothing is skipped). Run it before and after a refactor of device or codegen code, then prove the machine code unchanged:
+# tuning candidates on the tiny layer for the main weight formats, and of the layer kernels (routing,
+# activation, quantizers) of the quantized-activation schemes, into OUT (a fresh cache: nothing skipped).
+# Run it before and after a refactor of device or codegen code, then prove the machine code unchanged:
 #   scripts/dev/compare_kernel_text.py BEFORE AFTER
 # Usage: scripts/dev/dump_gemm_kernels.sh BUILD_DIR OUT [JOBS]   (about 30 minutes on 2 cores)
 set -euo pipefail
@@ -16,6 +17,7 @@ for scheme in mxfp4:bf16 int4-g128:bf16 fp8-block:bf16 mxfp8:bf16 mxfp4:fp8-toke
     > "$out/compile-${scheme/:/-}.log" 2>&1
 done
 for scheme in mxfp4:mxfp8 mxfp4:mxfp4 int4-g128:fp8-token; do
-  "$build/moeq" compile --preset tiny --scheme "$scheme" --arch sm_90a -j "$jobs" > "$out/compile-${scheme/:/-}.log" 2>&1
+  "$build/moeq" compile --preset tiny --scheme "$scheme" --arch sm_90a -j "$jobs" \
+    > "$out/compile-${scheme/:/-}.log" 2>&1
 done
 echo "$(ls "$out/dump" | grep -c '\.cubin$') kernels dumped in $out/dump"

@@ -237,7 +237,7 @@ void order_rows_for_mma(CUdeviceptr in, int64_t in_row_stride, int64_t rows, int
 
 namespace {
 
-// The quantizers' work split (moe/quantize.cuh): FP8 per token, warp groups per row; MX, a flat loop.
+// The quantizers' work split (moe/quantize_fp8_token.cuh, quantize_mx.cuh): FP8 per token, warp groups per row; MX, a flat loop.
 struct QuantizerLaunch {
   int warps_per_row = 1;
   int64_t work_blocks = 0;

@@ -5,7 +5,7 @@
 
 namespace moeq::cuda {
 
-// Mirror of moeq_dev::MoeGemmParams (kernels/moe_gemm.cuh): same members, same order.
+// Mirror of moeq_dev::MoeGemmParams (kernels/moe_gemm_common.cuh): same members, same order.
 struct DeviceScaling {
   const void* scales;
   const float* global_scales;

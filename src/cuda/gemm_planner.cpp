@@ -1,4 +1,5 @@
-// The planner's GEMM tile per regime, with the measurements behind each choice.
+// The planner's GEMM tile per regime, with the measurements behind each choice, and the tile as the current
+// device runs it (tile_for_device, tile_for_scales, gemm_block_m).
 #include "cuda/gemm_planner.hpp"
 
 #include <algorithm>

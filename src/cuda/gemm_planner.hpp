@@ -94,7 +94,7 @@ std::vector<GemmTile> planner_tiles(WeightFormat format);
 // (warp-specialized tiles become the mma.sync tile of the same M block).
 GemmTile tile_for_device(GemmTile tile);
 // The tile as it runs over these scales: a 512-channel tile copies the MX scales in 4-byte words
-// (kernels/moe_gemm_ws.cuh, kStagedScales), so with scales off a 4-byte boundary (ue8m0 needs byte
+// (kernels/moe_gemm_ws_shape.cuh, kStagedScales), so with scales off a 4-byte boundary (ue8m0 needs byte
 // alignment only) it runs 256 channels wide, the same products (MoeGemmGpu.WideTiles*).
 GemmTile tile_for_scales(GemmTile tile, CUdeviceptr scales);
 // The M block the GPU GEMM of this device runs for the planner's block_m (plan::choose_block_m):

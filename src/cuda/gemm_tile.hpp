@@ -1,7 +1,7 @@
 #pragma once
 // The MoE GEMM's tile (one CTA's shape and kernel body, GemmTile) and what a tile needs and allows:
-// its text form, shared memory, legality with human-readable reasons, the e4m3-input rule and the
-// tiles a tile runs as elsewhere. Pure functions of their arguments (no device queries).
+// its text form, shared memory, legality with human-readable reasons (and the weights' own, moe_gemm_reasons),
+// the e4m3-input rule and the tiles a tile runs as elsewhere. Pure functions of their arguments (no device queries).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -106,7 +106,7 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
         tile.warps_n != 8 || tile.warps_k != 1 || tile.split_k != 1 || tile.min_ctas != 0 || tile.stages < 3 || tile.stages > 8)
       bad("warp-specialized (/p) tiles are (48, 64, 80, 96, 128 or 144) x (128, 256 or 512) with consumer warps 1x8x1, 3 "
           "to 8 stages, no split K and no /o");
-    // NOTE: a consumer holds four 64-channel tiles' accumulators at 512 channels (moe_gemm_ws.cuh).
+    // NOTE: a consumer holds four 64-channel tiles' accumulators at 512 channels (moe_gemm_ws_consumers.cuh).
     if (tile.block_n == 512 && tile.block_m > 64) bad("512-channel warp-specialized (/p) tiles have 48 or 64 tokens");
     // NOTE: the copy warps stage the MX scales (one byte per 32 k) in 4-byte words per channel and K tile.
     if (tile.block_n == 512 && w.format != WeightFormat::mxfp4 && w.format != WeightFormat::mxfp8)
@@ -170,7 +170,7 @@ GemmTile e4m3_tile_of(const GemmTile& tile) {
 
 bool gemm_folds_mx_scales(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes,
                           GemmInput input) {
-  // NOTE: mirrors the kernels: moe_gemm_ws.cuh takes the word with either code layout; the voting
+  // NOTE: mirrors the kernels: moe_gemm_ws_consumers.cuh takes the word with either code layout; the voting
   // tiles (kVoteFold in moe_gemm_sync.cuh and moe_gemm_direct.cuh) vote only on prepared codes and never
   // with wgmma; e4m3 input has no bf16 multiply.
   if (w.format != WeightFormat::mxfp4 || act_dtype != DType::bf16 || input == GemmInput::row_scaled_e4m3) return false;

@@ -1,5 +1,5 @@
 #pragma once
-// Host side of the quantized MoE GEMM (device/moeq_dev/kernels/moe_gemm.cuh), version 7:
+// Host side of the quantized MoE GEMM (device/moeq_dev/kernels/moe_gemm.cuh and the bodies it includes), version 7:
 // mma.sync m16n8k16 (or on sm_90a wgmma: `/w` tiles, and the warp-specialized `/p` tiles of
 // kernels/moe_gemm_ws.cuh; the direct-load `/r` tiles of kernels/moe_gemm_direct.cuh keep their
 // codes in registers) with bf16/f16 activations, a cp.async ring of K tiles, weight codes

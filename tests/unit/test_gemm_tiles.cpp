@@ -177,7 +177,7 @@ TEST(GemmTiles, MmaOrderTilesAreProducerTilesOfWholeKTiles) {
     EXPECT_TRUE(seen.insert(to).second) << k;
   }
   // Step s's fragment pair j of lane t (logical k 16 s + 8 j + 2 t) holds physical k 16 t + 4 s + 2 j
-  // (kernels/moe_gemm.cuh's K order): e.g. k = 16 + 4 = 20 (t 1, s 1, j 0) sits at 16 + 2 = 18.
+  // (kernels/moe_gemm_sync.cuh's K order): e.g. k = 16 + 4 = 20 (t 1, s 1, j 0) sits at 16 + 2 = 18.
   EXPECT_EQ(moeq_dev::mma_order_position(20), 18);
   EXPECT_EQ(moeq_dev::mma_order_position(64 + 6), 64 + 8 + 16 + 0);
 
@@ -511,7 +511,7 @@ TEST(GemmTiles, ConfigKeyIdentifiesTheGeneratedSource) {
 }
 
 // Which kernels take the MX scales word (cuda::gemm_folds_mx_scales), written out against the
-// kernels' own rules: the warp-specialized body (moe_gemm_ws.cuh) with either code layout, the
+// kernels' own rules: the warp-specialized body (moe_gemm_ws_consumers.cuh) with either code layout, the
 // voting mma.sync and direct tiles (kVoteFold: prepared codes, no wgmma) only with prepared codes;
 // never f16 activations, e4m3 input, MXFP8 or NVFP4 (no e2m1 x 2^126 multiply), nor the wgmma tile
 // without a producer (it has no vote and no folded ring).

@@ -164,7 +164,7 @@ moeq_activation(const unsigned short* in, unsigned short* out, int rows, long lo
 
 // in [rows, cols] with row stride in_row_stride (elements); codes and scales as
 // reference/quantize.hpp, or with kValuesOut `codes` is a dense [rows, cols] 16-bit buffer of the
-// codes' values (moe/quantize.cuh CodeSink). warps_per_row: FP8 per token only (1, 2, 4, 8;
+// codes' values (moe/quantize_common.cuh CodeSink). warps_per_row: FP8 per token only (1, 2, 4, 8;
 // divides kThreads / 32). mma_order != 0 (kValuesOut): the values in the MMA's K order (CodeSink).
 extern "C" __global__ void __launch_bounds__(ElementwiseCfg::kThreads)
 moeq_quantize_activation(const unsigned short* in, long long in_row_stride, int rows, int cols,
@@ -176,7 +176,7 @@ moeq_quantize_activation(const unsigned short* in, long long in_row_stride, int 
 
 // gate_up [rows, N13] (GEMM1's output) -> out [rows, I] (dense) and scales: the activation, then
 // the quantizer of kFormat writing its codes, or with kValuesOut their 16-bit values
-// (moe/quantize.cuh ActivationSource).
+// (moe/quantize_common.cuh ActivationSource).
 extern "C" __global__ void __launch_bounds__(ElementwiseCfg::kThreads)
 moeq_activation_quantize(const unsigned short* gate_up, int rows, long long intermediate, moeq_dev::ActivationArgs args,
                          unsigned char* out, void* scales, int vectorized, int warps_per_row, int mma_order) {

@@ -1,7 +1,8 @@
 #pragma once
 // Entry point of the quantized MoE GEMM, version 8 (mma.sync m16n8k16, or wgmma for kWgmma
 // tiles; kProducer tiles with wgmma run the warp-specialized body of kernels/moe_gemm_ws.cuh,
-// kProducer tiles without it this body with a copy warp (MoeGemmShape::kCopyWarp), kDirect
+// kProducer tiles without it the mma.sync body of kernels/moe_gemm_sync.cuh with a copy warp
+// (MoeGemmShape::kCopyWarp), kDirect
 // tiles the direct-load body of kernels/moe_gemm_direct.cuh; 16-bit activations):
 //   C[dst(r), n] = round(sum_k A[src(r), k] * W_e[n, k] * accumulator scale + bias_e[n])
 // for the rows r of each M block, whose expert e and row mapping come from the layout:
@@ -37,7 +38,7 @@
 // group size, global scales, bias and the layout are run-time parameters (MoeGemmParams): a few
 // uniform branches per K tile; they keep the number of compiled configs small enough for CI to
 // compile every one for every arch.
-// Host preconditions (src/cuda/moe_gemm.cpp): K % 32 == 0, N % 2 == 0, 16-byte aligned A rows
+// Host preconditions (src/cuda/moe_gemm.cpp, gemm_tile_rules.cpp): K % 32 == 0, N % 2 == 0, 16-byte aligned A rows
 // and code rows, 4-byte aligned C rows, dynamic shared memory = MoeGemmShape::kSmemBytes, grid
 // = (the largest possible number of M blocks, ceil(N / BN), kSplitK) in clusters of (1, 1,
 // kSplitK): blocks past the device-side count exit at once (a cluster's CTAs share the M block,
@@ -50,8 +51,8 @@
 
 namespace moeq_dev {
 
-// The kernel body and its shape for a config: 0 this file's, 1 the warp-specialized wgmma body
-// (kernels/moe_gemm_ws.cuh), 2 the direct-load body (kernels/moe_gemm_direct.cuh).
+// The kernel body and its shape for a config: 0 the mma.sync body (kernels/moe_gemm_sync.cuh), 1 the
+// warp-specialized wgmma body (kernels/moe_gemm_ws.cuh), 2 the direct-load body (kernels/moe_gemm_direct.cuh).
 template <class Cfg>
 constexpr int moe_gemm_body() {
   return Cfg::kDirect ? 2 : Cfg::kProducer && Cfg::kWgmma ? 1 : 0;

@@ -21,7 +21,7 @@
 // proxy fence, dequantization and MMA all on the same warps; ncu: tensor pipe 28% at M = 4096).
 // Scales: the consumers load their rows' raw scale bits from global memory into a register ring
 // and decode them per tile: kStages - 1 tiles ahead, or for MX and NVFP4 scales on an even ring in
-// two groups of kStages / 2 tiles with one wait per group (the ring's NOTE below).
+// two groups of kStages / 2 tiles with one wait per group (the ring's NOTE in kernels/moe_gemm_ws_consumers.cuh).
 // Cfg::kActE4m3 (MXFP4 x FP8 per token): the same producer over e4m3 token codes (128 k per
 // tile), other consumers (kernels/moe_gemm_ws_e4m3.cuh).
 // Cfg::kMmaOrderTokens (`/t` tiles): the token rows come with each 64-k tile already in the
@@ -42,6 +42,7 @@
 #include "moeq_dev/kernels/moe_gemm_ws_producer.cuh"
 #include "moeq_dev/kernels/moe_gemm_ws_shape.cuh"
 #include "moeq_dev/ptx/mbarrier.cuh"
+#include "moeq_dev/ptx/mma.cuh"
 
 namespace moeq_dev {
 

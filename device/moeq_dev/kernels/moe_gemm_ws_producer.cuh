@@ -8,12 +8,15 @@
 #include "moeq_dev/kernels/moe_gemm_ws_shape.cuh"
 #include "moeq_dev/ptx/cp_async.cuh"
 #include "moeq_dev/ptx/mbarrier.cuh"
+#include "moeq_dev/ptx/mma.cuh"
 #include "moeq_dev/ptx/wgmma.cuh"
 
 namespace moeq_dev {
 
 template <class Cfg>
 __device__ __forceinline__ void moe_gemm_ws_producer(const WsCta<Cfg>& cta) {
+  // NOTE: the shared state under the names it had when the roles were one function (moe_gemm_ws_block); the
+  // machine code is the same (scripts/dev/compare_kernel_text.py, session 42).
   using S = MoeGemmWsShape<Cfg>;
   constexpr int BM = S::kBlockM, BN = S::kBlockN, BK = S::kBlockK, kStages = S::kStages;
   constexpr bool kPersistent = S::kPersistent;

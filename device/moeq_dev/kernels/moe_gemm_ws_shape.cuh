@@ -1,8 +1,8 @@
 #pragma once
 // The warp-specialized MoE GEMM tile's shape (kernels/moe_gemm_ws.cuh): shared-memory layout, register
-// budgets, ring and copy geometry per Cfg, the timing-only diagnostics and two small helpers of its body.
+// budgets, ring and copy geometry per Cfg, the timing-only diagnostics, two small helpers of its body, and
+// WsCta, what its roles (producer, consumers) share.
 // NOTE: NVRTC-safe: no standard headers.
-#include "moeq_dev/format/prepared.cuh"
 #include "moeq_dev/kernels/moe_gemm_common.cuh"
 
 namespace moeq_dev {

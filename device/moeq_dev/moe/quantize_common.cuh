@@ -1,11 +1,10 @@
 #pragma once
 // What the dynamic activation quantizers (moe/quantize.cuh) share: formats, limits, the code sinks,
-// the sources they read (a buffer, or the activation of GEMM1's output) and the exact scale division.
+// the sources they read (a buffer, or the activation of GEMM1's output).
 // NOTE: NVRTC-safe: no standard headers.
 #include "moeq_dev/format/fp4.cuh"
 #include "moeq_dev/format/fp8.cuh"
 #include "moeq_dev/format/mma_order.cuh"
-#include "moeq_dev/format/ue8m0.cuh"
 #include "moeq_dev/moe/activation.cuh"
 #include "moeq_dev/ptx/simd16.cuh"
 
@@ -214,26 +213,6 @@ template <bool kBf16> constexpr unsigned kHalfInfBits = kBf16 ? 0x7F80u : 0x7C00
 template <bool kBf16>
 __device__ __forceinline__ float half_bits_to_f32(unsigned bits) {
   return half_to_f32<kBf16>(static_cast<unsigned short>(bits));
-}
-
-// RN(x / s) for finite x and a finite positive normal s, inv_s = RN(1 / s), without the
-// division subroutine: q = RN(x * inv_s) is within 1.5 ulp of x / s, one correction
-// q + (x - q s) inv_s (residual exact by fma) makes it faithful, and a second one correctly
-// rounded (Markstein: faithful q, inv_s within half an ulp of 1 / s). Where the residual
-// underflows (tiny x against a large s) the quotient may differ, but then it is far below the
-// smallest e4m3 step and its code is +-0 either way. The residual is taken as q s - x so that
-// x = -0 keeps q = -0 (an fma of +0 and -0 gives +0).
-// NOTE: checked exhaustively on an H200 for every finite bf16 / f16 x and every amax >= |x|
-// (2.07e9 pairs): every e4m3 code equals the one of __fdiv_rn; the fp32 quotients differ for
-// 1.48e6 bf16 pairs, all with |q| <= 9.8e-21 (code 0x00 / 0x80), none for f16.
-// PERF: 1 FMUL + 4 FFMA per element instead of __fdiv_rn: with the integer amax pass and the
-// NaN-free cvt, FP8 per token went from 47.6% to 85-88% of copy bandwidth at M = 4096.
-__device__ __forceinline__ float div_rn_by_scale(float x, float s, float inv_s) {
-  float q = __fmul_rn(x, inv_s);
-  float r = __fmaf_rn(q, s, -x);
-  q = __fmaf_rn(-r, inv_s, q);
-  r = __fmaf_rn(q, s, -x);
-  return __fmaf_rn(-r, inv_s, q);
 }
 
 }  // namespace moeq_dev

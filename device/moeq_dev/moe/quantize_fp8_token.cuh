@@ -5,6 +5,26 @@
 
 namespace moeq_dev {
 
+// RN(x / s) for finite x and a finite positive normal s, inv_s = RN(1 / s), without the
+// division subroutine: q = RN(x * inv_s) is within 1.5 ulp of x / s, one correction
+// q + (x - q s) inv_s (residual exact by fma) makes it faithful, and a second one correctly
+// rounded (Markstein: faithful q, inv_s within half an ulp of 1 / s). Where the residual
+// underflows (tiny x against a large s) the quotient may differ, but then it is far below the
+// smallest e4m3 step and its code is +-0 either way. The residual is taken as q s - x so that
+// x = -0 keeps q = -0 (an fma of +0 and -0 gives +0).
+// NOTE: checked exhaustively on an H200 for every finite bf16 / f16 x and every amax >= |x|
+// (2.07e9 pairs): every e4m3 code equals the one of __fdiv_rn; the fp32 quotients differ for
+// 1.48e6 bf16 pairs, all with |q| <= 9.8e-21 (code 0x00 / 0x80), none for f16.
+// PERF: 1 FMUL + 4 FFMA per element instead of __fdiv_rn: with the integer amax pass and the
+// NaN-free cvt, FP8 per token went from 47.6% to 85-88% of copy bandwidth at M = 4096.
+__device__ __forceinline__ float div_rn_by_scale(float x, float s, float inv_s) {
+  float q = __fmul_rn(x, inv_s);
+  float r = __fmaf_rn(q, s, -x);
+  q = __fmaf_rn(-r, inv_s, q);
+  r = __fmaf_rn(q, s, -x);
+  return __fmaf_rn(-r, inv_s, q);
+}
+
 // ---- FP8 per token: a group of `warps_per_row` warps owns a row ----
 // PERF: a row of up to kSlots * 8 * 32 * warps_per_row elements stays in registers between the
 // amax pass and the encode pass (8 slots of 16 bytes = 32 registers; the folded quantizer keeps 2),

@@ -1,6 +1,7 @@
 #pragma once
 // The MXFP8 and MXFP4 activation quantizers (moe/quantize.cuh: their contract).
 // NOTE: NVRTC-safe: no standard headers.
+#include "moeq_dev/format/ue8m0.cuh"
 #include "moeq_dev/moe/quantize_common.cuh"
 
 namespace moeq_dev {

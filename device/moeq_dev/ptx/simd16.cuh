@@ -1,6 +1,6 @@
 #pragma once
 // Packed 16x2 instructions on 32-bit registers (two 16-bit lanes), one PTX instruction each
-// where the arch has it. Wrappers only: the activation quantizers' policy lives in moe/quantize.cuh.
+// where the arch has it. Wrappers only: the activation quantizers' policy lives in moe/quantize*.cuh.
 // NOTE: NVRTC-safe on purpose: no standard headers, no <cuda_bf16.h>.
 
 namespace moeq_dev {
