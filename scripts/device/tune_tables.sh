@@ -16,7 +16,7 @@ deadline=$((t0 + ${TUNE_DEADLINE:-560}))
 echo "warm rc=$? $(($(date +%s) - t0)) s"
 # Layers with a bias (gpt-oss) have their own GEMM kernel texts: their candidates, 16 shards.
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-mapfile -t candidates < <(sed -n '/^std::vector<GemmTile> gemm_tile_candidates()/,/^}/p' "$root/src/cuda/moe_gemm.cpp" |
+mapfile -t candidates < <(sed -n '/^std::vector<GemmTile> gemm_tile_candidates()/,/^}/p' "$root/src/cuda/gemm_tile.cpp" |
   grep -o '"[0-9]*x[0-9]*/[0-9]*x[0-9]*x[0-9]*/[0-9]*[/kowpr0-9]*"' | tr -d '"')
 for pair in "${pairs[@]}"; do
   case "$pair" in gpt-oss*) ;; *) continue ;; esac

@@ -15,12 +15,16 @@ jobs="${2:-$(nproc)}"
   # NOTE: the candidate list is read from gemm_tile_candidates() and cut into 4 shards per scheme:
   # one process per scheme with all of them was the long pole (88 kernels, ~2 minutes).
   root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-  mapfile -t candidates < <(sed -n '/^std::vector<GemmTile> gemm_tile_candidates()/,/^}/p' "$root/src/cuda/moe_gemm.cpp" |
+  mapfile -t candidates < <(sed -n '/^std::vector<GemmTile> gemm_tile_candidates()/,/^}/p' "$root/src/cuda/gemm_tile.cpp" |
     grep -o '"[0-9]*x[0-9]*/[0-9]*x[0-9]*x[0-9]*/[0-9]*[/kowprst0-9]*"' | tr -d '"')
   for scheme in int4-g128 mxfp4 fp8-block; do
     for shard in 0 1 2 3; do
       tiles=()
-      for i in "${!candidates[@]}"; do [ $((i % 4)) -eq $shard ] && tiles+=("${candidates[$i]}"); done
+      for i in "${!candidates[@]}"; do
+        # NOTE: 512-channel tiles take MX weights only; `moeq compile` refuses an illegal --tile.
+        [[ $scheme != mx* && ${candidates[$i]} == *x512/* ]] && continue
+        [ $((i % 4)) -eq $shard ] && tiles+=("${candidates[$i]}")
+      done
       echo "--preset tiny --scheme $scheme --tile ${tiles[*]}"
     done
   done

@@ -92,6 +92,13 @@ std::vector<GemmPlan> gemm_plans(const ExpertsDesc& d, const WeightDesc& w, cons
   return {without, with};
 }
 
+std::vector<GemmTile> layer_tiles_legal_for(const ExpertsDesc& desc, const std::vector<GemmTile>& tiles) {
+  std::vector<GemmTile> legal;
+  for (const GemmTile& tile : tiles)
+    if (gemm_tile_reasons(tile, desc.w13()).empty() && gemm_tile_reasons(tile, desc.w2()).empty()) legal.push_back(tile);
+  return legal;
+}
+
 std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std::vector<GemmTile>& extra_tiles) {
   std::vector<jit::KernelSpec> specs = other_kernel_specs(d);
   // NOTE: GEMM1's and GEMM2's configs usually give the same text (N, K and the bias are

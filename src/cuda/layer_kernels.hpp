@@ -34,6 +34,9 @@ std::vector<GemmPlan> gemm_plans(const ExpertsDesc& desc, const WeightDesc& w, c
 // activation quantizer. `extra_tiles` (legal for the layer, else moeq::Error) are added to the
 // GEMM tiles, e.g. ahead of `moeq bench --tile`.
 std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& desc, const std::vector<GemmTile>& extra_tiles = {});
+// The tiles legal for both of the layer's GEMMs (gemm_tile_reasons empty for w13 and w2), in order: what
+// `moeq compile --tile candidates` and `moeq tune` take of the tuning candidates.
+std::vector<GemmTile> layer_tiles_legal_for(const ExpertsDesc& desc, const std::vector<GemmTile>& tiles);
 
 // The GEMM kernels of a tuning table's entries: each entry's GEMM1 tile for w13 and GEMM2 tile for
 // w2 (the mma.sync stand-ins of wgmma tiles too, as layer_kernel_specs), both code layouts, with

@@ -424,6 +424,33 @@ TEST(GemmTiles, SharedMemoryCoversTheRingAndTheEpilogue) {
   EXPECT_GE(cuda::gemm_smem_bytes(split, w4), 32 * (1 * 2 * 4) * 4);
 }
 
+// `moeq compile --tile candidates` takes the candidates legal for both GEMMs: a 16-bit INT4 layer has no 512-channel
+// tile (MX weights only), an MXFP4 one keeps them; a K off a multiple of 64 drops the `/t` tiles.
+TEST(GemmTiles, LayerTilesLegalForBothGemms) {
+  const std::vector<cuda::GemmTile> all = cuda::gemm_tile_candidates();
+  const auto count_wide = [](const std::vector<cuda::GemmTile>& tiles) {
+    return std::count_if(tiles.begin(), tiles.end(), [](const cuda::GemmTile& t) { return t.block_n == 512; });
+  };
+  ASSERT_GT(count_wide(all), 0);
+  ExpertsDesc mx = io::find_preset("qwen3-30b-a3b").desc;
+  io::apply_scheme("mxfp4", mx);
+  EXPECT_EQ(cuda::layer_tiles_legal_for(mx, all).size(), all.size());  // every candidate fits Qwen3's MXFP4 layer
+  ExpertsDesc int4 = io::find_preset("qwen3-30b-a3b").desc;
+  io::apply_scheme("int4-g128", int4);
+  const std::vector<cuda::GemmTile> legal = cuda::layer_tiles_legal_for(int4, all);
+  EXPECT_EQ(count_wide(legal), 0);
+  EXPECT_EQ(legal.size(), all.size() - static_cast<size_t>(count_wide(all)));
+  ExpertsDesc odd = mx;
+  odd.hidden_size = 2048 + 32;  // GEMM1's K off a multiple of 64
+  const std::vector<cuda::GemmTile> odd_legal = cuda::layer_tiles_legal_for(odd, all);
+  EXPECT_FALSE(odd_legal.empty());
+  for (const cuda::GemmTile& tile : odd_legal) {
+    EXPECT_FALSE(tile.mma_order_tokens) << tile.to_string();
+    EXPECT_TRUE(cuda::gemm_tile_reasons(tile, odd.w13()).empty() && cuda::gemm_tile_reasons(tile, odd.w2()).empty())
+        << tile.to_string();
+  }
+}
+
 // Experts::warm_up and `moeq compile` load layer_kernel_specs: every tile the planner can pick
 // for the layer (any block size and row count, batch-invariant included) must be there, for
 // both GEMMs, both code layouts and, for MX weights, with and without the folded scales; a bad

@@ -39,12 +39,13 @@ jit::Arch parse_arch(const std::string& text) {
   throw Error("--arch = '" + text + "' is not one of sm_80, sm_89, sm_90, sm_90a");
 }
 
-// The GEMM tiles of `--tile`: texts, or "candidates" for all the tuning candidates.
-std::vector<cuda::GemmTile> extra_tiles(const std::vector<std::string>& texts) {
+// The GEMM tiles of `--tile`: texts, or "candidates" for the tuning candidates legal for both of the layer's GEMMs
+// (those `moeq tune` searches; e.g. the 512-channel tiles take MX weights only).
+std::vector<cuda::GemmTile> extra_tiles(const std::vector<std::string>& texts, const ExpertsDesc& desc) {
   std::vector<cuda::GemmTile> tiles;
   for (const auto& text : texts) {
     if (text == "candidates") {
-      for (const auto& t : cuda::gemm_tile_candidates()) tiles.push_back(t);
+      for (const auto& t : cuda::layer_tiles_legal_for(desc, cuda::gemm_tile_candidates())) tiles.push_back(t);
     } else {
       tiles.push_back(cuda::parse_gemm_tile(text));
     }
@@ -73,7 +74,7 @@ int run_compile(const CompileArgs& a) {
   auto& cache = jit::kernel_cache();
   std::printf("layer      %s\narch       %s\ncache      %s\n\n", desc.to_string().c_str(), jit::to_string(arch).c_str(),
               cache.cache().info().dir.c_str());
-  std::vector<jit::KernelSpec> specs = cuda::layer_kernel_specs(desc, extra_tiles(a.tiles));
+  std::vector<jit::KernelSpec> specs = cuda::layer_kernel_specs(desc, extra_tiles(a.tiles, desc));
   for (jit::KernelSpec& spec : cuda::tuned_kernel_specs(desc, options.tuning)) specs.push_back(std::move(spec));
   // The table a GPU of this architecture plans with when the caller gives none (Options::shipped_tuning).
   const TuningTable* shipped = plan::shipped_tuning_for(desc, options, "sm_" + std::to_string(arch.sm));
@@ -125,8 +126,8 @@ Action add_compile_command(CLI::App& app) {
   cmd->add_option("--scheme", a->scheme, "W[:A] (default: the preset's)");
   cmd->add_option("--activation", a->activation, "Override the preset's activation");
   cmd->add_option("--arch", a->arch, "sm_80 | sm_89 | sm_90 | sm_90a (default: the device's)");
-  cmd->add_option("--tile", a->tiles, "Also compile these GEMM tiles (BMxBN/WMxWNxWK/S), or 'candidates' for all "
-                                      "the tuning candidates");
+  cmd->add_option("--tile", a->tiles, "Also compile these GEMM tiles (BMxBN/WMxWNxWK/S), or 'candidates' for "
+                                      "the tuning candidates legal for the layer");
   cmd->add_option("--tuning", a->tuning, "Also compile this tuning table's tiles (JSON, `moeq tune`)");
   cmd->add_option("--jobs,-j", a->jobs, "Compile threads (0: one per hardware thread)")->capture_default_str();
   return [a] { return run_compile(*a); };

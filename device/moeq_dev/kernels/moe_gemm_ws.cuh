@@ -126,7 +126,9 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
     __syncthreads();             // the mbarriers' initialization
   } else {
     m_blocks = gridDim.x;
-    first_tile = blockIdx.x + blockIdx.y * gridDim.x;
+    // NOTE: m_blocks, not gridDim.x again: so ptxas orders these reads as it did before the roles became
+    // functions (the same machine code, scripts/dev/compare_kernel_text.py).
+    first_tile = blockIdx.x + blockIdx.y * m_blocks;
     tile_step = 1;
     num_tiles = 1;
     if (!load_block_rows<BM, S::kThreads>(p, blockIdx.x, tid, row_src_buffers, row_dst_buffers, block_expert_buffers))
@@ -137,7 +139,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   const unsigned smem_base = smem_address(smem);
   const WsCta<Cfg> cta{p, tid, smem, smem_base, row_src_buffers, row_dst_buffers, block_expert_buffers, row_ptr,
                        block_row_scales, wide_tiles, landed0, staged0, permuted0, retired0, rows_full0, rows_empty0,
-                       m_blocks, first_tile, tile_step, num_tiles, N, K, tiles_n16, tiles_k, row_bytes};
+                       first_tile, tile_step, m_blocks, num_tiles, N, K, tiles_n16, tiles_k, row_bytes};
   if (tid < 128) {
     moe_gemm_ws_producer<Cfg>(cta);
     return;

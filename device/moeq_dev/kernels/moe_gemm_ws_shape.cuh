@@ -151,7 +151,7 @@ struct WsCta {
   unsigned landed0, staged0, permuted0, retired0, rows_full0, rows_empty0;  // each barrier array's first
   // Output tile i of the CTA is the grid's tile first_tile + i tile_step: M block (first_tile + i tile_step) %
   // m_blocks, N block the quotient.
-  int m_blocks, first_tile, tile_step, num_tiles;
+  int first_tile, tile_step, m_blocks, num_tiles;
   int n, k;  // p.n and p.k
   int tiles_n16, tiles_k;
   long long row_bytes;  // one channel's canonical codes
