@@ -15,11 +15,9 @@ deadline=$((t0 + ${TUNE_DEADLINE:-560}))
 "$(dirname "$0")/warm_parallel.sh" "$build/moeq" 16 >"$out/warm.txt" 2>&1
 echo "warm rc=$? $(($(date +%s) - t0)) s"
 # Layers with a bias (gpt-oss) have their own GEMM kernel texts: their candidates, 16 shards.
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-mapfile -t candidates < <(sed -n '/^std::vector<GemmTile> gemm_tile_candidates()/,/^}/p' "$root/src/cuda/gemm_tile.cpp" |
-  grep -o '"[0-9]*x[0-9]*/[0-9]*x[0-9]*x[0-9]*/[0-9]*[/kowpr0-9]*"' | tr -d '"')
 for pair in "${pairs[@]}"; do
   case "$pair" in gpt-oss*) ;; *) continue ;; esac
+  mapfile -t candidates < <("$build/moeq" compile --preset "${pair%%:*}" --scheme "${pair#*:}" --tile candidates --list-tiles)
   for shard in $(seq 0 15); do
     tiles=()
     for i in "${!candidates[@]}"; do [ $((i % 16)) -eq "$shard" ] && tiles+=("${candidates[$i]}"); done

@@ -12,19 +12,13 @@ jobs="${2:-$(nproc)}"
 {
   # Every tuning candidate for the schemes tests/gpu checks on every tile (and `moeq bench --tile`
   # times); the few tiles test_moe_gemm_gpu.cpp checks the other schemes on.
-  # NOTE: the candidate list is read from gemm_tile_candidates() and cut into 4 shards per scheme:
-  # one process per scheme with all of them was the long pole (88 kernels, ~2 minutes).
-  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-  mapfile -t candidates < <(sed -n '/^std::vector<GemmTile> gemm_tile_candidates()/,/^}/p' "$root/src/cuda/gemm_tile.cpp" |
-    grep -o '"[0-9]*x[0-9]*/[0-9]*x[0-9]*x[0-9]*/[0-9]*[/kowprst0-9]*"' | tr -d '"')
+  # NOTE: the layer's candidates (`moeq compile --list-tiles`: those legal for it) cut into 4 shards per
+  # scheme: one process per scheme with all of them was the long pole (88 kernels, ~2 minutes).
   for scheme in int4-g128 mxfp4 fp8-block; do
+    mapfile -t candidates < <("$moeq" compile --preset tiny --scheme "$scheme" --tile candidates --list-tiles)
     for shard in 0 1 2 3; do
       tiles=()
-      for i in "${!candidates[@]}"; do
-        # NOTE: 512-channel tiles take MX weights only; `moeq compile` refuses an illegal --tile.
-        [[ $scheme != mx* && ${candidates[$i]} == *x512/* ]] && continue
-        [ $((i % 4)) -eq $shard ] && tiles+=("${candidates[$i]}")
-      done
+      for i in "${!candidates[@]}"; do [ $((i % 4)) -eq $shard ] && tiles+=("${candidates[$i]}"); done
       echo "--preset tiny --scheme $scheme --tile ${tiles[*]}"
     done
   done

@@ -122,6 +122,18 @@ done
 expect "odd shape run --check" 0 "check +vs float64 oracle: rel err" -- \
   "$moeq" run --preset "$shapes/k704-i352.json" --tokens 7 --check --backend cpu
 expect "compile --jobs -1" 1 "--jobs = -1 must be >= 0" -- "$moeq" compile --preset tiny --arch sm_80 --jobs -1
+# The candidates of a layer: 512-channel tiles only for MX weights; an illegal named tile is refused by name.
+mx_tiles="$("$moeq" compile --preset qwen3-30b-a3b --scheme mxfp4 --tile candidates --list-tiles 2>&1)"
+int4_tiles="$("$moeq" compile --preset qwen3-30b-a3b --scheme int4-g128 --tile candidates --list-tiles 2>&1)"
+expect "compile --list-tiles mxfp4 has 512-channel tiles" 0 "^48x512/1x8x1/4/p$" -- echo "$mx_tiles"
+expect "compile --list-tiles int4 has none" 0 "^[0-9]+ lines, 0 of 512 channels$" -- \
+  echo "$(grep -c . <<<"$int4_tiles") lines, $(grep -c 'x512/' <<<"$int4_tiles") of 512 channels"
+expect "compile --list-tiles int4 is most candidates" 0 "^true$" -- \
+  bash -c "[ $(grep -c . <<<"$int4_tiles") -ge 100 ] && [ $(grep -c . <<<"$int4_tiles") -lt $(grep -c . <<<"$mx_tiles") ] && echo true"
+expect "compile --list-tiles names a tile" 0 "^24x128/1x4x1/4/r$" -- \
+  "$moeq" compile --preset tiny --tile 24x128/1x4x1/4/r --list-tiles
+expect "compile refuses an illegal tile" 1 "512-channel tiles take MX weights" -- \
+  "$moeq" compile --preset tiny --scheme int4-g128 --tile 48x512/1x8x1/4/p --list-tiles
 # Without a device `moeq tune` says so (with one it would tune: not here).
 if "$moeq" info 2>/dev/null | grep -q "cuda (no CUDA device"; then
   expect "tune needs a device" 1 "moeq tune needs a CUDA device" -- "$moeq" tune --preset tiny

@@ -29,6 +29,7 @@ struct CompileArgs {
   std::vector<std::string> tiles;  // extra GEMM tiles (BMxBN/WMxWNxWK/S), or "candidates"
   std::string tuning;              // a tuning table whose tiles are compiled too
   int jobs = 0;                    // compile threads; 0 = one per hardware thread
+  bool list_tiles = false;         // print the --tile tiles (candidates resolved for the layer), compile nothing
 };
 
 jit::Arch parse_arch(const std::string& text) {
@@ -39,15 +40,18 @@ jit::Arch parse_arch(const std::string& text) {
   throw Error("--arch = '" + text + "' is not one of sm_80, sm_89, sm_90, sm_90a");
 }
 
-// The GEMM tiles of `--tile`: texts, or "candidates" for the tuning candidates legal for both of the layer's GEMMs
-// (those `moeq tune` searches; e.g. the 512-channel tiles take MX weights only).
+// The GEMM tiles of `--tile`: texts, each legal for the layer's GEMM1 (as cuda::layer_kernel_specs requires, else
+// moeq::Error naming why), or "candidates" for the tuning candidates legal for both of its GEMMs (those `moeq tune`
+// searches; e.g. the 512-channel tiles take MX weights only).
 std::vector<cuda::GemmTile> extra_tiles(const std::vector<std::string>& texts, const ExpertsDesc& desc) {
   std::vector<cuda::GemmTile> tiles;
   for (const auto& text : texts) {
     if (text == "candidates") {
       for (const auto& t : cuda::layer_tiles_legal_for(desc, cuda::gemm_tile_candidates())) tiles.push_back(t);
     } else {
-      tiles.push_back(cuda::parse_gemm_tile(text));
+      const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
+      if (const auto reasons = cuda::gemm_tile_reasons(tile, desc.w13()); !reasons.empty()) throw Error(reasons.front());
+      tiles.push_back(tile);
     }
   }
   return tiles;
@@ -61,6 +65,12 @@ int run_compile(const CompileArgs& a) {
   Options options;
   if (!a.tuning.empty()) options.tuning = TuningTable::load(a.tuning);
   plan::require_implementable(desc, options);
+  const std::vector<cuda::GemmTile> tiles = extra_tiles(a.tiles, desc);
+  if (a.list_tiles) {
+    // NOTE: for scripts (scripts/device/warm_parallel.sh): one tile a line, nothing else.
+    for (const cuda::GemmTile& tile : tiles) std::printf("%s\n", tile.to_string().c_str());
+    return 0;
+  }
   std::string why;
   if (!jit::nvrtc_available(&why)) throw Error("moeq compile needs NVRTC: " + why);
   jit::Arch arch;
@@ -74,7 +84,7 @@ int run_compile(const CompileArgs& a) {
   auto& cache = jit::kernel_cache();
   std::printf("layer      %s\narch       %s\ncache      %s\n\n", desc.to_string().c_str(), jit::to_string(arch).c_str(),
               cache.cache().info().dir.c_str());
-  std::vector<jit::KernelSpec> specs = cuda::layer_kernel_specs(desc, extra_tiles(a.tiles, desc));
+  std::vector<jit::KernelSpec> specs = cuda::layer_kernel_specs(desc, tiles);
   for (jit::KernelSpec& spec : cuda::tuned_kernel_specs(desc, options.tuning)) specs.push_back(std::move(spec));
   // The table a GPU of this architecture plans with when the caller gives none (Options::shipped_tuning).
   const TuningTable* shipped = plan::shipped_tuning_for(desc, options, "sm_" + std::to_string(arch.sm));
@@ -130,6 +140,8 @@ Action add_compile_command(CLI::App& app) {
                                       "the tuning candidates legal for the layer");
   cmd->add_option("--tuning", a->tuning, "Also compile this tuning table's tiles (JSON, `moeq tune`)");
   cmd->add_option("--jobs,-j", a->jobs, "Compile threads (0: one per hardware thread)")->capture_default_str();
+  cmd->add_flag("--list-tiles", a->list_tiles,
+                "Print the --tile tiles, one a line ('candidates' resolved for the layer), and compile nothing");
   return [a] { return run_compile(*a); };
 }
 
