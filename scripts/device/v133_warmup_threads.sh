@@ -8,7 +8,7 @@ base="$1" new="$2"
 out="${OUT:-/tmp/moeq-out}"
 mkdir -p "$out"
 fresh() { export MOEQ_CACHE_DIR="$(mktemp -d)"; }
-timed() { local s; s=$(date +%s.%N); "$@"; local rc=$?; echo "rc=$rc $(echo "$(date +%s.%N) - $s" | bc) s: $*"; }
+timed() { local s; s=$(date +%s%N); "$@"; local rc=$?; echo "rc=$rc $(( ($(date +%s%N) - s) / 1000000 )) ms: $*"; }
 fresh; timed "$new/moeq" compile -j 1 >"$out/compile_j1.txt" 2>&1; tail -1 "$out/compile_j1.txt"
 fresh; timed "$new/moeq" compile -j 16 >"$out/compile_j16.txt" 2>&1; tail -1 "$out/compile_j16.txt"
 for b in base new; do
