@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cuda/driver.hpp"
+#include "cuda/layer_kernels.hpp"
 #include "cuda/moe_gemm.hpp"
 #include "io/presets.hpp"
 #include "io/verify.hpp"
@@ -154,8 +155,7 @@ int run_tune(const TuneArgs& a) {
     for (const std::string& text : a.candidates) named.push_back(cuda::parse_gemm_tile(text));
     return named;
   }();
-  for (const cuda::GemmTile& tile : all) {
-    if (!cuda::gemm_tile_reasons(tile, d.w13()).empty() || !cuda::gemm_tile_reasons(tile, d.w2()).empty()) continue;
+  for (const cuda::GemmTile& tile : cuda::layer_tiles_legal_for(d, all)) {
     const std::string runs_as = cuda::tile_for_device(tile).to_string();
     if (std::find(seen.begin(), seen.end(), runs_as) != seen.end()) continue;
     seen.push_back(runs_as);
