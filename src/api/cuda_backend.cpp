@@ -3,12 +3,15 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "common/parallel.hpp"
 #include "cuda/driver.hpp"
 #include "cuda/elementwise.hpp"
 #include "cuda/layer_kernels.hpp"
 #include "cuda/moe_gemm.hpp"
 #include "cuda/routing.hpp"
+#include "jit/compiler.hpp"
 #include "moeq/error.hpp"
 
 namespace moeq::api {
@@ -351,6 +354,12 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
 
 void warm_up_cuda(const ExpertsDesc& desc, const TuningTable& tuning, bool fp8_tensor_cores, bool fp8_wgmma) {
   const int sm = fp8_tensor_cores ? cuda::device_sm() : 0;  // as apply_cuda
+  // PERF: what the disk cache lacks compiles on a thread per core first (`moeq compile`'s list, a
+  // superset of the loads below, which then find every CUBIN in memory): one program after another
+  // took 102 s for Qwen3-30B-A3B's INT4 layer on one core (docs/perf-notes.md, session 41).
+  std::vector<jit::KernelSpec> specs = cuda::layer_kernel_specs(desc);
+  for (jit::KernelSpec& spec : cuda::tuned_kernel_specs(desc, tuning)) specs.push_back(std::move(spec));
+  jit::kernel_cache().lookup_all(specs, jit::current_arch(), hardware_threads());
   cuda::load_layer_kernels(desc, sm, fp8_wgmma);
   // Each tuned tile for its own GEMM only: a GEMM1 tile need not be legal for GEMM2's weights.
   for (const TuningEntry& e : tuning.entries) {

@@ -2,6 +2,7 @@
 // against the reference before it is timed, written as a tuning table (include/moeq/tuning.hpp)
 // that `moeq run --tuning`, `moeq bench --tuning` and Options::tuning take.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -12,11 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "common/parallel.hpp"
 #include "cuda/driver.hpp"
 #include "cuda/layer_kernels.hpp"
 #include "cuda/moe_gemm.hpp"
 #include "io/presets.hpp"
 #include "io/verify.hpp"
+#include "jit/compiler.hpp"
 #include "moeq/error.hpp"
 #include "plan/legality.hpp"
 #include "plan/tuning.hpp"
@@ -162,6 +165,15 @@ int run_tune(const TuneArgs& a) {
     candidates.push_back(tile);
   }
   if (candidates.empty()) throw Error("no candidate tile is legal for both GEMMs of " + d.to_string());
+  {
+    // PERF: every candidate's kernels compile first on a thread per core (the search then loads
+    // them from memory), instead of one NVRTC program at each candidate's first launch.
+    const auto start = std::chrono::steady_clock::now();
+    const auto compiled = jit::kernel_cache().lookup_all(cuda::layer_kernel_specs(d, candidates), jit::current_arch(),
+                                                         hardware_threads());
+    std::fprintf(stderr, "tune: %zu kernels ready in %.1f s\n", compiled.size(),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
   std::fprintf(stderr, "tune: %s %s on %s (sm_%d%d), %zu candidate tiles\n", preset.name.c_str(), scheme.c_str(),
                info.name.c_str(), info.cc_major, info.cc_minor, candidates.size());
   // planner / table / tuned: the GEMM pairs' medians over the confirm rounds (table: --update's
