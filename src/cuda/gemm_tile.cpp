@@ -44,10 +44,11 @@ GemmTile parse_gemm_tile(const std::string& text) {
     } else if (key == 't') {
       ok = last == 'p' || last == 's';
       t.mma_order_tokens = true;
+      t.wgmma = true;  // 16-32 tokens too: /p/t is always the wgmma body
     } else if (key == 'r') {
       t.direct = true;
     } else if (key == 'w' || key == 'p') {
-      // /p: warp-specialized; wgmma consumers from 48 tokens, mma.sync ones below.
+      // /p: warp-specialized; wgmma consumers from 48 tokens (and with /t), mma.sync ones below.
       t.producer = key == 'p';
       t.wgmma = key == 'w' || t.block_m >= 48;
     } else {
@@ -114,6 +115,13 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            "80x256/1x8x1/8/p/t", "80x256/1x8x1/6/p/s/t", "96x256/1x8x1/6/p/t", "128x256/1x8x1/4/p/t",
                            "128x256/1x8x1/6/p/t", "144x256/1x8x1/4/p/t", "144x256/1x8x1/6/p/t", "144x256/1x8x1/3/p/s/t",
                            "48x512/1x8x1/4/p/t", "48x512/1x8x1/6/p/t",
+                           // the warp-specialized wgmma body at 16-32 tokens (session 40: ~8-24 rows per expert)
+                           "16x512/1x8x1/8/p/t", "24x256/1x8x1/8/p/t", "24x512/1x8x1/6/p/t", "24x512/1x8x1/8/p/t",
+                           "24x512/1x8x1/6/p/s/t", "32x512/1x8x1/8/p/t",
+                           // and two CTAs an SM of it (session 41: one CTA of it was latency-bound), with the same
+                           // shapes on one CTA for the A/B
+                           "16x128/1x8x1/8/o2/p/t", "24x128/1x8x1/4/o2/p/t", "24x128/1x8x1/8/o2/p/t",
+                           "32x128/1x8x1/8/o2/p/t", "24x256/1x8x1/4/o2/p/t", "24x128/1x8x1/8/p/t", "24x256/1x8x1/4/p/t",
                            // 64 channels per warp, MXFP4's alternative many-rows tile (GEMM v19)
                            "8x256/1x4x1/2/r"})
     tiles.push_back(parse_gemm_tile(text));

@@ -104,11 +104,13 @@ bool gemm_folds_mx_scales(const WeightDesc& w, DType act_dtype, const GemmTile& 
 // The tile tile_for_scales runs over unaligned scales (the tile itself below 512 channels): the kernel
 // loaders (load_moe_gemm, `moeq compile`) take it too, so no launch compiles after a warm-up.
 GemmTile unaligned_scales_tile(GemmTile tile);
-// The mma.sync tile that runs a wgmma tile's M block where there is no wgmma (tile_for_device).
+// The mma.sync tile that runs a wgmma tile's M block where there is no wgmma (tile_for_device); for 16-32 rows the
+// direct tile (/r) of the block.
 GemmTile mma_sync_tile_of(GemmTile tile);
 // The tile without `/t`: what runs a `/t` tile's GEMM of weights w where its input cannot come in the MMA's
 // K order (the masked layout's 16-bit GEMM1, e4m3 input, K off a multiple of 64), with fewer stages where its permuted token
-// tiles would not fit beside the ring. The kernel loaders take it beside the `/t` tile.
+// tiles would not fit beside the ring; a 16- to 32-row `/t` tile's is the direct tile (/r) of its block. The kernel
+// loaders take it beside the `/t` tile.
 GemmTile permuting_tile(GemmTile tile, const WeightDesc& w);
 
 }  // namespace moeq::cuda

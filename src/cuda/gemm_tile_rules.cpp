@@ -25,7 +25,9 @@ int64_t gemm_static_smem_bytes(const GemmTile& tile) {
   if (tile.direct) return rows + 4 * int64_t{tile.block_m};
   if (tile.producer && !tile.wgmma) return rows + 16 * int64_t{tile.stages} + 16;  // a full and an empty mbarrier per stage
   const int64_t persistent = tile.persistent ? rows + 32 : 0;
-  return rows + persistent + (tile.producer ? 12 * int64_t{tile.block_m} + 24 * int64_t{tile.stages} + 160 : 0);
+  // The copy warps' row pointers: 8 bytes a row, each thread's on a 16-byte boundary (rows rounded up to 16).
+  const int64_t row_pointers = 8 * ((int64_t{tile.block_m} + 15) / 16 * 16);
+  return rows + persistent + (tile.producer ? row_pointers + 4 * int64_t{tile.block_m} + 24 * int64_t{tile.stages} + 160 : 0);
 }
 
 int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w, GemmInput input) {
@@ -62,8 +64,8 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
   auto bad = [&](const std::string& what) { r.push_back("GEMM tile " + tile.to_string() + ": " + what); };
   if (!plan::is_gpu_block_m(tile.block_m))
     bad(std::string("block_m must be ") + plan::kGpuBlockMs);
-  else if (tile.block_m == 24 && !tile.direct)
-    bad("24-row blocks run direct (/r) tiles only");
+  else if (tile.block_m == 24 && !tile.direct && !tile.mma_order_tokens)
+    bad("24-row blocks run direct (/r) or warp-specialized MMA-order (/p/t) tiles only");
   if (tile.block_n != 32 && tile.block_n != 64 && tile.block_n != 128 && tile.block_n != 256 && tile.block_n != 512)
     bad("block_n must be 32, 64, 128, 256 or 512");
   else if (tile.block_n == 512 && !(tile.producer && tile.wgmma))
@@ -101,13 +103,20 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
     if (tile.block_m > 32 || tile.warps_m != 1 || tile.warps_k != 1 || tile.split_k != 1 || tile.stages > 8)
       bad("warp-specialized mma.sync (/p) tiles have up to 32 tokens, warps 1xNx1, at most 8 stages and no split K");
   } else if (tile.producer) {
-    // NOTE: every GPU block size from 48 up (is_gpu_block_m above); below 48 /p is the mma.sync copy-warp tile.
-    if (tile.block_m < 48 || (tile.block_n != 128 && tile.block_n != 256 && tile.block_n != 512) || tile.warps_m != 1 ||
-        tile.warps_n != 8 || tile.warps_k != 1 || tile.split_k != 1 || tile.min_ctas != 0 || tile.stages < 3 || tile.stages > 8)
-      bad("warp-specialized (/p) tiles are (48, 64, 80, 96, 128 or 144) x (128, 256 or 512) with consumer warps 1x8x1, 3 "
-          "to 8 stages, no split K and no /o");
+    // NOTE: every GPU block size from 48 up (is_gpu_block_m above), and 16-32 with /t; below 48 /p without /t is
+    // the mma.sync copy-warp tile.
+    if ((tile.block_m < 48 && !tile.mma_order_tokens) || (tile.block_n != 128 && tile.block_n != 256 && tile.block_n != 512) || tile.warps_m != 1 ||
+        tile.warps_n != 8 || tile.warps_k != 1 || tile.split_k != 1 || (tile.min_ctas != 0 && tile.min_ctas != 2) ||
+        tile.stages < 3 || tile.stages > 8)
+      bad("warp-specialized (/p) tiles are (48, 64, 80, 96, 128 or 144; 16, 24 or 32 with /t) x (128, 256 or 512) with "
+          "consumer warps 1x8x1, 3 to 8 stages, no split K and no /o but /o2");
+    // NOTE: two CTAs an SM give the consumers 104 registers a thread (moe_gemm_ws_shape.cuh): up to 24 accumulators a
+    // thread (tokens x channels / 256) without spills; 32 x 256 (32) spilled in the consumers (ptxas, session 41).
+    if (tile.min_ctas == 2 && (tile.block_m > 32 || tile.block_m * tile.block_n > 24 * 256 || tile.persistent))
+      bad("two CTAs an SM (/o2) on warp-specialized (/p) tiles take up to 24 x 256 or 32 x 128 tokens x channels, "
+          "not persistent");
     // NOTE: a consumer holds four 64-channel tiles' accumulators at 512 channels (moe_gemm_ws_consumers.cuh).
-    if (tile.block_n == 512 && tile.block_m > 64) bad("512-channel warp-specialized (/p) tiles have 48 or 64 tokens");
+    if (tile.block_n == 512 && tile.block_m > 64) bad("512-channel warp-specialized (/p) tiles have up to 64 tokens");
     // NOTE: the copy warps stage the MX scales (one byte per 32 k) in 4-byte words per channel and K tile.
     if (tile.block_n == 512 && w.format != WeightFormat::mxfp4 && w.format != WeightFormat::mxfp8)
       bad("512-channel tiles take MX weights (MXFP4, MXFP8) only, not " + std::string(moeq::to_string(w.format)));
@@ -134,6 +143,11 @@ std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDes
   // NOTE: min_ctas only caps the registers; where that many CTAs need more shared memory than an
   // SM has (8-bit codes), fewer run, as without it.
   if (gemm_smem_bytes(tile, w) + gemm_static_smem_bytes(tile) > 227 * 1024) bad("needs more than 227 KB of shared memory");
+  // NOTE: an sm_90 SM has 228 KB, of which each resident CTA also takes 1 KB (the CUDA occupancy rules).
+  else if (tile.producer && tile.wgmma && tile.min_ctas == 2 &&
+           2 * (gemm_smem_bytes(tile, w) + gemm_static_smem_bytes(tile) + 1024) > 228 * 1024)
+    bad("two CTAs an SM (/o2) need at most 113 KB of shared memory each; this tile takes " +
+        std::to_string((gemm_smem_bytes(tile, w) + gemm_static_smem_bytes(tile) + 1023) / 1024) + " KB (fewer stages)");
   return r;
 }
 
@@ -177,8 +191,20 @@ bool gemm_folds_mx_scales(const WeightDesc& w, DType act_dtype, const GemmTile& 
   return tile.wgmma ? tile.producer : prepared_codes;
 }
 
+namespace {
+
+// The direct tile (/r) of a 16-, 24- or 32-row block: what runs a warp-specialized tile of that block where its
+// tokens cannot come in the MMA's order (the permute warps take rows in multiples of 16; 48 is their least) or
+// there is no wgmma. Its ring holds 2 stages, or 4 for 24 rows of 4-bit codes (gemm_tile_for's 24-row tile).
+GemmTile direct_tile_of_block(int block_m, bool four_bit) {
+  return parse_gemm_tile(std::to_string(block_m) + "x128/1x4x1/" + (block_m == 24 && four_bit ? "4" : "2") + "/r");
+}
+
+}  // namespace
+
 GemmTile permuting_tile(GemmTile tile, const WeightDesc& w) {
   if (!tile.mma_order_tokens) return tile;
+  if (tile.block_m < 48) return direct_tile_of_block(tile.block_m, dtype_bits(weight_format_code_dtype(w.format)) == 4);
   tile.mma_order_tokens = false;
   // NOTE: the permuted token tiles need shared memory the `/t` ring does not: fewer stages where they would not fit.
   while (tile.stages > 3 && gemm_smem_bytes(tile, w) + gemm_static_smem_bytes(tile) > 227 * 1024) --tile.stages;
@@ -193,6 +219,8 @@ GemmTile unaligned_scales_tile(GemmTile tile) {
 GemmTile mma_sync_tile_of(GemmTile tile) {
   if (tile.producer && !tile.wgmma) {
     tile.producer = false;  // the same tile with the copies shared by every warp
+  } else if (tile.producer && tile.block_m < 48) {
+    return direct_tile_of_block(tile.block_m, false);
   } else if (tile.producer) {
     // The same M block on mma.sync: 64 tokens and 32 channels per warp (v6's 64-row tile); 80-144
     // tokens in two warps along M (80 or 96 in one warp took 232-255 registers, spilling, ptxas sm_80).

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string>
+#include <utility>
 
 #include "cuda/moe_gemm.hpp"
 #include "cuda/prepare.hpp"
@@ -39,6 +41,30 @@ void every_config_compiles_for(jit::Arch arch) {
 TEST(MoeGemmJit, EveryConfigCompilesForSm80) { every_config_compiles_for(jit::Arch{80, false}); }
 TEST(MoeGemmJit, EveryConfigCompilesForSm89) { every_config_compiles_for(jit::Arch{89, false}); }
 TEST(MoeGemmJit, EveryConfigCompilesForSm90a) { every_config_compiles_for(jit::Arch{90, true}); }
+
+// Two CTAs an SM (`/o2`): the consumers' setmaxnreg.inc to 104 waits until the CTA's pool holds the registers,
+// so a kernel that started on fewer than 80 a thread (128 x 32 + 256 x 104 = 384 x 80) would hang, not fail.
+// ptxas's count at launch is what __launch_bounds__(384, 2) gives; this pins it, and the one-CTA form's 168.
+TEST(MoeGemmJit, TwoCtaProducerTilesStartOn80Registers) {
+  std::string why;
+  if (!jit::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  WeightDesc w;
+  w.format = WeightFormat::mxfp4;
+  w.num_experts = 8;
+  w.n = 1536;
+  w.k = 2048;
+  for (const auto& [text, registers] : {std::pair<const char*, int>{"24x128/1x8x1/4/o2/p/t", 80},
+                                        std::pair<const char*, int>{"24x128/1x8x1/4/p/t", 168}}) {
+    const jit::KernelSpec spec = cuda::moe_gemm_kernel_spec(w, DType::bf16, cuda::parse_gemm_tile(text), true);
+    const jit::CompileResult r = jit::compile_to_cubin(spec.source, spec.entry, 90, true, {"--ptxas-options=-v"});
+    // ptxas -v: "Compiling entry function 'moeq_moe_gemm' for 'sm_90a'" ... "Used N registers".
+    const size_t entry = r.log.find("entry function 'moeq_moe_gemm'");
+    ASSERT_NE(entry, std::string::npos) << r.log;
+    const size_t used = r.log.find("Used ", entry);
+    ASSERT_NE(used, std::string::npos) << r.log;
+    EXPECT_EQ(std::stoi(r.log.substr(used + 5)), registers) << text << "\n" << r.log;
+  }
+}
 
 }  // namespace
 }  // namespace moeq

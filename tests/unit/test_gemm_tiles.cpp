@@ -126,7 +126,7 @@ TEST(GemmTiles, WideTilesAreMxProducerTiles) {
   EXPECT_EQ(first_reason("48x512/1x8x1/6/p/s", w), "");
   EXPECT_EQ(first_reason("64x512/1x8x1/4/p/s", w), "");
   EXPECT_EQ(first_reason("48x512/1x8x1/3/p", w), "");
-  EXPECT_THAT(first_reason("80x512/1x8x1/4/p/s", w), HasSubstr("48 or 64 tokens"));
+  EXPECT_THAT(first_reason("80x512/1x8x1/4/p/s", w), HasSubstr("up to 64 tokens"));
   EXPECT_THAT(first_reason("8x512/1x8x1/4", w), HasSubstr("512 channels"));
   EXPECT_THAT(first_reason("64x512/1x4x1/4/w", w), HasSubstr("512 channels"));
   w.k = 2848;
@@ -221,6 +221,59 @@ TEST(GemmTiles, MmaOrderTilesAreProducerTilesOfWholeKTiles) {
   ExpertsDesc odd = d;
   odd.hidden_size = 2880 + 32;  // GEMM1's K: 45.5 K tiles
   EXPECT_FALSE(cuda::gemm_plan(odd, odd.w13(), ordered, 90, true).tile.mma_order_tokens);
+}
+
+// 16 to 32 tokens on the warp-specialized wgmma body take `/t` (the copy warps' rows in any multiple of 8; the
+// permute warps' in multiples of 16 from 48): without it `/p` stays the mma.sync copy-warp tile, and where the
+// tokens cannot come in the MMA's order, or there is no wgmma, the block's direct tile (/r) runs.
+TEST(GemmTiles, SmallBlocksTakeTheWarpSpecializedBodyWithMmaOrderTokensOnly) {
+  const WeightDesc mx = desc_of(WeightFormat::mxfp4), int4 = desc_of(WeightFormat::int4);
+  const cuda::GemmTile wide = cuda::parse_gemm_tile("24x512/1x8x1/8/p/t");
+  EXPECT_TRUE(wide.producer && wide.wgmma && wide.mma_order_tokens);
+  EXPECT_EQ(wide.to_string(), "24x512/1x8x1/8/p/t");
+  EXPECT_TRUE(cuda::gemm_tile_reasons(wide, mx).empty());
+  EXPECT_FALSE(cuda::gemm_tile_reasons(wide, int4).empty());  // 512 channels: MX weights only
+  // Stages of 24 x 128 token bytes, 512 x 32 code bytes and 512 scale words, and the 1 KB of alignment.
+  EXPECT_EQ(cuda::gemm_smem_bytes(wide, mx), 8 * (24 * 128 + 512 * 32 + 512 * 4) + 1024);
+  for (const char* text : {"16x512/1x8x1/8/p/t", "32x512/1x8x1/8/p/t", "24x512/1x8x1/6/p/s/t"})
+    EXPECT_TRUE(cuda::gemm_tile_reasons(cuda::parse_gemm_tile(text), mx).empty()) << text;
+  EXPECT_TRUE(cuda::gemm_tile_reasons(cuda::parse_gemm_tile("24x256/1x8x1/8/p/t"), int4).empty());
+
+  const cuda::GemmTile copy_warp = cuda::parse_gemm_tile("32x128/1x8x1/4/p");
+  EXPECT_TRUE(copy_warp.producer && !copy_warp.wgmma);
+  EXPECT_THAT(cuda::gemm_tile_reasons(cuda::parse_gemm_tile("24x256/1x8x1/8/p"), int4).front(),
+              HasSubstr("24-row blocks run direct (/r) or warp-specialized MMA-order (/p/t) tiles only"));
+
+  EXPECT_EQ(cuda::permuting_tile(wide, mx).to_string(), "24x128/1x4x1/4/r");
+  EXPECT_EQ(cuda::permuting_tile(cuda::parse_gemm_tile("24x256/1x8x1/8/p/t"), desc_of(WeightFormat::fp8_block)).to_string(),
+            "24x128/1x4x1/2/r");
+  EXPECT_EQ(cuda::permuting_tile(cuda::parse_gemm_tile("16x512/1x8x1/8/p/t"), mx).to_string(), "16x128/1x4x1/2/r");
+  EXPECT_EQ(cuda::mma_sync_tile_of(wide).to_string(), "24x128/1x4x1/2/r");
+  for (const WeightDesc& w : {mx, int4, desc_of(WeightFormat::fp8_block)})
+    EXPECT_TRUE(cuda::gemm_tile_reasons(cuda::permuting_tile(cuda::parse_gemm_tile("24x256/1x8x1/8/p/t"), w), w).empty());
+}
+
+TEST(GemmTiles, TwoCtasAnSmOnSmallWarpSpecializedTiles) {
+  const WeightDesc mx = desc_of(WeightFormat::mxfp4), int4 = desc_of(WeightFormat::int4);
+  const cuda::GemmTile two = cuda::parse_gemm_tile("24x256/1x8x1/4/o2/p/t");
+  EXPECT_EQ(two.min_ctas, 2);
+  EXPECT_EQ(two.to_string(), "24x256/1x8x1/4/o2/p/t");
+  for (const WeightDesc& w : {mx, int4}) EXPECT_TRUE(cuda::gemm_tile_reasons(two, w).empty()) << cuda::gemm_tile_reasons(two, w).front();
+  const std::string source = cuda::moe_gemm_kernel_spec(mx, DType::bf16, two, true).source;
+  EXPECT_THAT(source, HasSubstr("kMinCtasPerSm = 2;"));
+  // The twin where tokens cannot be ordered is the block's direct tile, whatever the occupancy asked.
+  EXPECT_TRUE(cuda::gemm_tile_reasons(cuda::permuting_tile(two, mx), mx).empty());
+
+  EXPECT_THAT(cuda::gemm_tile_reasons(cuda::parse_gemm_tile("24x256/1x8x1/4/o3/p/t"), mx).front(), HasSubstr("no /o but /o2"));
+  for (const char* text : {"48x256/1x8x1/4/o2/p/t", "32x256/1x8x1/4/o2/p/t", "24x512/1x8x1/4/o2/p/t", "24x256/1x8x1/4/o2/p/s/t"})
+    EXPECT_THAT(cuda::gemm_tile_reasons(cuda::parse_gemm_tile(text), mx).front(),
+                HasSubstr("two CTAs an SM (/o2) on warp-specialized (/p) tiles take up to 24 x 256 or 32 x 128")) << text;
+  EXPECT_TRUE(cuda::gemm_tile_reasons(cuda::parse_gemm_tile("32x128/1x8x1/8/o2/p/t"), mx).empty());
+  // 8 stages of 24 x 128 token bytes and 256 x 32 code bytes, with the 1 KB alignment: 89 KB, two of them fit;
+  // 8-bit codes (64 bytes a channel) at 8 stages, 153 KB, do not.
+  EXPECT_TRUE(cuda::gemm_tile_reasons(cuda::parse_gemm_tile("24x256/1x8x1/8/o2/p/t"), mx).empty());
+  EXPECT_THAT(cuda::gemm_tile_reasons(cuda::parse_gemm_tile("24x256/1x8x1/8/o2/p/t"), desc_of(WeightFormat::fp8_block)).front(),
+              HasSubstr("two CTAs an SM (/o2) need at most 113 KB of shared memory each"));
 }
 
 TEST(GemmTiles, WideTilesRunNarrowOverUnalignedScales) {
@@ -365,7 +418,7 @@ TEST(GemmTiles, IllegalTilesSayWhy) {
   EXPECT_TRUE(cuda::parse_gemm_tile("48x256/1x8x1/8/p").wgmma);
   EXPECT_EQ(reasons("48x256/1x8x1/8/p"), "");
   EXPECT_EQ(cuda::mma_sync_tile_of(cuda::parse_gemm_tile("48x256/1x8x1/6/p/s")).to_string(), "48x128/1x4x1/4");
-  EXPECT_THAT(reasons("24x128/1x4x1/4"), HasSubstr("24-row blocks run direct (/r) tiles only"));
+  EXPECT_THAT(reasons("24x128/1x4x1/4"), HasSubstr("24-row blocks run direct (/r) or warp-specialized MMA-order (/p/t) tiles only"));
   EXPECT_EQ(reasons("24x128/1x4x1/2/r"), "");
   EXPECT_THAT(reasons("128x128/1x4x1/4/w"), HasSubstr("wgmma tiles are 64 x"));
   for (const char* bad_ws : {"128x64/1x8x1/4/p", "128x256/1x4x1/4/p", "128x256/1x8x1/2/p",

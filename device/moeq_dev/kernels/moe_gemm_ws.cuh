@@ -61,7 +61,7 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   // Copy warps: the activations of row r (padding rows: row 0, whose products land in output
   // columns nobody stores), stored thread-major: copy thread tid's rows tid / 8 + 8 j at
   // (tid / 8) BM / 8 + j, so it loads 2 of them per 16-byte shared load.
-  __shared__ __align__(16) const unsigned short* row_ptr[BM];
+  __shared__ __align__(16) const unsigned short* row_ptr[(S::kCopyThreads / 8) * S::kRowPtrStride];
   __shared__ int row_dst_buffers[kRowBuffers * BM];
   __shared__ int block_expert_buffers[kRowBuffers];
   // Cfg::kRowScales: each row's A-row scale, fetched by the consumers before their main loop.

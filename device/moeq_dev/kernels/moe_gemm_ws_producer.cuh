@@ -47,7 +47,7 @@ __device__ __forceinline__ void moe_gemm_ws_producer(const WsCta<Cfg>& cta) {
     const int chunk = tid % 8;
     constexpr int kRowsPerPass = kCopyThreads / 8, kTokenChunks = BM / kRowsPerPass;
     static_assert(kRowsPerPass % 8 == 0, "a copy thread's rows share r % 8 (its swizzle)");
-    static_assert(kTokenChunks % 2 == 0, "row pointers read in pairs (16-byte shared loads)");
+    static_assert(BM % kRowsPerPass == 0, "whole rows per copy thread");
     constexpr int kCodeChunks = S::kBulkCodes ? 0 : S::kCodeBytes / 16 / kCopyThreads;
     constexpr int kChunksPerUnit = Cfg::kPreparedCodes ? S::kPreparedBlockBytes / 16 : S::kCodeRowBytes / 16;
     static_assert(kCopyThreads % kChunksPerUnit == 0, "whole blocks or rows per pass of the copy threads");
@@ -89,7 +89,7 @@ __device__ __forceinline__ void moe_gemm_ws_producer(const WsCta<Cfg>& cta) {
         } else {
           row = p.a + row_elements;
         }
-        row_ptr[(r % kRowsPerPass) * kTokenChunks + r / kRowsPerPass] = row;
+        row_ptr[(r % kRowsPerPass) * S::kRowPtrStride + r / kRowsPerPass] = row;
       }
       named_barrier_sync(1, kCopyThreads);
       const int n0 = n0_of(i);
@@ -100,7 +100,7 @@ __device__ __forceinline__ void moe_gemm_ws_producer(const WsCta<Cfg>& cta) {
       const unsigned bulk_bytes = bulk_lane && n0 / 16 + bulk_block < tiles_n16 ? S::kPreparedBlockBytes : 0;
       const unsigned char* bulk_src =
           codes_e + static_cast<long long>(bulk_bytes != 0 ? n0 / 16 + bulk_block : 0) * tiles_k * S::kPreparedBlockBytes;
-      const unsigned row_ptr_base = smem_address(&row_ptr[(tid / 8) * kTokenChunks]);
+      const unsigned row_ptr_base = smem_address(&row_ptr[(tid / 8) * S::kRowPtrStride]);
       // S::kStagedScales: the scales of this thread's first channel (n0 + tid; MX: K / 32 a row) and the
       // bytes to its next (kCopyThreads channels on).
       const long long scale_groups = K / 32;
@@ -126,18 +126,18 @@ __device__ __forceinline__ void moe_gemm_ws_producer(const WsCta<Cfg>& cta) {
         const unsigned token_dst = base + (tid / 8) * 128 + ((chunk ^ ((tid / 8) % 8)) * 16);
         // PERF: 4 row pointers loaded before their 4 copies: one shared-load latency per 4 copies
         // (one per copy, GEMM v7 run 4: the copy warps issued at 0.14 IPC on short-scoreboard stalls).
-        // (48-, 80- and 144-row blocks end on one pair: 6, 10 or 18 rows per copy thread.)
+        // (48-, 80- and 144-row blocks end on one pair: 6, 10 or 18 rows per copy thread; a 24-row block has 3.)
 #pragma unroll
         for (int jb = 0; jb < kTokenChunks; jb += 4) {
-          const int pairs = jb + 4 <= kTokenChunks ? 2 : 1;
+          const int copies = jb + 4 <= kTokenChunks ? 4 : kTokenChunks - jb;
           const uint4 two_a = lds_128(row_ptr_base + jb * 8);
-          const uint4 two_b = pairs == 2 ? lds_128(row_ptr_base + jb * 8 + 16) : make_uint4(0, 0, 0, 0);
+          const uint4 two_b = copies > 2 ? lds_128(row_ptr_base + jb * 8 + 16) : make_uint4(0, 0, 0, 0);
           const unsigned long long ptrs[4] = {two_a.x | static_cast<unsigned long long>(two_a.y) << 32,
                                               two_a.z | static_cast<unsigned long long>(two_a.w) << 32,
                                               two_b.x | static_cast<unsigned long long>(two_b.y) << 32,
                                               two_b.z | static_cast<unsigned long long>(two_b.w) << 32};
 #pragma unroll
-          for (int u = 0; u < 2 * pairs; ++u)
+          for (int u = 0; u < copies; ++u)
             if constexpr (!(WsDiag<Cfg>::value & kWsSkipTokenCopies)) cp_async_16(token_dst + (jb + u) * kRowsPerPass * 128,
                         reinterpret_cast<const unsigned short*>(ptrs[u]) + k, k_valid);
         }
@@ -165,6 +165,18 @@ __device__ __forceinline__ void moe_gemm_ws_producer(const WsCta<Cfg>& cta) {
             const bool valid = n0 + tid + u * kCopyThreads < N;
             cp_async_4(base + S::kScaleOffset + (tid + u * kCopyThreads) * 4, pair - misalign, valid ? misalign + 2 : 0);
             pair += scale_step;
+          }
+        } else if constexpr (S::kMinCtasPerSm == 2) {
+          // NOTE: the running pointer of the staged-scales branch: at 32 registers (two CTAs an SM) the
+          // precomputed code pointers spilled, 11 reloads per copy thread and K tile (ptxas, session 41).
+          const unsigned char* from = code_base + it * kCodeTileBytes;
+          const long long code_step = opaque_step(code_stride);
+#pragma unroll
+          for (int j = 0; j < kCodeChunks; ++j) {
+            const bool valid = code_k_valid && code_index + j * code_index_step < code_index_end;
+            if constexpr (!(WsDiag<Cfg>::value & kWsSkipCodeCopies))
+              cp_async_16(base + S::kCodeOffset + (tid + j * kCopyThreads) * 16, valid ? from : p.codes, valid);
+            from += code_step;
           }
         } else {
 #pragma unroll

@@ -50,8 +50,18 @@ struct MoeGemmWsShape {
   static constexpr int kTileK = Cfg::kActE4m3 ? 128 : kBlockK;
   static constexpr int kConsumers = 2;  // warpgroups, each half of the channels
   static constexpr int kThreads = 128 * (1 + kConsumers);
-  static constexpr int kMinCtasPerSm = 1;  // __launch_bounds__: 168 registers at launch, before setmaxnreg
-  static constexpr int kProducerRegisters = 56, kConsumerRegisters = 224;  // 128 x 56 + 256 x 224 <= 65536
+  // __launch_bounds__: one CTA an SM starts on 168 registers a thread (65536 / 384, in steps of 8), two
+  // (`/o2`) on 80 (65536 / 768); setmaxnreg then moves the producer's spare ones to the consumers, within
+  // what the CTA holds: 128 x 56 + 256 x 224 = 384 x 168, and 128 x 32 + 256 x 104 = 384 x 80.
+  // PERF: two CTAs an SM for the 16-32-token tiles, which one CTA left latency-bound (~2000 cycles per K
+  // tile against ~1000 for their bytes, session 40): one CTA's waits overlap the other's MMAs.
+  static constexpr int kMinCtasPerSm = Cfg::kMinCtasPerSm == 2 ? 2 : 1;
+  static constexpr int kProducerRegisters = kMinCtasPerSm == 2 ? 32 : 56;
+  static constexpr int kConsumerRegisters = kMinCtasPerSm == 2 ? 104 : 224;
+  static_assert(128 * kProducerRegisters + 256 * kConsumerRegisters <=
+                    kThreads * (65536 / (kThreads * kMinCtasPerSm) / 8 * 8),
+                "setmaxnreg: the warpgroups' registers within what the CTA starts with");
+  static_assert(Cfg::kMinCtasPerSm == 0 || Cfg::kMinCtasPerSm == 2, "producer tiles: one CTA an SM, or two (/o2)");
   static constexpr int kConsumerN = kBlockN / kConsumers;
   static constexpr int kTilesN = kConsumerN / 64;  // 64-channel wgmma tiles per consumer
   static constexpr int kTilesM = kBlockM / 8;      // 8-token accumulator groups
@@ -86,6 +96,9 @@ struct MoeGemmWsShape {
   static constexpr int kPermutedOffset = kStages * kStageBytes;  // buffer b at kPermutedOffset + b * kTokenBytes
   // Producer warps 0-1 copy, 2-3 permute.
   static constexpr int kCopyThreads = 64;
+  // The copy warps' row pointers (moe_gemm_ws_block's row_ptr): each copy thread's start on a 16-byte boundary
+  // (an even stride), so a 24-row block gives each 3 and a stride of 4.
+  static constexpr int kRowPtrStride = (kBlockM / (kCopyThreads / 8) + 1) / 2 * 2;
   // Prepared 8-bit codes go by one bulk copy per 16-channel block and K tile (every block exists
   // in full, zero-padded past K), issued by kBulkLanes lanes of each copy warp; 4-bit and
   // canonical codes, and the tokens, by 16-byte cp.async.
@@ -119,8 +132,12 @@ struct MoeGemmWsShape {
   // the experts to a block more (plan::choose_block_m).
   // 48 tokens: ~32 rows per expert (gpt-oss-120b at M = 1024, Qwen3-30B-A3B at M = 512), which a 64-row
   // block holds too, but with a third of its MMAs, token copies and permutes on padding.
-  static_assert(kBlockM == 48 || kBlockM == 64 || kBlockM == 80 || kBlockM == 96 || kBlockM == 128 || kBlockM == 144,
-                "producer tiles: 48, 64, 80, 96, 128 or 144 tokens (the wgmma N)");
+  // 16, 24 and 32 tokens (MMA-order tokens only): ~8-24 rows per expert (Qwen3-30B-A3B at M = 256, gpt-oss-120b
+  // at M = 512), where each expert's weights pass through the tile about once and the direct tiles (/r) hold every
+  // token fragment in registers, per warp.
+  static_assert(kBlockM == 48 || kBlockM == 64 || kBlockM == 80 || kBlockM == 96 || kBlockM == 128 || kBlockM == 144 ||
+                    (kMmaOrder && (kBlockM == 16 || kBlockM == 24 || kBlockM == 32)),
+                "producer tiles: 48, 64, 80, 96, 128 or 144 tokens (the wgmma N), or 16, 24, 32 with MMA-order tokens");
   static_assert(!Cfg::kActE4m3 || kBlockM == 64 || kBlockM == 128, "e4m3 activations on producer tiles: 64 or 128 tokens");
   static_assert(!kPersistent || !Cfg::kActE4m3, "persistent producer tiles: 16-bit activations");
   static_assert(!kMmaOrder || !Cfg::kActE4m3, "MMA-order tokens: 16-bit activations");

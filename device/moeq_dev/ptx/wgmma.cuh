@@ -76,7 +76,7 @@ __device__ __forceinline__ unsigned long long wgmma_descriptor_advance(unsigned 
 }
 
 // d (64 x N, fp32, this thread's N / 2) += a (64 x 16, registers) * b (16 x N, descriptor,
-// K-major), N = 48, 64, 80, 96, 128 or 144. Thread (warp w, g, t) holds d[4 j + i] at row 16 w + g + 8 (i / 2),
+// K-major), N = 16, 24, 32, 48, 64, 80, 96, 128 or 144. Thread (warp w, g, t) holds d[4 j + i] at row 16 w + g + 8 (i / 2),
 // column 8 j + 2 t + i % 2: per 8 columns the mma.sync m16n8 accumulator layout.
 // accumulate = false overwrites d (d = a * b): the first MMA of a tile needs no zeroed
 // accumulators, whose zeroing by ordinary instructions ptxas may schedule where it then
@@ -84,10 +84,46 @@ __device__ __forceinline__ unsigned long long wgmma_descriptor_advance(unsigned 
 template <int N, bool kBf16>
 __device__ __forceinline__ void wgmma_m64k16_rs(float (&d)[N / 2], const unsigned (&a)[4], unsigned long long b,
                                                 bool accumulate = true) {
-  static_assert(N == 48 || N == 64 || N == 80 || N == 96 || N == 128 || N == 144,
-                "wgmma m64nNk16: N = 48, 64, 80, 96, 128 or 144");
+  static_assert(N == 16 || N == 24 || N == 32 || N == 48 || N == 64 || N == 80 || N == 96 || N == 128 || N == 144,
+                "wgmma m64nNk16: N = 16, 24, 32, 48, 64, 80, 96, 128 or 144");
 #if MOEQ_WGMMA_AVAILABLE
-  if constexpr (N == 48 && kBf16) {
+  if constexpr (N == 16 && kBf16) {
+    asm volatile(
+        "{ .reg .pred accumulate; setp.ne.b32 accumulate, %13, 0;\n\t"
+        "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, accumulate, 1, 1, 0; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate ? 1 : 0));
+  } else if constexpr (N == 16 && !kBf16) {
+    asm volatile(
+        "{ .reg .pred accumulate; setp.ne.b32 accumulate, %13, 0;\n\t"
+        "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, accumulate, 1, 1, 0; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate ? 1 : 0));
+  } else if constexpr (N == 24 && kBf16) {
+    asm volatile(
+        "{ .reg .pred accumulate; setp.ne.b32 accumulate, %17, 0;\n\t"
+        "wgmma.mma_async.sync.aligned.m64n24k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11}, {%12, %13, %14, %15}, %16, accumulate, 1, 1, 0; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate ? 1 : 0));
+  } else if constexpr (N == 24 && !kBf16) {
+    asm volatile(
+        "{ .reg .pred accumulate; setp.ne.b32 accumulate, %17, 0;\n\t"
+        "wgmma.mma_async.sync.aligned.m64n24k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11}, {%12, %13, %14, %15}, %16, accumulate, 1, 1, 0; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate ? 1 : 0));
+  } else if constexpr (N == 32 && kBf16) {
+    asm volatile(
+        "{ .reg .pred accumulate; setp.ne.b32 accumulate, %21, 0;\n\t"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, accumulate, 1, 1, 0; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate ? 1 : 0));
+  } else if constexpr (N == 32 && !kBf16) {
+    asm volatile(
+        "{ .reg .pred accumulate; setp.ne.b32 accumulate, %21, 0;\n\t"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, accumulate, 1, 1, 0; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate ? 1 : 0));
+  } else if constexpr (N == 48 && kBf16) {
     asm volatile(
         "{ .reg .pred accumulate; setp.ne.b32 accumulate, %29, 0;\n\t"
         "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, {%24, %25, %26, %27}, %28, accumulate, 1, 1, 0; }"
