@@ -3,9 +3,10 @@
 // tile doing everything; kernels/moe_gemm_ws.cuh: a producer warpgroup and two consumer
 // warpgroups; kernels/moe_gemm_direct.cuh: warps loading their own codes into registers): the
 // parameters, the M block's row maps, a K tile's A fragments and scale paths (mma.sync bodies),
-// the K groups' sums and the epilogue.
+// the K groups' and split K's sums and the epilogue.
 // NOTE: NVRTC-safe: no standard headers.
 #include "moeq_dev/format/weights_fragment.cuh"
+#include "moeq_dev/ptx/cluster.cuh"
 #include "moeq_dev/ptx/cp_async.cuh"
 
 namespace moeq_dev {
@@ -176,6 +177,45 @@ __device__ __forceinline__ void add_k_groups(float (&acc)[kTilesN][kTilesM][4], 
 #pragma unroll
           for (int i = 0; i < 4; ++i) acc[nt][mt][i] += partial(q, nt, mt, i);
   }
+}
+
+// Split K (kSplitK CTAs of a cluster along z share one output tile): ranks > 0 leave K group 0's
+// sums in their shared memory (`smem`, at `smem_base`); rank 0 adds them in rank order, then every
+// rank passes a second cluster barrier (a CTA's shared memory must outlive the reads of it). The
+// caller lets only rank 0 go on. `slot` is the thread's place in its K group (T / G threads).
+template <int kSplitK, int G, int T, int kTilesN, int kTilesM>
+__device__ __forceinline__ void add_split_k_partials(float (&acc)[kTilesN][kTilesM][4], unsigned char* smem,
+                                                     unsigned smem_base, int split_rank, int warp_k, int slot) {
+  constexpr int kGroupThreads = T / G;
+  // 16 bytes per (nt, mt) and thread: one vector store and one remote vector load each.
+  auto partial_offset = [&](int nt, int mt) -> unsigned { return ((nt * kTilesM + mt) * kGroupThreads + slot) * 16; };
+  if constexpr (G > 1) __syncthreads();  // group 0 has read the K-group partials this overwrites
+  if (split_rank != 0 && warp_k == 0) {
+#pragma unroll
+    for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+      for (int mt = 0; mt < kTilesM; ++mt)
+        *reinterpret_cast<float4*>(smem + partial_offset(nt, mt)) =
+            make_float4(acc[nt][mt][0], acc[nt][mt][1], acc[nt][mt][2], acc[nt][mt][3]);
+  }
+  cluster_sync_all();
+  if (split_rank == 0 && warp_k == 0) {
+#pragma unroll
+    for (int rank = 1; rank < kSplitK; ++rank) {
+      const unsigned remote = cluster_map_shared(smem_base, rank);
+#pragma unroll
+      for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+        for (int mt = 0; mt < kTilesM; ++mt) {
+          const float4 v = ld_cluster_f32x4(remote + partial_offset(nt, mt));
+          acc[nt][mt][0] += v.x;
+          acc[nt][mt][1] += v.y;
+          acc[nt][mt][2] += v.z;
+          acc[nt][mt][3] += v.w;
+        }
+    }
+  }
+  cluster_sync_all();
 }
 
 // M blocks of the GEMM, as the routing wrote them on the device.

@@ -48,6 +48,7 @@
 #include "moeq_dev/format/prepared.cuh"
 #include "moeq_dev/format/weights_fragment.cuh"
 #include "moeq_dev/kernels/moe_gemm_common.cuh"
+#include "moeq_dev/kernels/moe_gemm_sync_shape.cuh"
 #include "moeq_dev/ptx/cluster.cuh"
 #include "moeq_dev/ptx/cp_async.cuh"
 #include "moeq_dev/ptx/mbarrier.cuh"
@@ -55,64 +56,6 @@
 #include "moeq_dev/ptx/wgmma.cuh"
 
 namespace moeq_dev {
-
-template <class Cfg>
-struct MoeGemmShape {
-  static constexpr int kBlockM = Cfg::kBlockM, kBlockN = Cfg::kBlockN, kBlockK = 64;
-  static constexpr int kWarpsM = Cfg::kWarpsM, kWarpsN = Cfg::kWarpsN, kWarpsK = Cfg::kWarpsK;
-  static constexpr int kStages = Cfg::kStages, kSplitK = Cfg::kSplitK, kMinCtasPerSm = Cfg::kMinCtasPerSm;
-  // Warp-specialized mma.sync tiles (kProducer without kWgmma): one more warp, the producer, which
-  // alone issues the ring's copies (moe_gemm_block).
-  static constexpr bool kCopyWarp = Cfg::kProducer && !Cfg::kWgmma;
-  static constexpr int kComputeThreads = 32 * kWarpsM * kWarpsN * kWarpsK;
-  static constexpr int kThreads = kComputeThreads + (kCopyWarp ? 32 : 0);
-  static constexpr int kCopyThreads = kCopyWarp ? 32 : kThreads;
-  // Scale-ring slots: one per ring step, or for copy-warp tiles 4 (3) where the stages are a
-  // multiple of 4 (3): the scales of 3 (2) tiles ahead cover their load latency, and deeper rings
-  // cost 4 registers per slot and 16-channel tile.
-  // PERF: with one slot per stage the copy-warp 8x128 INT4 tile ran 20-23% slower at 6 and 8
-  // stages than at 4, with 3-4 slots 12% (runs 5 and 6 of bench/results/2026-11-30-h200-gemm-v8.md).
-  static constexpr int kScaleSlots = !kCopyWarp              ? kStages / kWarpsK
-                                     : kStages % 4 == 0 ? 4
-                                     : kStages % 3 == 0 ? 3
-                                                        : kStages;
-  static constexpr int kWarpM = kBlockM / kWarpsM, kWarpN = kBlockN / kWarpsN;
-  static constexpr int kTilesM = kWarpM / 8, kTilesN = kWarpN / 16;  // 8 tokens, 16 channels
-  static constexpr int kCodeBits = WeightFormatTraits<Cfg::kFormat>::kCodeBits;
-  static constexpr int kCodeRowBytes = kBlockK * kCodeBits / 8;  // 32 or 64
-  static constexpr int kCodeChunksPerRow = kCodeRowBytes / 16;
-  static constexpr int kCodesPerChunk = 128 / kCodeBits;
-  // NOTE: 16 bytes of padding per A row: the 8 lanes of a quarter warp (rows g, g + 1) hit
-  // distinct banks with 16-byte loads. The output tile pads its rows the same way.
-  static constexpr bool kWgmma = Cfg::kWgmma;
-  // wgmma: unpadded rows with XOR-swizzled chunks instead (see the permute).
-  static constexpr int kARowBytes = kWgmma ? kBlockK * 2 : kBlockK * 2 + 16;
-  static constexpr int kAStageBytes = kBlockM * kARowBytes;
-  static constexpr int kStageBytes = kAStageBytes + kBlockN * kCodeRowBytes;
-  static constexpr int kAccPerThread = kTilesN * kTilesM * 4;
-  static constexpr int kReduceBytes = kWarpsK > 1 ? (kThreads - kThreads / kWarpsK) * kAccPerThread * 4 : 0;
-  static constexpr int kOutRowBytes = kBlockN * 2 + 16;
-  static constexpr int kEpilogueBytes = kReduceBytes + kBlockM * kOutRowBytes;
-  // Split K: ranks > 0 leave their K group 0's sums here for rank 0 to read.
-  static constexpr int kSplitBytes = kSplitK > 1 ? kThreads / kWarpsK * kAccPerThread * 4 : 0;
-  // wgmma: two buffers of the tokens in core-matrix order (8 token groups x 4 steps x 2 halves)
-  // after the ring.
-  static constexpr int kPermOffset = kStages * kStageBytes;
-  static constexpr int kPermBufferBytes = kWgmma ? kBlockM * kBlockK * 2 : 0;
-  static constexpr int kRingBytes = kPermOffset + 2 * kPermBufferBytes;
-  static constexpr int kRingOrEpilogue = kRingBytes > kEpilogueBytes ? kRingBytes : kEpilogueBytes;
-  static constexpr int kSmemBytes = kRingOrEpilogue > kSplitBytes ? kRingOrEpilogue : kSplitBytes;
-  static_assert(kBlockM % (8 * kWarpsM) == 0 && kBlockN % (16 * kWarpsN) == 0, "warp tile shape");
-  static_assert(kWarpsK == 1 || kWarpsK == 2 || kWarpsK == 4, "1, 2 or 4 K groups");
-  static_assert(kSplitK == 1 || kSplitK == 2 || kSplitK == 4, "1, 2 or 4 CTAs along K");
-  static_assert(!Cfg::kActE4m3, "e4m3 activations: the direct-load body only");
-  static_assert(!kWgmma || (kBlockM == 64 && kWarpsM == 1 && kWarpsN == 4 && kWarpsK == 1 && kSplitK == 1 &&
-                            kBlockN % 64 == 0),
-                "wgmma tiles: 64 tokens, one warpgroup of 4 warps, 64-channel MMA tiles");
-  static_assert(kStages % kWarpsK == 0 && kStages / kWarpsK >= 2, "at least two ring steps of kWarpsK tiles");
-  static_assert(!kCopyWarp || (kBlockM <= 32 && kWarpsM == 1 && kWarpsK == 1 && kSplitK == 1),
-                "warp-specialized mma.sync tiles: up to 32 tokens, warps along N only, no split K");
-};
 
 template <class Cfg>
 __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
@@ -513,41 +456,9 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   // Epilogue. 1) K groups: groups 1.. hand their accumulators to group 0, which adds them in
   // group order (deterministic).
   if constexpr (G > 1) add_k_groups<G, T>(acc, reinterpret_cast<float*>(smem), warp_k, warp_mn * 32 + lane);
-  // 2) Split K: ranks > 0 leave K group 0's sums in their shared memory; rank 0 adds them in
-  // rank order, then every rank passes a second cluster barrier (a CTA's shared memory must
-  // outlive the reads of it) and only rank 0 goes on.
+  // 2) Split K: rank 0 adds the other ranks' sums (add_split_k_partials); only rank 0 goes on.
   if constexpr (S::kSplitK > 1) {
-    constexpr int kGroupThreads = T / G;
-    const int slot = warp_mn * 32 + lane;
-    // 16 bytes per (nt, mt) and thread: one vector store and one remote vector load each.
-    auto partial_offset = [&](int nt, int mt) -> unsigned { return ((nt * kTilesM + mt) * kGroupThreads + slot) * 16; };
-    if constexpr (G > 1) __syncthreads();  // group 0 has read the K-group partials this overwrites
-    if (split_rank != 0 && warp_k == 0) {
-#pragma unroll
-      for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-        for (int mt = 0; mt < kTilesM; ++mt)
-          *reinterpret_cast<float4*>(smem + partial_offset(nt, mt)) =
-              make_float4(acc[nt][mt][0], acc[nt][mt][1], acc[nt][mt][2], acc[nt][mt][3]);
-    }
-    cluster_sync_all();
-    if (split_rank == 0 && warp_k == 0) {
-#pragma unroll
-      for (int rank = 1; rank < S::kSplitK; ++rank) {
-        const unsigned remote = cluster_map_shared(smem_base, rank);
-#pragma unroll
-        for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-          for (int mt = 0; mt < kTilesM; ++mt) {
-            const float4 v = ld_cluster_f32x4(remote + partial_offset(nt, mt));
-            acc[nt][mt][0] += v.x;
-            acc[nt][mt][1] += v.y;
-            acc[nt][mt][2] += v.z;
-            acc[nt][mt][3] += v.w;
-          }
-      }
-    }
-    cluster_sync_all();
+    add_split_k_partials<S::kSplitK, G, T>(acc, smem, smem_base, split_rank, warp_k, warp_mn * 32 + lane);
     if (split_rank != 0) return;
   }
   // 3) accumulator scales, bias and one rounding into the output tile; 4) rows out.
