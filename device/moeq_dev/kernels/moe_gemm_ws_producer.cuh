@@ -142,9 +142,11 @@ __device__ __forceinline__ void moe_gemm_ws_producer(const WsCta<Cfg>& cta) {
                         reinterpret_cast<const unsigned short*>(ptrs[u]) + k, k_valid);
         }
         const bool code_k_valid = it * S::kTileK + code_k < K;
-        if constexpr (S::kStagedScales) {
+        if constexpr (S::kStagedScales || S::kMinCtasPerSm == 2) {
           // NOTE: running pointers whose steps ptxas cannot hoist (opaque_step): with the 16 code and 8
-          // scale copies' pointers precomputed, the producer spilled at kProducerRegisters (ptxas, session 37).
+          // scale copies' pointers precomputed, the producer spilled at kProducerRegisters (ptxas, session 37);
+          // at 32 registers (two CTAs an SM) the precomputed code pointers alone spilled, 11 reloads per copy
+          // thread and K tile (ptxas, session 41).
           const unsigned char* from = code_base + it * kCodeTileBytes;
           const long long code_step = opaque_step(code_stride);
 #pragma unroll
@@ -154,29 +156,19 @@ __device__ __forceinline__ void moe_gemm_ws_producer(const WsCta<Cfg>& cta) {
               cp_async_16(base + S::kCodeOffset + (tid + j * kCopyThreads) * 16, valid ? from : p.codes, valid);
             from += code_step;
           }
-          // Channel tid + kCopyThreads u of the block: the aligned word holding its scale bytes 2 it and
-          // 2 it + 1 (K / 32 scales a row, even, so the pair never straddles a word); only the pair is
-          // read (a word past the tensor's end is never touched).
-          const unsigned char* pair = scale_row + 2 * it;
-          const long long scale_step = opaque_step(scale_stride);
+          if constexpr (S::kStagedScales) {
+            // Channel tid + kCopyThreads u of the block: the aligned word holding its scale bytes 2 it and
+            // 2 it + 1 (K / 32 scales a row, even, so the pair never straddles a word); only the pair is
+            // read (a word past the tensor's end is never touched).
+            const unsigned char* pair = scale_row + 2 * it;
+            const long long scale_step = opaque_step(scale_stride);
 #pragma unroll
-          for (int u = 0; u < BN / kCopyThreads; ++u) {
-            const int misalign = static_cast<int>(reinterpret_cast<unsigned long long>(pair) & 2u);
-            const bool valid = n0 + tid + u * kCopyThreads < N;
-            cp_async_4(base + S::kScaleOffset + (tid + u * kCopyThreads) * 4, pair - misalign, valid ? misalign + 2 : 0);
-            pair += scale_step;
-          }
-        } else if constexpr (S::kMinCtasPerSm == 2) {
-          // NOTE: the running pointer of the staged-scales branch: at 32 registers (two CTAs an SM) the
-          // precomputed code pointers spilled, 11 reloads per copy thread and K tile (ptxas, session 41).
-          const unsigned char* from = code_base + it * kCodeTileBytes;
-          const long long code_step = opaque_step(code_stride);
-#pragma unroll
-          for (int j = 0; j < kCodeChunks; ++j) {
-            const bool valid = code_k_valid && code_index + j * code_index_step < code_index_end;
-            if constexpr (!(WsDiag<Cfg>::value & kWsSkipCodeCopies))
-              cp_async_16(base + S::kCodeOffset + (tid + j * kCopyThreads) * 16, valid ? from : p.codes, valid);
-            from += code_step;
+            for (int u = 0; u < BN / kCopyThreads; ++u) {
+              const int misalign = static_cast<int>(reinterpret_cast<unsigned long long>(pair) & 2u);
+              const bool valid = n0 + tid + u * kCopyThreads < N;
+              cp_async_4(base + S::kScaleOffset + (tid + u * kCopyThreads) * 4, pair - misalign, valid ? misalign + 2 : 0);
+              pair += scale_step;
+            }
           }
         } else {
 #pragma unroll
