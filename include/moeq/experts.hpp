@@ -158,7 +158,8 @@ class Experts {
              const ExpertsOutput& output, void* workspace1, void* workspace2,
              void* stream = nullptr) const;
 
-  // The plan in words: backend, layout policy, block sizes, workspaces.
+  // The plan in words: backend, layout, block size, tuning entry, on the CUDA backend each GEMM's tile and
+  // what it reads, then the workspaces.
   std::string explain(int64_t num_tokens) const;
 
  private:

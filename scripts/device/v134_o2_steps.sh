@@ -30,6 +30,9 @@ for case in "qwen3-30b-a3b 160 256 384" "gpt-oss-120b 384 512 640 768"; do
   set -- $case
   layer=$1
   shift
+  # The plans A/B'd, on this device: the new table must move these M onto the tile (keyed by M x top_k).
+  "$build/moeq" info --preset "$layer" --scheme mxfp4 -M "$@" >>"$out/plans_shipped.txt" 2>&1
+  "$build/moeq" info --preset "$layer" --scheme mxfp4 -M "$@" --tuning "$out/${layer}_o2.json" >>"$out/plans_new.txt" 2>&1
   for t in shipped new shipped new; do
     table=()
     [ $t = new ] && table=(--tuning "$out/${layer}_o2.json")
@@ -38,4 +41,5 @@ for case in "qwen3-30b-a3b 160 256 384" "gpt-oss-120b 384 512 640 768"; do
     echo "$layer $t rc=$? $(($(date +%s) - t0)) s"
   done
 done
+grep -hE "^(M = |  gemm)" "$out"/plans_new.txt
 grep -hE "^layer " "$out"/layer_*.txt

@@ -11,6 +11,7 @@
 #include "cuda/layer_kernels.hpp"
 #include "cuda/moe_gemm.hpp"
 #include "cuda/routing.hpp"
+#include "cuda/step_plan.hpp"
 #include "jit/compiler.hpp"
 #include "moeq/error.hpp"
 
@@ -113,16 +114,12 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   const int64_t elem = dtype_bytes(c, 1);
   const int64_t hidden_stride = in.hidden_row_stride > 0 ? in.hidden_row_stride : K;
   const int64_t out_stride = out.row_stride > 0 ? out.row_stride : K;
-  const int64_t routed_rows =
-      shape.layout == Layout::masked ? d.num_experts * shape.max_tokens_per_expert : shape.num_tokens * d.top_k;
-  // Each GEMM's own tile (the same block size, so one routing serves both; gemm_few_ctas,
-  // gemm_alt_fewer_waves, gemm_mx_pass_scales).
-  auto tile_of = [&](bool second, int64_t n, int64_t k) {
-    if (shape.tuned != nullptr) return cuda::parse_gemm_tile(second ? shape.tuned->gemm2_tile : shape.tuned->gemm1_tile);
-    return cuda::gemm_tile_for_channels(d.weight_format, d.act_dtype, static_cast<int>(shape.block_m),
-                                        shape.batch_invariant ? cuda::kTileForAnyRows : routed_rows, d.top_k, n, k, E);
-  };
-  const cuda::GemmTile tile = tile_of(false, N13, K);
+  // What each GEMM reads and on which tile: 16-bit activations, or FP8 per-token codes as e4m3 (direct
+  // tiles of FP8 per-channel weights, warp-specialized tiles of canonical MXFP4 codes) or as their 16-bit
+  // values, the row scales in the GEMM's epilogue either way.
+  const cuda::StepGemmPlans plans =
+      cuda::plan_step_gemms(d, shape, w13.code_layout == CodeLayout::prepared, w2.code_layout == CodeLayout::prepared,
+                            cuda::process_device_info());
   // The caller's error word accumulates (the caller clears it); the workspace's is cleared per call.
   CUdeviceptr error_flags = dptr(in.error_word);
   if (error_flags == 0) {
@@ -136,11 +133,11 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   g1.prepared_codes = w13.code_layout == CodeLayout::prepared;
   g1.mx_scales_at_most_two = w13.mx_scales_at_most_two;
   g1.act_dtype = c;
-  g1.tile = tile;
+  g1.tile = plans.gemm1.tile;
   g1.c = buffer("gate_up_output");
   g1.c_row_stride = N13;
   cuda::MoeGemmArgs g2 = g1;
-  g2.tile = tile_of(true, K, I);
+  g2.tile = plans.gemm2.tile;
   g2.weights_desc = d.w2();
   g2.weights = device_weights(w2);
   g2.prepared_codes = w2.code_layout == CodeLayout::prepared;
@@ -148,18 +145,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   g2.c = buffer("down_output");
   g2.c_row_stride = K;
 
-  // What each GEMM reads and on which tile (cuda::gemm_plan): 16-bit activations, or FP8 per-token
-  // codes as e4m3 (direct tiles of FP8 per-channel weights, warp-specialized tiles of canonical
-  // MXFP4 codes) or as their 16-bit values, the row scales in the GEMM's epilogue either way.
-  // NOTE: sm 0 admits no e4m3 GEMM (Options::fp8_tensor_cores false).
-  const int sm = shape.fp8_tensor_cores ? cuda::device_sm() : 0;
-  const auto plan_gemm = [&](cuda::MoeGemmArgs& g) {
-    const cuda::GemmPlan plan =
-        cuda::gemm_plan(d, g.weights_desc, cuda::tile_for_device(g.tile), sm, g.prepared_codes, shape.fp8_wgmma);
-    g.tile = plan.tile;
-    return plan.input;
-  };
-  const cuda::GemmInput input1 = plan_gemm(g1), input2 = plan_gemm(g2);
+  const cuda::GemmInput input1 = plans.gemm1.input, input2 = plans.gemm2.input;
   const auto set_row_scales = [&](cuda::MoeGemmArgs& g, cuda::GemmInput input, CUdeviceptr scales) {
     g.a_e4m3 = input == cuda::GemmInput::row_scaled_e4m3;
     g.a_row_scales = input != cuda::GemmInput::values ? scales : 0;
@@ -231,9 +217,8 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   // Tokens in the MMA's K order (`/t` tiles: gemm_plan): GEMM2's input from the activation kernel or the
   // activation-quantize; GEMM1's from its quantizer, or with 16-bit activations rewritten by order_rows_for_mma
   // (indexed: the caller's rows into mma_ordered_hidden; contiguous: the permuted rows in place). The masked
-  // layout's 16-bit GEMM1 reads the caller's slabs as they are: the twin.
+  // layout's 16-bit GEMM1 reads the caller's slabs as they are: the twin (plan_step_gemms).
   const bool order_gemm1_rows = g1.tile.mma_order_tokens && d.act_format == ActFormat::none;
-  if (shape.layout == Layout::masked && order_gemm1_rows) g1.tile = cuda::permuting_tile(g1.tile, g1.weights_desc);
 
   if (shape.layout == Layout::masked) {
     const int64_t T = in.max_tokens_per_expert, rows = E * T;

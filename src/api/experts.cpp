@@ -2,16 +2,13 @@
 // planned workspaces; the CUDA backend plugs in at resolve_backend / apply.
 #include "moeq/experts.hpp"
 
-#include <sstream>
-
 #include "api/cuda_backend.hpp"
+#include "api/step_plan.hpp"
 #include "api/validate.hpp"
 #include "common/parallel.hpp"
-#include "cuda/moe_gemm.hpp"
 #include "cuda/routing.hpp"
 #include "moeq/error.hpp"
 #include "plan/legality.hpp"
-#include "plan/tuning.hpp"
 #include "plan/workspace.hpp"
 #include "reference/experts.hpp"
 
@@ -54,16 +51,6 @@ ref::StepBuffers step_buffers(const plan::WorkspacePlan& plan, void* ws1, void* 
   return s;
 }
 
-// The table the plan follows: the caller's, else on the GPU the shipped one for this layer and
-// device where the options leave the choice to moeq (plan::shipped_tuning_for), else none.
-TuningTable effective_tuning(const ExpertsDesc& desc, const Options& options, Backend backend) {
-  if (backend != Backend::cuda) return options.tuning;
-  const cuda::DeviceInfo info = cuda::current_device_info();
-  const TuningTable* shipped =
-      plan::shipped_tuning_for(desc, options, "sm_" + std::to_string(info.cc_major) + std::to_string(info.cc_minor));
-  return shipped != nullptr ? *shipped : options.tuning;
-}
-
 }  // namespace
 
 struct Experts::Impl {
@@ -72,36 +59,18 @@ struct Experts::Impl {
   Backend backend;
   TuningTable tuning;  // effective_tuning
 
+  // The CUDA device whose GEMMs run the plan, or null (the CPU backend).
+  const cuda::DeviceInfo* device() const { return backend == Backend::cuda ? &cuda::process_device_info() : nullptr; }
   plan::PlanShape shape_for(int64_t num_tokens, int64_t tokens_per_expert, bool batched) const {
-    plan::PlanShape p;
-    p.layout = plan::choose_layout(desc, options.layout, num_tokens, batched);
-    p.num_tokens = num_tokens;
-    p.max_tokens_per_expert = tokens_per_expert;
-    // NOTE: batched input sizes its blocks by T alone (num_tokens is not part of that input), so
-    // workspace_bytes(M, T) and apply agree whatever M the caller passes.
-    const int64_t block_m_tokens = batched ? tokens_per_expert * desc.global_experts() / desc.top_k : num_tokens;
-    p.batch_invariant = options.batch_invariant;
-    p.fp8_tensor_cores = options.fp8_tensor_cores;
-    p.fp8_wgmma = options.fp8_wgmma;
-    p.tuned = tuning.serves(p.layout) ? tuning.find(plan::valid_shape_m(desc, block_m_tokens)) : nullptr;
-    if (p.tuned != nullptr) {
-      p.block_m = p.tuned->block_m;  // as the caller's block_m: its tiles run it on every device
-      return p;
-    }
-    p.block_m = options.block_m > 0            ? options.block_m
-                : options.batch_invariant ? plan::kBatchInvariantBlockM
-                                          : plan::choose_block_m(desc, block_m_tokens);
-    // NOTE: align uses the GEMM's block size: the planner's choice as this device's GEMM runs it
-    // (cuda::gemm_block_m); a block size the caller set is kept (128 runs on mma.sync off Hopper).
-    if (backend == Backend::cuda && options.block_m == 0) p.block_m = cuda::gemm_block_m(p.block_m);
-    return p;
+    return api::step_shape(desc, options, tuning, device(), num_tokens, tokens_per_expert, batched);
   }
 };
 
 Experts::Experts(const ExpertsDesc& desc, const Options& options) {
   plan::require_implementable(desc, options);
   const Backend backend = resolve_backend(desc, options);
-  impl_ = std::make_unique<Impl>(Impl{desc, options, backend, effective_tuning(desc, options, backend)});
+  const cuda::DeviceInfo* device = backend == Backend::cuda ? &cuda::process_device_info() : nullptr;
+  impl_ = std::make_unique<Impl>(Impl{desc, options, backend, api::effective_tuning(desc, options, device)});
 }
 
 Experts::~Experts() = default;
@@ -189,19 +158,7 @@ void Experts::apply(const WeightView& w13, const WeightView& w2, const ExpertsIn
 
 std::string Experts::explain(int64_t num_tokens) const {
   api::validate_token_counts(impl().desc, num_tokens, 0, false, "explain");
-  const auto shape = impl().shape_for(num_tokens, 0, false);
-  std::ostringstream s;
-  s << "experts " << impl().desc.to_string() << "\n"
-    << "options " << impl().options.to_string() << "\n"
-    << "backend " << to_string(impl().backend) << ", layout " << to_string(shape.layout);
-  if (shape.layout == Layout::indexed) s << " (block_m " << shape.block_m << ")";
-  s << " for M = " << num_tokens << "\n";
-  if (shape.tuned != nullptr)
-    s << (impl().options.tuning.empty() ? "shipped table " + impl().tuning.arch + " " + impl().tuning.layer + ", " : "")
-      << "tuned (" << shape.tuned->min_m << ", " << shape.tuned->max_m << "]: block_m " << shape.tuned->block_m
-      << ", gemm1 " << shape.tuned->gemm1_tile << ", gemm2 " << shape.tuned->gemm2_tile << "\n";
-  s << plan::plan_workspaces(impl().desc, shape).to_string();
-  return s.str();
+  return api::explain_step(impl().desc, impl().options, impl().tuning, impl().backend, impl().device(), num_tokens);
 }
 
 }  // namespace moeq

@@ -10,10 +10,7 @@
 namespace moeq::cuda {
 namespace {
 
-bool device_has_wgmma() {
-  const DeviceInfo& device = process_device_info();
-  return device.cc_major == 9 && device.cc_minor == 0;
-}
+bool device_has_wgmma(const DeviceInfo& device) { return device.cc_major == 9 && device.cc_minor == 0; }
 
 }  // namespace
 
@@ -55,7 +52,12 @@ bool gemm_mx_pass_scales(WeightFormat format, DType act_dtype, int64_t k) {
 
 GemmTile gemm_tile_for_channels(WeightFormat format, DType act_dtype, int block_m, int64_t num_slots, int64_t top_k,
                                 int64_t n, int64_t k, int64_t num_experts) {
-  static const int num_sms = current_device_info().num_sms;  // one device per process (ensure_context)
+  return gemm_tile_for_channels(format, act_dtype, block_m, num_slots, top_k, n, k, num_experts,
+                                process_device_info().num_sms);
+}
+
+GemmTile gemm_tile_for_channels(WeightFormat format, DType act_dtype, int block_m, int64_t num_slots, int64_t top_k,
+                                int64_t n, int64_t k, int64_t num_experts, int num_sms) {
   return gemm_tile_for(format, block_m, num_slots, gemm_few_ctas(num_slots, n, num_sms),
                        gemm_alt_fewer_waves(format, act_dtype, num_slots, top_k, num_experts, n, num_sms),
                        gemm_mx_pass_scales(format, act_dtype, k));
@@ -214,22 +216,25 @@ std::vector<GemmTile> planner_tiles(WeightFormat format) {
   return tiles;
 }
 
-int64_t gemm_block_m(int64_t planned_block_m) {
+int64_t gemm_block_m(int64_t planned_block_m) { return gemm_block_m(planned_block_m, process_device_info()); }
+
+int64_t gemm_block_m(int64_t planned_block_m, const DeviceInfo& device) {
   if (planned_block_m == 48) return 64;
-  if (planned_block_m > 64 && !device_has_wgmma()) return 64;
+  if (planned_block_m > 64 && !device_has_wgmma(device)) return 64;
   return planned_block_m;
 }
 
-GemmTile tile_for_device(GemmTile tile) {
-  if (process_device_info().cc_major < 9) tile.split_k = 1;  // clusters are sm_90+; the sums are the same tile's
-  return device_has_wgmma() ? tile : mma_sync_tile_of(tile);
+GemmTile tile_for_device(GemmTile tile) { return tile_for_device(tile, process_device_info()); }
+
+GemmTile tile_for_device(GemmTile tile, const DeviceInfo& device) {
+  if (device.cc_major < 9) tile.split_k = 1;  // clusters are sm_90+; the sums are the same tile's
+  return device_has_wgmma(device) ? tile : mma_sync_tile_of(tile);
 }
 
 GemmTile tile_for_scales(GemmTile tile, CUdeviceptr scales) { return scales % 4 != 0 ? unaligned_scales_tile(tile) : tile; }
 
-int device_sm() {
-  const DeviceInfo& device = process_device_info();
-  return device.cc_major * 10 + device.cc_minor;
-}
+int device_sm() { return device_sm(process_device_info()); }
+
+int device_sm(const DeviceInfo& device) { return device.cc_major * 10 + device.cc_minor; }
 
 }  // namespace moeq::cuda

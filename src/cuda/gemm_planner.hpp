@@ -80,6 +80,9 @@ bool gemm_mx_pass_scales(WeightFormat format, DType act_dtype, int64_t k);
 // Experts::apply and `moeq bench` launch.
 GemmTile gemm_tile_for_channels(WeightFormat format, DType act_dtype, int block_m, int64_t num_slots, int64_t top_k,
                                 int64_t n, int64_t k, int64_t num_experts);
+// The same on a device of num_sms SMs, present or not (plan_step_gemms).
+GemmTile gemm_tile_for_channels(WeightFormat format, DType act_dtype, int block_m, int64_t num_slots, int64_t top_k,
+                                int64_t n, int64_t k, int64_t num_experts, int num_sms);
 constexpr int64_t kTileForAnyRows = int64_t{1} << 62;
 // Up to this many routed rows the planner takes a tile of K groups (few CTAs).
 // PERF: 16 (M <= 2 at top_k 8) since GEMM v13 (bench/results/2026-12-01-h200-gemm-v13.md): at
@@ -93,6 +96,7 @@ std::vector<GemmTile> planner_tiles(WeightFormat format);
 // The tile as this device runs it: split K off below sm_90 (no clusters), wgmma off but on sm_90a
 // (warp-specialized tiles become the mma.sync tile of the same M block).
 GemmTile tile_for_device(GemmTile tile);
+GemmTile tile_for_device(GemmTile tile, const DeviceInfo& device);
 // The tile as it runs over these scales: a 512-channel tile copies the MX scales in 4-byte words
 // (kernels/moe_gemm_ws_shape.cuh, kStagedScales), so with scales off a 4-byte boundary (ue8m0 needs byte
 // alignment only) it runs 256 channels wide, the same products (MoeGemmGpu.WideTiles*).
@@ -102,7 +106,9 @@ GemmTile tile_for_scales(GemmTile tile, CUdeviceptr scales);
 // 80-144 -> 64 where there is no wgmma (those blocks are warp-specialized wgmma tiles; mma.sync runs
 // 64-row ones faster).
 int64_t gemm_block_m(int64_t planned_block_m);
+int64_t gemm_block_m(int64_t planned_block_m, const DeviceInfo& device);
 // The device's compute capability as gemm_takes_e4m3 takes it.
 int device_sm();
+int device_sm(const DeviceInfo& device);
 
 }  // namespace moeq::cuda

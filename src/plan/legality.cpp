@@ -148,6 +148,12 @@ std::vector<std::string> cuda_reasons(const ExpertsDesc& d, const Options& o) {
     cuda::driver_available(&why);
     r.push_back("no CUDA device" + (why.empty() ? std::string() : " (" + why + ")"));
   }
+  for (auto& reason : cuda_kernel_reasons(d, o)) r.push_back(std::move(reason));
+  return r;
+}
+
+std::vector<std::string> cuda_kernel_reasons(const ExpertsDesc& d, const Options& o) {
+  std::vector<std::string> r;
   if (d.num_experts > kMaxGpuExperts || d.global_experts() > kMaxGpuExperts)
     r.push_back(cat("num_experts = ", d.num_experts, " / num_global_experts = ", d.global_experts(), " exceed ",
                     kMaxGpuExperts, ", the GPU routing and segment tables' limit"));

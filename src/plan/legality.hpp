@@ -12,6 +12,9 @@ std::vector<std::string> desc_reasons(const ExpertsDesc& desc);
 std::vector<std::string> option_reasons(const ExpertsDesc& desc, const Options& options);
 // Why the CUDA backend cannot run this layer (no device, pairs and shapes not there yet).
 std::vector<std::string> cuda_reasons(const ExpertsDesc& desc, const Options& options);
+// cuda_reasons but the device's presence: why the CUDA kernels could not run the layer on any GPU
+// (`moeq info -M` plans for one that is not there).
+std::vector<std::string> cuda_kernel_reasons(const ExpertsDesc& desc, const Options& options);
 
 // The GEMM M blocks of the CUDA backend: 8, 16, 24, 32, 48, 64, 80, 96, 128 or 144 rows.
 inline constexpr int64_t kGpuBlockSizes[] = {8, 16, 24, 32, 48, 64, 80, 96, 128, 144};

@@ -31,6 +31,28 @@ expect "info legal combination" 0 "legal: yes" -- "$moeq" info --preset qwen3-30
 expect "info illegal pair" 1 "\(nvfp4, mxfp8\) is not a supported" -- "$moeq" info --scheme nvfp4:mxfp8
 expect "info K not a multiple of the group" 1 "hidden_size \(K\) = 2880 is not a multiple of 128" -- \
   "$moeq" info --preset gpt-oss-20b --scheme int4-g128
+# -M: the CUDA plan without a GPU (an H200's by default). Tuning tables are keyed by routed rows (M x top_k).
+expect "info -M plans each M" 0 "M = 256 \(valid_shape_m 2048\): layout indexed, block_m [0-9]+, (table entry|the planner)" -- \
+  "$moeq" info --preset qwen3-30b-a3b --scheme mxfp4 -M 1 256 --arch sm_90a --sms 132
+cat >"$tmp/o2.json" <<'JSON'
+{"arch": "sm_90", "layer": "cli test", "entries": [{"min_m": 1024, "max_m": 3072, "block_m": 24,
+ "gemm1_tile": "24x256/1x8x1/4/o2/p/t", "gemm2_tile": "24x256/1x8x1/4/o2/p/t"}]}
+JSON
+for want in "M = 256 \(valid_shape_m 2048\): layout indexed, block_m 24, table entry \(1024, 3072\]" \
+  "M = 128 \(valid_shape_m 1024\): layout indexed, block_m [0-9]+, the planner's rules" \
+  "^  gemm1 24x256/1x8x1/4/o2/p/t bf16$"; do
+  expect "info -M table keyed by routed rows: $want" 0 "$want" -- \
+    "$moeq" info --preset qwen3-30b-a3b --scheme mxfp4 -M 128 256 --tuning "$tmp/o2.json" --arch sm_90a
+done
+expect "info -M names each GEMM" 0 "^  gemm2 [0-9]+x[0-9]+/[0-9]+x[0-9]+x[0-9]+/[0-9]+[a-z0-9/]* bf16$" -- \
+  "$moeq" info --preset qwen3-30b-a3b --scheme mxfp4 -M 4096 --arch sm_90a
+expect "info -M on sm_80 runs mma.sync tiles" 0 "^  gemm1 [0-9]+x[0-9]+/[0-9]+x[0-9]+x[0-9]+/[0-9]+(/[ko][0-9]+)*(/r)? bf16$" -- \
+  "$moeq" info --preset qwen3-30b-a3b --scheme int4-g128 -M 4096 --arch sm_80 --no-shipped-tuning
+expect "info -M planner without a table" 0 "tuning: none, the planner's rules" -- \
+  "$moeq" info --preset qwen3-30b-a3b --scheme mxfp4 -M 16 --no-shipped-tuning
+expect "info -M refuses masked" 1 "-M plans standard input" -- \
+  "$moeq" info --preset qwen3-30b-a3b --scheme mxfp4 -M 16 --layout masked
+expect "info -M bad arch" 1 "--arch = 'sm_70' is not one of" -- "$moeq" info --preset tiny -M 1 --arch sm_70
 expect "run tiny" 0 "out +sum .* fnv1a [0-9a-f]{16}" -- "$moeq" run --preset tiny --tokens 7
 expect "run --check" 0 "check +vs float64 oracle: rel err" -- "$moeq" run --preset tiny --tokens 7 --check
 # Refused on every machine (f16_accum is not on the CUDA backend; here there is no device either).

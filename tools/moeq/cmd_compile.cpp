@@ -32,14 +32,6 @@ struct CompileArgs {
   bool list_tiles = false;         // print the --tile tiles (candidates resolved for the layer), compile nothing
 };
 
-jit::Arch parse_arch(const std::string& text) {
-  if (text == "sm_80") return {80, false};
-  if (text == "sm_89") return {89, false};
-  if (text == "sm_90") return {90, false};
-  if (text == "sm_90a") return {90, true};
-  throw Error("--arch = '" + text + "' is not one of sm_80, sm_89, sm_90, sm_90a");
-}
-
 // The GEMM tiles of `--tile`: texts, each legal for the layer's GEMM1 (as cuda::layer_kernel_specs requires, else
 // moeq::Error naming why), or "candidates" for the tuning candidates legal for both of its GEMMs (those `moeq tune`
 // searches; e.g. the 512-channel tiles take MX weights only).

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cuda/driver.hpp"
+#include "jit/compiler.hpp"
 #include "moeq/error.hpp"
 
 namespace moeq::cli {
@@ -19,6 +20,15 @@ inline void require_cuda_device(const char* command) {
   std::string why;
   cuda::driver_available(&why);
   throw Error(std::string("moeq ") + command + " needs a CUDA device: " + (why.empty() ? std::string("none found") : why));
+}
+
+// `--arch`'s values.
+inline jit::Arch parse_arch(const std::string& text) {
+  if (text == "sm_80") return {80, false};
+  if (text == "sm_89") return {89, false};
+  if (text == "sm_90") return {90, false};
+  if (text == "sm_90a") return {90, true};
+  throw Error("--arch = '" + text + "' is not one of sm_80, sm_89, sm_90, sm_90a");
 }
 
 Action add_info_command(CLI::App& app);

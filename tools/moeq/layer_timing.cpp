@@ -28,11 +28,26 @@ WeightView device_view(const WeightDesc& w, const cuda::GemmWeights& g, CodeLayo
   return v;
 }
 
-std::string plan_line(const Experts& experts, int64_t M) {
+// Experts::explain's backend line and the two GEMMs' tiles for these codes, e.g. "cuda, layout indexed (block_m 24)
+// for M = 256 (valid_shape_m 2048), gemm1 24x128/1x4x1/4/r, gemm2 24x128/1x4x1/4/r".
+std::string plan_line(const Experts& experts, int64_t M, CodeLayout codes) {
   std::istringstream lines(experts.explain(M));
-  for (std::string line; std::getline(lines, line);)
-    if (line.rfind("backend ", 0) == 0) return line.substr(8);
-  return "";
+  std::string plan;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("backend ", 0) == 0) plan = line.substr(8);
+    for (const char* gemm : {"  gemm1 ", "  gemm2 "}) {
+      if (line.rfind(gemm, 0) != 0) continue;
+      // "  gemm1 <prepared tile> <input>[ (canonical codes: <tile> <input>)]"
+      const size_t canonical = line.find("(canonical codes: ");
+      std::istringstream words(codes == CodeLayout::canonical && canonical != std::string::npos
+                                   ? line.substr(canonical + 18)
+                                   : line.substr(std::string(gemm).size()));
+      std::string tile;
+      words >> tile;
+      plan += ", " + std::string(gemm + 2) + tile;  // "gemm1 " + tile
+    }
+  }
+  return plan;
 }
 
 // Owns a graph and its executable.
@@ -83,7 +98,7 @@ LayerTiming time_experts_layer(const ExpertsDesc& d, const Options& options, int
   LayerTiming t;
   t.bytes = weight_bytes + 2.0 * static_cast<double>(M * K * 2);
   t.flops = 2.0 * static_cast<double>(M * top_k) * static_cast<double>(w13.n * w13.k + w2.n * w2.k);
-  t.plan = plan_line(experts, M);
+  t.plan = plan_line(experts, M, codes);
   t.weight_copies = static_cast<int>(std::clamp(std::ceil(3.0 * static_cast<double>(l2_bytes) / t.bytes), 1.0, 16.0));
   const bool prepared = codes == CodeLayout::prepared;
   const auto& copies13 = random_weight_copies(w13, t.weight_copies, rng, prepared);
