@@ -3,12 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "api/step_plan.hpp"
 #include "cuda/gemm_tile.hpp"
 #include "io/presets.hpp"
 #include "moeq/experts.hpp"
 #include "moeq/tuning.hpp"
+#include "plan/legality.hpp"
 #include "plan/workspace.hpp"
 
 namespace moeq {
@@ -155,6 +159,65 @@ TEST(StepPlan, ExplainNamesEachGemmOnADevice) {
   const std::string on_cpu = Experts(d, cpu).explain(256);
   EXPECT_EQ(on_cpu.find("gemm1 "), std::string::npos) << on_cpu;
   EXPECT_NE(on_cpu.find("backend cpu, layout"), std::string::npos) << on_cpu;
+}
+
+// USERS.md 7: no planned kernel may fail on a user's GPU. Every GEMM tile the plan runs (the shipped table's or the
+// planner's, as that device runs it, both code layouts, with and without the e4m3 wgmma body) is legal for its
+// weights and fits the device's shared memory, for every preset and odd layer, the main schemes, M from 1 to
+// 16384, on an A100 (sm_80), an L40S (sm_89, 99 KB a block), an H100 PCIe (114 SMs) and an H200.
+TEST(StepPlan, EveryPlannedTileRunsOnEachDevice) {
+  struct Gpu {
+    const char* name;
+    int sm, num_sms, max_smem;
+  };
+  const Gpu gpus[] = {{"A100", 80, 108, 166912}, {"L40S", 89, 142, 101376}, {"H100 PCIe", 90, 114, 232448},
+                      {"H200", 90, 132, 232448}};
+  std::vector<ExpertsDesc> layers;
+  for (const auto& p : io::presets()) layers.push_back(p.desc);
+  // The odd sizes of bench/odd-shapes: hidden 704 / 2880 / 2688, intermediate 352 / 704 / 1856, E = 6 / 20 / 12.
+  for (const auto& [E, K, I] : {std::tuple{6, 704, 352}, std::tuple{20, 2880, 704}, std::tuple{12, 2688, 1856}}) {
+    ExpertsDesc d = io::find_preset("qwen3-30b-a3b").desc;
+    d.num_experts = E;
+    d.hidden_size = K;
+    d.intermediate_size = I;
+    d.top_k = 4;
+    layers.push_back(d);
+  }
+  int checked = 0;
+  for (ExpertsDesc base : layers) {
+    for (const char* scheme : {"int4-g128", "int4-g64-zp:fp8-token", "mxfp4", "mxfp4:fp8-token", "mxfp4:mxfp4", "nvfp4",
+                               "mxfp8:mxfp8", "fp8-channel:fp8-token", "fp8-block", "int8-ch"}) {
+      ExpertsDesc d = base;
+      io::apply_scheme(scheme, d);
+      for (const bool fp8_wgmma : {false, true}) {
+        Options o;
+        o.fp8_wgmma = fp8_wgmma;
+        if (!can_implement(d, o).empty() || !plan::cuda_kernel_reasons(d, o).empty()) continue;
+        for (const Gpu& gpu : gpus) {
+          cuda::DeviceInfo info = device(gpu.sm, gpu.num_sms);
+          info.max_smem_per_block_optin = gpu.max_smem;
+          const TuningTable tuning = api::effective_tuning(d, o, &info);
+          for (const int64_t M : {1, 3, 16, 64, 129, 256, 512, 1024, 2048, 4096, 16384}) {
+            const plan::PlanShape shape = api::step_shape(d, o, tuning, &info, M, 0, false);
+            for (const bool prepared : {false, true}) {
+              const cuda::StepGemmPlans plans = cuda::plan_step_gemms(d, shape, prepared, prepared, info);
+              for (const auto& [plan, w] : {std::pair{plans.gemm1, d.w13()}, std::pair{plans.gemm2, d.w2()}}) {
+                const std::string where = std::string(gpu.name) + " " + d.to_string() + " M = " + std::to_string(M) +
+                                          ": " + plan.tile.to_string();
+                const auto reasons = cuda::gemm_tile_reasons(plan.tile, w);
+                EXPECT_TRUE(reasons.empty()) << where << ": " << reasons.front();
+                EXPECT_LE(cuda::gemm_smem_bytes(plan.tile, w, plan.input) + cuda::gemm_static_smem_bytes(plan.tile),
+                          gpu.max_smem)
+                    << where;
+                ++checked;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 10000);
 }
 
 }  // namespace
