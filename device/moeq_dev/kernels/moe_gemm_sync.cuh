@@ -7,7 +7,7 @@
 // and of the raw weight codes in the canonical layout (CONTRACT §4), filled by cp.async
 // kStages - 1 tiles ahead; the raw scale bits of a tile are loaded into a register ring at the
 // same time and decoded when used. Each warp reads its codes from shared memory and dequantizes
-// them straight into MMA fragments (format/weights_fragment.cuh): one barrier per K tile.
+// them straight into MMA fragments (kernels/moe_gemm_sync_stage.cuh): one barrier per K tile.
 //
 // Operand roles ("swap AB"): the weights are the MMA's A operand (16 output channels x 16 k) and
 // the tokens its B operand (16 k x 8 tokens), so D = W * A^T holds 16 channels x 8 tokens. The
@@ -48,6 +48,7 @@
 #include "moeq_dev/format/prepared.cuh"
 #include "moeq_dev/format/weights_fragment.cuh"
 #include "moeq_dev/kernels/moe_gemm_common.cuh"
+#include "moeq_dev/kernels/moe_gemm_sync_stage.cuh"
 #include "moeq_dev/kernels/moe_gemm_sync_shape.cuh"
 #include "moeq_dev/ptx/cluster.cuh"
 #include "moeq_dev/ptx/cp_async.cuh"
@@ -64,7 +65,6 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
   // Copies: every thread, or the copy warp alone (S::kCopyWarp), thread copy_tid of kCopyThreads.
   constexpr int kCopyThreads = S::kCopyThreads;
   constexpr int kTilesM = S::kTilesM, kTilesN = S::kTilesN;
-  constexpr bool kFourBit = S::kCodeBits == 4;
   constexpr int kChunksA = BM * (BK / 8), kChunksB = BN * S::kCodeChunksPerRow;
   constexpr int kPerThreadA = (kChunksA + kCopyThreads - 1) / kCopyThreads;
   constexpr int kPerThreadB = (kChunksB + kCopyThreads - 1) / kCopyThreads;
@@ -257,92 +257,9 @@ __device__ __forceinline__ void moe_gemm_block(const MoeGemmParams& p) {
     }
   };
 
-  // Prepared codes: per 16-channel tile one (4-bit) or two (8-bit) 16-byte loads give this
-  // lane's words; word pairs are A-fragment registers as they are.
-  // PERF: `path` is a constant at each call site below, so the inlined copies have no branch
-  // per pair: a run-time flag there split the dequantization into small blocks the scheduler
-  // could not interleave with the MMAs (INT4 5-7% slower than canonical codes, run 10).
-  // DequantPath::kFolded: every MX scale of this warp's tile is at most 2, so the e2m1 bias
-  // 2^126 and the scale are one bf16 multiplier (FragmentScale::scale2_folded): one multiply per
-  // pair, same exact values.
-  auto compute_prepared = [&](DequantPath path, unsigned base, const FragmentScale (&decoded)[kTilesN][2],
-                              float (&dst)[kTilesN][kTilesM][4]) {
-    constexpr int kWords = kFourBit ? 4 : 8;
-    unsigned words[kTilesN][kWords];
-#pragma unroll
-    for (int nt = 0; nt < kTilesN; ++nt) {
-      const unsigned block = base + S::kAStageBytes + (lane_channel(nt, 0) / 16) * kPreparedBlockBytes + lane * 16;
-      const uint4 v = lds_128(block);
-      words[nt][0] = v.x;
-      words[nt][1] = v.y;
-      words[nt][2] = v.z;
-      words[nt][3] = v.w;
-      if constexpr (!kFourBit) {
-        const uint4 u = lds_128(block + 512);
-        words[nt][4] = u.x;
-        words[nt][5] = u.y;
-        words[nt][6] = u.z;
-        words[nt][7] = u.w;
-      }
-    }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      unsigned tok[kTilesM][4];
-      load_token_fragments(base, h, tok);
-#pragma unroll
-      for (int nt = 0; nt < kTilesN; ++nt) {
-#pragma unroll
-        for (int q = 0; q < 2; ++q) {
-          unsigned a[4];
-          prepared_a_fragment<Cfg>(words[nt], 2 * h + q, decoded[nt], path, a);
-          multiply(dst[nt], a, base, 2 * h + q, tok, q);
-        }
-      }
-    }
-  };
-
-  auto compute_canonical = [&](DequantPath path, unsigned base, const FragmentScale (&decoded)[kTilesN][2],
-                               float (&dst)[kTilesN][kTilesM][4]) {
-    constexpr int kWords = kFourBit ? 2 : 4;
-    unsigned code_words[kTilesN][2][kWords];
-#pragma unroll
-    for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const unsigned address = base + b_lane + lane_channel(nt, r) * S::kCodeRowBytes;
-        if constexpr (kFourBit) {
-          const uint2 v = lds_64(address);
-          code_words[nt][r][0] = v.x;
-          code_words[nt][r][1] = v.y;
-        } else {
-          const uint4 v = lds_128(address);
-          code_words[nt][r][0] = v.x;
-          code_words[nt][r][1] = v.y;
-          code_words[nt][r][2] = v.z;
-          code_words[nt][r][3] = v.w;
-        }
-      }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      unsigned tok[kTilesM][4];
-      load_token_fragments(base, h, tok);
-#pragma unroll
-      for (int nt = 0; nt < kTilesN; ++nt) {
-        unsigned a[2][4];
-        canonical_a_fragments<Cfg>(code_words[nt][0], code_words[nt][1], h, decoded[nt], path, a);
-        multiply(dst[nt], a[0], base, 2 * h, tok, 0);
-        multiply(dst[nt], a[1], base, 2 * h + 1, tok, 1);
-      }
-    }
-  };
-
   auto compute = [&](DequantPath path, unsigned base, const FragmentScale (&decoded)[kTilesN][2],
                      float (&dst)[kTilesN][kTilesM][4]) {
-    if constexpr (Cfg::kPreparedCodes) {
-      compute_prepared(path, base, decoded, dst);
-    } else {
-      compute_canonical(path, base, decoded, dst);
-    }
+    multiply_stage<Cfg, S>(path, base, lane, b_lane, decoded, dst, lane_channel, load_token_fragments, multiply);
     // The tile's MMAs stay in flight: they read only registers and the permuted buffer.
     if constexpr (S::kWgmma) wgmma_commit();
   };
