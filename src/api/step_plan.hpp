@@ -23,6 +23,10 @@ TuningTable effective_tuning(const ExpertsDesc& desc, const Options& options, co
 plan::PlanShape step_shape(const ExpertsDesc& desc, const Options& options, const TuningTable& tuning,
                            const cuda::DeviceInfo* device, int64_t num_tokens, int64_t tokens_per_expert,
                            bool batched);
+// NOTE: the shape's `tuned` points into `tuning`, which must outlive it: no temporary table.
+plan::PlanShape step_shape(const ExpertsDesc& desc, const Options& options, TuningTable&& tuning,
+                           const cuda::DeviceInfo* device, int64_t num_tokens, int64_t tokens_per_expert,
+                           bool batched) = delete;
 
 // A GEMM's plan in words: "<tile> <what it reads>", e.g. "24x128/1x4x1/4/r bf16".
 std::string gemm_plan_text(const ExpertsDesc& desc, const cuda::GemmPlan& plan);

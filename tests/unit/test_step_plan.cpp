@@ -162,9 +162,10 @@ TEST(StepPlan, ExplainNamesEachGemmOnADevice) {
 }
 
 // USERS.md 7: no planned kernel may fail on a user's GPU. Every GEMM tile the plan runs (the shipped table's or the
-// planner's, as that device runs it, both code layouts, with and without the e4m3 wgmma body) is legal for its
-// weights and fits the device's shared memory, for every preset and odd layer, the main schemes, M from 1 to
-// 16384, on an A100 (sm_80), an L40S (sm_89, 99 KB a block), an H100 PCIe (114 SMs) and an H200.
+// planner's, as that device runs it, both code layouts, with and without the e4m3 wgmma body, standard and masked
+// input) is legal for its weights, fits the device's shared memory and uses only what the architecture has, for
+// every preset and odd layer, the main schemes, M (or T) from 1 to 16384, on an A100 (sm_80), an L40S (sm_89, 99 KB
+// a block), an H100 PCIe (114 SMs) and an H200.
 TEST(StepPlan, EveryPlannedTileRunsOnEachDevice) {
   struct Gpu {
     const char* name;
@@ -197,19 +198,32 @@ TEST(StepPlan, EveryPlannedTileRunsOnEachDevice) {
           cuda::DeviceInfo info = device(gpu.sm, gpu.num_sms);
           info.max_smem_per_block_optin = gpu.max_smem;
           const TuningTable tuning = api::effective_tuning(d, o, &info);
+          // Standard input at M tokens, and masked input of T = M rows per expert.
           for (const int64_t M : {1, 3, 16, 64, 129, 256, 512, 1024, 2048, 4096, 16384}) {
-            const plan::PlanShape shape = api::step_shape(d, o, tuning, &info, M, 0, false);
-            for (const bool prepared : {false, true}) {
-              const cuda::StepGemmPlans plans = cuda::plan_step_gemms(d, shape, prepared, prepared, info);
-              for (const auto& [plan, w] : {std::pair{plans.gemm1, d.w13()}, std::pair{plans.gemm2, d.w2()}}) {
-                const std::string where = std::string(gpu.name) + " " + d.to_string() + " M = " + std::to_string(M) +
-                                          ": " + plan.tile.to_string();
-                const auto reasons = cuda::gemm_tile_reasons(plan.tile, w);
-                EXPECT_TRUE(reasons.empty()) << where << ": " << reasons.front();
-                EXPECT_LE(cuda::gemm_smem_bytes(plan.tile, w, plan.input) + cuda::gemm_static_smem_bytes(plan.tile),
-                          gpu.max_smem)
-                    << where;
-                ++checked;
+            for (const bool masked : {false, true}) {
+              if (masked && M > 1024) continue;  // E x T rows stay below 2^31 and the test quick
+              const plan::PlanShape shape = api::step_shape(d, o, tuning, &info, masked ? 0 : M, masked ? M : 0, masked);
+              for (const bool prepared : {false, true}) {
+                const cuda::StepGemmPlans plans = cuda::plan_step_gemms(d, shape, prepared, prepared, info);
+                for (const auto& [plan, w, gemm1] :
+                     {std::tuple{plans.gemm1, d.w13(), true}, std::tuple{plans.gemm2, d.w2(), false}}) {
+                  const std::string where = std::string(gpu.name) + " " + d.to_string() + (masked ? " T = " : " M = ") +
+                                            std::to_string(M) + (gemm1 ? " gemm1 " : " gemm2 ") + plan.tile.to_string();
+                  const auto reasons = cuda::gemm_tile_reasons(plan.tile, w);
+                  EXPECT_TRUE(reasons.empty()) << where << ": " << reasons.front();
+                  EXPECT_LE(cuda::gemm_smem_bytes(plan.tile, w, plan.input) + cuda::gemm_static_smem_bytes(plan.tile),
+                            gpu.max_smem)
+                      << where;
+                  // What the architecture has: wgmma, setmaxnreg, bulk copies and clusters from sm_90, e4m3 MMAs
+                  // from sm_89.
+                  if (gpu.sm < 90)
+                    EXPECT_TRUE(!plan.tile.wgmma && !plan.tile.producer && plan.tile.split_k == 1) << where;
+                  if (gpu.sm < 89) EXPECT_NE(plan.input, cuda::GemmInput::row_scaled_e4m3) << where;
+                  // The masked layout's 16-bit GEMM1 reads the caller's slabs as they are.
+                  if (masked && gemm1 && d.act_format == ActFormat::none)
+                    EXPECT_FALSE(plan.tile.mma_order_tokens) << where;
+                  ++checked;
+                }
               }
             }
           }

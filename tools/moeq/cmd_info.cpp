@@ -155,7 +155,8 @@ Action add_info_command(CLI::App& app) {
   cmd->add_option("-M,--tokens", args->tokens,
                    "Print the CUDA plan of these token counts: layout, block size, tuning entry, each GEMM's tile and "
                    "input");
-  cmd->add_option("--arch", args->arch, "-M plans for sm_80 | sm_89 | sm_90 | sm_90a (default: the device's, else sm_90a)");
+  cmd->add_option("--arch", args->arch, "-M plans for sm_80 | sm_89 | sm_90 | sm_90a (default: the device's, else sm_90a; sm_90 and sm_90a "
+                  "plan alike: a compute capability 9.0 device runs sm_90a kernels)");
   cmd->add_option("--sms", args->num_sms, "-M plans for this many SMs (default: the device's, else 132)");
   cmd->add_option("--tuning", args->tuning, "-M plans with this tuning table (JSON, `moeq tune`)");
   cmd->add_flag("--no-shipped-tuning", args->no_shipped_tuning, "-M plans with the planner's rules, not the shipped table");
