@@ -51,6 +51,11 @@ ref::StepBuffers step_buffers(const plan::WorkspacePlan& plan, void* ws1, void* 
   return s;
 }
 
+// The CUDA device whose GEMMs run the plan, or null (the CPU backend).
+const cuda::DeviceInfo* plan_device(Backend backend) {
+  return backend == Backend::cuda ? &cuda::process_device_info() : nullptr;
+}
+
 }  // namespace
 
 struct Experts::Impl {
@@ -59,8 +64,7 @@ struct Experts::Impl {
   Backend backend;
   TuningTable tuning;  // effective_tuning
 
-  // The CUDA device whose GEMMs run the plan, or null (the CPU backend).
-  const cuda::DeviceInfo* device() const { return backend == Backend::cuda ? &cuda::process_device_info() : nullptr; }
+  const cuda::DeviceInfo* device() const { return plan_device(backend); }
   plan::PlanShape shape_for(int64_t num_tokens, int64_t tokens_per_expert, bool batched) const {
     return api::step_shape(desc, options, tuning, device(), num_tokens, tokens_per_expert, batched);
   }
@@ -69,8 +73,7 @@ struct Experts::Impl {
 Experts::Experts(const ExpertsDesc& desc, const Options& options) {
   plan::require_implementable(desc, options);
   const Backend backend = resolve_backend(desc, options);
-  const cuda::DeviceInfo* device = backend == Backend::cuda ? &cuda::process_device_info() : nullptr;
-  impl_ = std::make_unique<Impl>(Impl{desc, options, backend, api::effective_tuning(desc, options, device)});
+  impl_ = std::make_unique<Impl>(Impl{desc, options, backend, api::effective_tuning(desc, options, plan_device(backend))});
 }
 
 Experts::~Experts() = default;
