@@ -143,7 +143,8 @@ class Experts {
   Layout layout_for(int64_t num_tokens, bool batched) const;
 
   // Workspace sizes for M standard rows, or E*T batched rows when `batched_tokens_per_expert` > 0.
-  // Either backend takes fewer than 2^31 routed rows (M * top_k, or E * T); larger counts throw.
+  // Either backend takes fewer than 2^31 routed rows (M * top_k, or E * T); larger counts throw, as do
+  // input kinds the layout refuses (standard rows under masked, batched rows under indexed or contiguous).
   WorkspaceSizes workspace_bytes(int64_t num_tokens, int64_t batched_tokens_per_expert = 0) const;
 
   // CUDA backend: loads every kernel this layer's apply can launch, for any M, layout and ids
@@ -153,13 +154,13 @@ class Experts {
   void warm_up() const;
 
   // Runs the experts step. Validates every argument first; on error nothing is written.
-  // Workspaces: null where the plan needs none, else 16-byte aligned (either backend).
+  // Workspaces: null where the plan needs none, else 16-byte aligned and not overlapping each other (either backend).
   void apply(const WeightView& w13, const WeightView& w2, const ExpertsInputs& inputs,
              const ExpertsOutput& output, void* workspace1, void* workspace2,
              void* stream = nullptr) const;
 
   // The plan in words: backend, layout, block size, tuning entry, on the CUDA backend each GEMM's tile and
-  // what it reads, then the workspaces.
+  // what it reads, then the workspaces. For standard input: a layer with layout = masked throws.
   std::string explain(int64_t num_tokens) const;
 
  private:

@@ -98,8 +98,13 @@ WorkspaceSizes Experts::workspace_bytes(int64_t num_tokens, int64_t batched_toke
   // NOTE: a negative T is checked as batched input, so its message names it.
   api::validate_token_counts(impl().desc, num_tokens, batched_tokens_per_expert, batched_tokens_per_expert != 0,
                              "workspace_bytes", "batched_tokens_per_expert");
-  if (!batched && impl().options.layout == Layout::masked)
+  const Layout layout = impl().options.layout;
+  if (!batched && layout == Layout::masked)
     throw Error("workspace_bytes: layout = masked needs batched_tokens_per_expert (T) > 0");
+  // NOTE: as apply refuses batched input under these layouts, so that no size is given for a step that cannot run.
+  if (batched && layout != Layout::auto_select && layout != Layout::masked)
+    throw Error("workspace_bytes: layout = " + std::string(to_string(layout)) + " cannot take batched input (T = " +
+                std::to_string(batched_tokens_per_expert) + "); use masked or auto");
   const auto plan = plan::plan_workspaces(impl().desc, impl().shape_for(num_tokens, batched_tokens_per_expert, batched));
   return {plan.workspace1_bytes, plan.workspace2_bytes};
 }
@@ -123,6 +128,10 @@ void Experts::apply(const WeightView& w13, const WeightView& w2, const ExpertsIn
   if (batched && impl().options.layout != Layout::auto_select && !explicit_masked)
     throw Error(std::string("layout = ") + std::string(to_string(impl().options.layout)) +
                 " cannot take batched input; use masked or auto");
+  for (const WeightView* v : {&w13, &w2})
+    if (v->code_layout != CodeLayout::prepared && v->code_layout != CodeLayout::canonical)
+      throw Error(std::string(v == &w13 ? "w13" : "w2") + ": code_layout = " +
+                  std::to_string(static_cast<int>(v->code_layout)) + " is neither canonical nor prepared");
   const bool on_gpu = impl().backend == Backend::cuda;
   if (on_gpu) {
     api::validate_device_inputs(d, shape.layout, inputs, output);
@@ -143,6 +152,7 @@ void Experts::apply(const WeightView& w13, const WeightView& w2, const ExpertsIn
   const auto plan = plan::plan_workspaces(d, shape);
   if (plan.workspace1_bytes > 0 && workspace1 == nullptr) throw Error("workspace1 is null but the plan needs " + std::to_string(plan.workspace1_bytes) + " bytes");
   if (plan.workspace2_bytes > 0 && workspace2 == nullptr) throw Error("workspace2 is null but the plan needs " + std::to_string(plan.workspace2_bytes) + " bytes");
+  api::validate_workspace_ranges(workspace1, plan.workspace1_bytes, workspace2, plan.workspace2_bytes);
   if (on_gpu) {
     api::apply_cuda(d, shape, plan, w13, w2, inputs, output, workspace1, workspace2, stream);
     return;
@@ -161,6 +171,8 @@ void Experts::apply(const WeightView& w13, const WeightView& w2, const ExpertsIn
 
 std::string Experts::explain(int64_t num_tokens) const {
   api::validate_token_counts(impl().desc, num_tokens, 0, false, "explain");
+  if (impl().options.layout == Layout::masked)
+    throw Error("explain: layout = masked plans batched input, sized by T, not by num_tokens");
   return api::explain_step(impl().desc, impl().options, impl().tuning, impl().backend, impl().device(), num_tokens);
 }
 

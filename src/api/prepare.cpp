@@ -14,25 +14,31 @@ namespace {
 
 int code_bits_of(WeightFormat f) { return dtype_bits(weight_format_code_dtype(f)); }
 
-void require_desc(const WeightDesc& d) {
+constexpr int64_t kMaxExperts = int64_t{1} << 16, kMaxDim = int64_t{1} << 20;
+
+// The codes' part of a WeightDesc (its scales are not read here, so their fields may stay unset).
+// NOTE: ExpertsDesc's bounds (2^16 experts, 2^20 rows and columns) keep prepared_code_bytes inside int64.
+void require_desc(const WeightDesc& d, const char* caller) {
+  const std::string who(caller);
   const auto formats = all_values<WeightFormat>();
   if (std::find(formats.begin(), formats.end(), d.format) == formats.end())
-    throw Error("prepare_codes: format = " + std::to_string(static_cast<int>(d.format)) + " is not a WeightFormat value");
-  if (d.num_experts <= 0 || d.n <= 0 || d.k <= 0)
-    throw Error("prepare_codes: the desc has E = " + std::to_string(d.num_experts) + ", n = " + std::to_string(d.n) +
-                ", k = " + std::to_string(d.k) + "; all must be positive");
+    throw Error(who + ": format = " + std::to_string(static_cast<int>(d.format)) + " is not a WeightFormat value");
+  if (d.num_experts <= 0 || d.n <= 0 || d.k <= 0 || d.num_experts > kMaxExperts || d.n > kMaxDim || d.k > kMaxDim)
+    throw Error(who + ": the desc has E = " + std::to_string(d.num_experts) + ", n = " + std::to_string(d.n) +
+                ", k = " + std::to_string(d.k) + "; E must be in [1, 2^16], n and k in [1, 2^20]");
   if (code_bits_of(d.format) == 4 && d.k % 2 != 0)
-    throw Error("prepare_codes: k = " + std::to_string(d.k) + " is odd for a 4-bit format");
+    throw Error(who + ": k = " + std::to_string(d.k) + " is odd for a 4-bit format");
 }
 
 }  // namespace
 
 int64_t prepared_code_bytes(const WeightDesc& d) {
+  require_desc(d, "prepared_code_bytes");
   return d.num_experts * ((d.n + 15) / 16 * 16) * ((d.k + 63) / 64 * 64) * code_bits_of(d.format) / 8;
 }
 
 void prepare_codes_host(const WeightDesc& d, const void* canonical, void* prepared) {
-  require_desc(d);
+  require_desc(d, "prepare_codes_host");
   if (canonical == nullptr || prepared == nullptr) throw Error("prepare_codes_host: a pointer is null");
   const int bits = code_bits_of(d.format);
   const int block_bytes = bits * 128;
@@ -67,7 +73,7 @@ void prepare_codes_host(const WeightDesc& d, const void* canonical, void* prepar
 }
 
 void prepare_codes(const WeightDesc& d, const void* canonical, void* prepared, void* stream) {
-  require_desc(d);
+  require_desc(d, "prepare_codes");
   cuda::prepare_codes(d, canonical, prepared, static_cast<cuda::CUstream>(stream));
 }
 
@@ -80,9 +86,9 @@ int64_t require_mx_scales(const WeightDesc& d, const void* scales, const char* c
   const std::string who(caller);
   if (d.format != WeightFormat::mxfp4 && d.format != WeightFormat::mxfp8)
     throw Error(who + ": format = " + std::string(to_string(d.format)) + " has no ue8m0 scales (MX formats only)");
-  if (d.num_experts < 0 || d.n < 0 || d.k < 0)
+  if (d.num_experts < 0 || d.n < 0 || d.k < 0 || d.num_experts > kMaxExperts || d.n > kMaxDim || d.k > kMaxDim)
     throw Error(who + ": the desc has E = " + std::to_string(d.num_experts) + ", n = " + std::to_string(d.n) +
-                ", k = " + std::to_string(d.k) + "; none may be negative");
+                ", k = " + std::to_string(d.k) + "; E must be in [0, 2^16], n and k in [0, 2^20]");
   if (d.k % 32 != 0) throw Error(who + ": k = " + std::to_string(d.k) + " is not a multiple of the MX group of 32");
   if (d.group_size != 0 && d.group_size != 32)
     throw Error(who + ": group_size = " + std::to_string(d.group_size) + " (MX groups are 32 elements)");

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "moeq/error.hpp"
+#include "plan/legality.hpp"
 #include "reference/formats.hpp"
 #include "reference/routing.hpp"
 #include "reference/scalars.hpp"
@@ -32,6 +33,7 @@ int64_t element_bytes(DType t) { return std::max<int64_t>(1, dtype_bits(t) / 8);
 using api::require_pointer;
 
 void validate_weights(const WeightDesc& d, const WeightView& v, const char* name) {
+  if (const auto reasons = plan::weight_desc_reasons(d); !reasons.empty()) fail(name, ": the WeightDesc's ", reasons.front());
   const std::string gemm(name);
   require_pointer(v.codes, (gemm + ".codes").c_str(), 1);
   require_pointer(v.scales, (gemm + ".scales").c_str(), element_bytes(d.scale_dtype));
@@ -105,6 +107,14 @@ void validate_row_span(const char* name, int64_t stride, int64_t rows, int64_t e
 void validate_workspaces(const void* workspace1, const void* workspace2) {
   if (workspace1 != nullptr) require_pointer(workspace1, "workspace1", 16);
   if (workspace2 != nullptr) require_pointer(workspace2, "workspace2", 16);
+}
+
+void validate_workspace_ranges(const void* workspace1, int64_t bytes1, const void* workspace2, int64_t bytes2) {
+  if (workspace1 == nullptr || workspace2 == nullptr || bytes1 <= 0 || bytes2 <= 0) return;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(workspace1), b = reinterpret_cast<uintptr_t>(workspace2);
+  if (a < b + static_cast<uintptr_t>(bytes2) && b < a + static_cast<uintptr_t>(bytes1))
+    fail("workspace1 = ", workspace1, " (", bytes1, " bytes) and workspace2 = ", workspace2, " (", bytes2,
+         " bytes) overlap; the step needs two separate buffers");
 }
 
 void validate_inputs(const ExpertsDesc& d, Layout layout, const ExpertsInputs& in, const ExpertsOutput& out) {

@@ -28,6 +28,10 @@ void require_pointer(const void* p, const char* name, int64_t align_bytes);
 // Either backend: each workspace null (the plan needs none) or 16-byte aligned.
 void validate_workspaces(const void* workspace1, const void* workspace2);
 
+// The plan's two workspaces, bytes1 at workspace1 and bytes2 at workspace2, share no byte: the step ping-pongs
+// between them (one buffer passed as both gives a wrong result, not an error of its own).
+void validate_workspace_ranges(const void* workspace1, int64_t bytes1, const void* workspace2, int64_t bytes2);
+
 // to_string, or "DType(N)" for a value that is none of the enumerators.
 std::string dtype_text(DType t);
 

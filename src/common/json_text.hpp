@@ -1,10 +1,11 @@
 #pragma once
-// JSON helpers for the readers of user files (safetensors headers, presets, tuning tables): json_text, and
-// first_duplicate_key below.
+// JSON helpers for the readers of user files (safetensors headers, presets, tuning tables): json_text,
+// first_unknown_key, and first_duplicate_key below.
 // A JSON value quoted in an error message: its JSON text cut to 60 characters, or, for an array or
 // object nested deeper than 4 levels or holding more than 64 values, its kind and size.
 // NOTE: dumping recurses once per level of nesting, and a corrupt or hostile file can nest 100000
 // deep (a stack overflow, found by fuzzing); the shape is measured here without recursion.
+#include <initializer_list>
 #include <set>
 #include <string>
 #include <utility>
@@ -28,6 +29,17 @@ inline bool json_is_small(const nlohmann::json& value) {
     for (const auto& child : *v) pending.emplace_back(&child, depth + 1);
   }
   return true;
+}
+
+// The first key of `object` that is none of `known`, or "" (a misspelt optional field would otherwise be
+// ignored, and its default used without a word).
+inline std::string first_unknown_key(const nlohmann::json& object, std::initializer_list<const char*> known) {
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    bool found = false;
+    for (const char* k : known) found = found || it.key() == k;
+    if (!found) return it.key();
+  }
+  return "";
 }
 
 inline std::string json_text(const nlohmann::json& value) {

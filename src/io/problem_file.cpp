@@ -241,7 +241,9 @@ void add_input_tensors(const HostProblem& p, SafetensorsFile& file) {
       ? std::vector<int64_t>{d.num_experts, p.max_tokens_per_expert, d.hidden_size}
       : std::vector<int64_t>{M, d.hidden_size};
   file.add(make_tensor("hidden", d.act_dtype, hidden_shape, p.hidden.data(), p.hidden.size()));
-  if (!p.topk_ids.empty()) {
+  // NOTE: standard input always has its routing, [0, top_k] at M = 0 (reading the file back needs the tensors);
+  // batched input has it only where the caller gave the ids of a combine.
+  if (!p.is_batched() || !p.topk_ids.empty()) {
     file.add(make_tensor("topk_ids", p.topk_ids_dtype, {M, d.top_k}, p.topk_ids.data(), p.topk_ids.size()));
     file.add(make_tensor("topk_weights", p.topk_weights_dtype, {M, d.top_k}, p.topk_weights.data(), p.topk_weights.size()));
   }

@@ -19,7 +19,7 @@ struct OracleComparison {
   double max_err = 0.0;           // largest element error
   double max_err_fraction = 0.0;  // max_err / max|ref|
   double exact_fraction = 1.0;    // elements equal to the oracle rounded once to the dtype
-  bool finite = true;             // no NaN/Inf where the oracle has none
+  bool finite = true;             // NaN/Inf exactly where the oracle has them (inputs holding some)
   // rel <= 1e-2 (16-bit activations) or 2e-2 (quantized), max element error <= 5% of max|ref|.
   bool within_contract(ActFormat act) const;
 };

@@ -212,7 +212,7 @@ const std::vector<uint8_t>* Cache::find(const std::string& key, bool* from_disk)
 }
 
 const std::vector<uint8_t>& Cache::insert(const std::string& key, std::vector<uint8_t> cubin) {
-  if (disk_enabled_) store_to_disk(key, cubin);
+  if (disk_enabled_ && !store_to_disk(key, cubin)) ++disk_write_failures_;
   std::lock_guard<std::mutex> lock(mutex_);
   return memory_.try_emplace(key, std::move(cubin)).first->second;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // The JIT's knobs (read from the environment once) and its content-addressed CUBIN cache:
 // an in-memory map in front of a disk directory shared by every process of the user.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -63,7 +64,8 @@ class Cache {
   // The pointee lives as long as the Cache (until clear()).
   const std::vector<uint8_t>* find(const std::string& key, bool* from_disk = nullptr);
   // Keeps `cubin` in memory and writes it to disk; returns the kept bytes (the first stored
-  // ones when two threads race). NOTE: a disk write failure only loses the disk copy.
+  // ones when two threads race). NOTE: a disk write failure only loses the disk copy (and is
+  // counted: disk_write_failures).
   const std::vector<uint8_t>& insert(const std::string& key, std::vector<uint8_t> cubin);
 
   // The disk tier alone. A missing, short, corrupted or foreign file is a miss.
@@ -78,10 +80,13 @@ class Cache {
 
   const std::string& dir() const { return dir_; }
   bool disk_enabled() const { return disk_enabled_; }
+  // insert()'s disk writes that failed so far (`moeq compile` exists to fill the disk: it fails on them).
+  size_t disk_write_failures() const { return disk_write_failures_.load(); }
 
  private:
   std::string dir_;
   bool disk_enabled_;
+  std::atomic<size_t> disk_write_failures_{0};
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::vector<uint8_t>> memory_;  // NOTE: node-stable values
 };

@@ -69,6 +69,53 @@ std::vector<std::string> unknown_enum_reasons(const ExpertsDesc& d) {
 
 }  // namespace
 
+std::vector<std::string> weight_desc_reasons(const WeightDesc& w) {
+  std::vector<std::string> r;
+  check_known(r, "format", w.format);
+  check_known(r, "scale_dtype", w.scale_dtype);
+  check_known(r, "bias_dtype", w.bias_dtype);
+  if (!r.empty()) return r;
+  // NOTE: the ExpertsDesc bounds, which keep every size computation inside int64.
+  if (w.num_experts < 1 || w.num_experts > kMaxExperts)
+    r.push_back(cat("num_experts = ", w.num_experts, " is outside [1, ", kMaxExperts, "]"));
+  if (w.n < 1 || w.n > kMaxDim || w.k < 1 || w.k > kMaxDim)
+    r.push_back(cat("n = ", w.n, ", k = ", w.k, ": each must be in [1, ", kMaxDim, "]"));
+  const int fixed = weight_format_fixed_group(w.format);
+  const bool is_int = w.format == WeightFormat::int4 || w.format == WeightFormat::int8;
+  if (fixed > 0 && w.group_size != fixed)
+    r.push_back(cat("group_size = ", w.group_size, " must be ", fixed, " for ", to_string(w.format)));
+  if (is_int && w.group_size != 0 && w.group_size != 32 && w.group_size != 64 && w.group_size != 128)
+    r.push_back(cat("group_size = ", w.group_size, " must be 32, 64, 128 or 0 (per channel)"));
+  if (!is_int && fixed == 0 && w.group_size != 0)
+    r.push_back(cat("group_size = ", w.group_size, " must be 0 for ", to_string(w.format)));
+  const int group = fixed > 0 ? fixed : w.group_size;
+  if (group > 0 && w.format != WeightFormat::fp8_block && w.k % group != 0)
+    r.push_back(cat("k = ", w.k, " is not a multiple of group_size = ", group));
+  if (dtype_bits(weight_format_code_dtype(w.format)) == 4 && w.k % 2 != 0)
+    r.push_back(cat("k = ", w.k, " is odd; ", to_string(w.format), " packs two codes per byte along k"));
+  DType scale = DType::none;
+  switch (w.format) {
+    case WeightFormat::mxfp4: case WeightFormat::mxfp8: scale = DType::ue8m0; break;
+    case WeightFormat::nvfp4: scale = DType::e4m3; break;
+    case WeightFormat::fp8_channel: case WeightFormat::fp8_block: scale = DType::f32; break;
+    case WeightFormat::int4: case WeightFormat::int8: scale = w.scale_dtype; break;
+  }
+  const bool scale_ok = is_int ? (is_16bit_float(w.scale_dtype) || w.scale_dtype == DType::f32) : w.scale_dtype == scale;
+  if (!scale_ok)
+    r.push_back(cat("scale_dtype = ", to_string(w.scale_dtype), " is not ",
+                    is_int ? std::string("bf16, f16 or f32") : std::string(to_string(scale)), " for ",
+                    to_string(w.format)));
+  if (w.has_zero_point && w.format != WeightFormat::int4)
+    r.push_back(cat("has_zero_point is set for ", to_string(w.format), " (int4 only)"));
+  const bool nvfp4 = w.format == WeightFormat::nvfp4;
+  if (nvfp4 ? (w.num_global_scales != 1 && w.num_global_scales != 2) : w.num_global_scales != 0)
+    r.push_back(cat("num_global_scales = ", w.num_global_scales, " must be ", nvfp4 ? "1 or 2" : "0", " for ",
+                    to_string(w.format)));
+  if (w.bias_dtype != DType::none && w.bias_dtype != DType::f32 && !is_16bit_float(w.bias_dtype))
+    r.push_back(cat("bias_dtype = ", to_string(w.bias_dtype), " must be none, f32, bf16 or f16"));
+  return r;
+}
+
 std::vector<std::string> desc_reasons(const ExpertsDesc& d) {
   // NOTE: the checks below look formats up by value; an unknown one would index past their tables.
   if (auto unknown = unknown_enum_reasons(d); !unknown.empty()) return unknown;

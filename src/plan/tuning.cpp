@@ -75,6 +75,8 @@ TuningTable TuningTable::from_json(const std::string& text) {
   if (const std::string key = first_duplicate_key(text.begin(), text.end()); !key.empty())
     throw Error("tuning table: field '" + key + "' appears twice in one object");
   if (!doc.is_object()) throw Error("tuning table: the document is not an object");
+  if (const std::string key = first_unknown_key(doc, {"arch", "layer", "key", "layout", "entries"}); !key.empty())
+    throw Error("tuning table: field '" + key + "' is unknown (arch, layer, key, layout, entries)");
   TuningTable t;
   if (doc.contains("arch")) t.arch = string_field(doc, "arch", "the table");
   if (doc.contains("layer")) t.layer = string_field(doc, "layer", "the table");
@@ -91,6 +93,9 @@ TuningTable TuningTable::from_json(const std::string& text) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const std::string where = "entries[" + std::to_string(i) + "]";
     if (!rows[i].is_object()) throw Error("tuning table: " + where + " is not an object");
+    if (const std::string key = first_unknown_key(rows[i], {"min_m", "max_m", "block_m", "gemm1_tile", "gemm2_tile"});
+        !key.empty())
+      throw Error("tuning table: " + where + ": field '" + key + "' is unknown (min_m, max_m, block_m, gemm1_tile, gemm2_tile)");
     TuningEntry e;
     e.min_m = integer_field(rows[i], "min_m", where);
     e.max_m = integer_field(rows[i], "max_m", where);
@@ -123,6 +128,18 @@ std::vector<std::string> tuning_reasons(const ExpertsDesc& d, const Options& o) 
   if (o.batch_invariant)
     r.push_back("tuning: a table picks tiles by M, and batch_invariant needs one tile for every M; give one or the other");
   if (o.block_m != 0) r.push_back("tuning: block_m = " + std::to_string(o.block_m) + " and a table both set the block size");
+  if (t.layout != Layout::auto_select && t.layout != Layout::indexed && t.layout != Layout::contiguous &&
+      t.layout != Layout::masked)
+    r.push_back("tuning: layout = " + std::to_string(static_cast<int>(t.layout)) + " is not a Layout");
+  // NOTE: a table `moeq tune` wrote names its layer; one of another layer would pick tiles timed on other shapes. Quantized
+  // activations may take their weights' 16-bit table (shipped_tuning's rule). A table without a key is the caller's word.
+  if (!t.key.empty() && t.key != d.tuning_key()) {
+    ExpertsDesc sixteen_bit = d;
+    sixteen_bit.act_format = ActFormat::none;
+    if (t.key != sixteen_bit.tuning_key())
+      r.push_back("tuning: the table's key \"" + t.key + "\" is not this layer's (\"" + d.tuning_key() +
+                  "\"): it was tuned for another layer");
+  }
   // NOTE: gaps between ranges are allowed: the planner's rules serve them (as past the last range).
   int64_t previous_max = 0;
   for (size_t i = 0; i < t.entries.size(); ++i) {

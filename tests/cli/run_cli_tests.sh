@@ -161,5 +161,39 @@ if "$moeq" info 2>/dev/null | grep -q "cuda (no CUDA device"; then
   expect "tune needs a device" 1 "moeq tune needs a CUDA device" -- "$moeq" tune --preset tiny
 fi
 
+# Found by an audit of the CLI (session 45): each refused by name, where it ran or wrote over a file before.
+expect "info -M past the row limit" 1 "-M: num_tokens = 3074457345618258603 with top_k = 8 routes 2\^31 or more rows" -- \
+  "$moeq" info --preset qwen3-30b-a3b -M 3074457345618258603
+expect "info --sms 0" 1 "--sms = 0 must be positive" -- "$moeq" info --preset tiny -M 1 --sms 0
+expect "info --arch without -M" 107 "--arch requires --tokens" -- "$moeq" info --preset tiny --arch sm_90a
+expect "info bad layout" 1 "--layout = 'sideways' is unknown" -- "$moeq" info --preset tiny --layout sideways
+expect "run --codes" 1 "--codes = 'nope' is not prepared or canonical" -- "$moeq" run --preset tiny -M 3 --codes nope
+expect "run --seed -1" 1 "--seed = '-1' is not an integer in 0 .. 18446744073709551615" -- "$moeq" run --preset tiny --seed -1
+expect "run --seed 2^64" 1 "--seed = '18446744073709551616' is not" -- "$moeq" run --preset tiny --seed 18446744073709551616
+expect "run -o over --weights" 1 "--output = '.*' is the file --weights reads" -- \
+  "$moeq" run --weights "$tmp/p.safetensors" --inputs "$tmp/p.safetensors" -o "$tmp/../$(basename "$tmp")/p.safetensors"
+[ -s "$tmp/p.safetensors" ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: -o wrote over the problem"; }
+expect "run -o over --save-problem" 1 "is the file --save-problem writes" -- \
+  "$moeq" run --preset tiny -M 2 --save-problem "$tmp/s.st" -o "$tmp/s.st"
+expect "run masked on standard input" 1 "layout = masked takes batched input .* holds standard input" -- \
+  "$moeq" run --weights "$tmp/p.safetensors" --inputs "$tmp/p.safetensors" --layout masked
+expect "save M = 0" 0 "saved +problem to" -- "$moeq" run --preset tiny -M 0 --save-problem "$tmp/zero.st"
+expect "run the saved M = 0" 0 "over 0 routed rows" -- "$moeq" run --weights "$tmp/zero.st" --inputs "$tmp/zero.st"
+echo '{"arch": "sm_90", "key": "E=8 some other layer", "entries": [{"min_m": 0, "max_m": 64, "block_m": 32,
+  "gemm1_tile": "32x128/1x8x1/4", "gemm2_tile": "32x128/1x8x1/4"}]}' >"$tmp/foreign.json"
+expect "run --tuning of another layer" 1 "tuned for another layer" -- "$moeq" run --preset tiny --tuning "$tmp/foreign.json"
+sed 's/"block_m": 32,/"block_m": 32, "blockm": 8,/' "$tmp/tuned.json" >"$tmp/misspelt.json"
+expect "tuning table unknown field" 1 "field 'blockm' is unknown" -- "$moeq" run --preset tiny --tuning "$tmp/misspelt.json"
+sed 's/"bias": true/"bais": true/' "$tmp/odd.json" >"$tmp/misspelt_preset.json"
+expect "preset file unknown field" 1 "field 'bais' is unknown" -- "$moeq" info --preset "$tmp/misspelt_preset.json"
+: >"$tmp/not_a_dir"
+# (Or, on a machine without NVRTC, refused for that.)
+expect "compile into a file" 1 "could not be written to the cache at $tmp/not_a_dir|moeq compile needs NVRTC" -- \
+  env MOEQ_CACHE_DIR="$tmp/not_a_dir" "$moeq" compile --preset tiny --arch sm_80 --tile 8x128/1x4x1/4/o4/r
+expect "bench --trials 0" 1 "--trials = 0 must be at least 1" -- "$moeq" bench --trials 0
+expect "tune --min-gain nan" 1 "--min-gain = nan is not a percentage" -- "$moeq" tune --preset tiny --min-gain nan
+expect "tune -o unwritable" 1 "--out = '$tmp/none/t.json': its directory $tmp/none is missing" -- \
+  "$moeq" tune --preset tiny -o "$tmp/none/t.json"
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

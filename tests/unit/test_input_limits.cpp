@@ -132,7 +132,7 @@ TEST(InputLimits, EnumValuesOutsideTheirEnumeratorsAreNamed) {
   w.format = static_cast<WeightFormat>(99);
   std::vector<uint8_t> codes(1 << 16), prepared(1 << 16);
   EXPECT_THAT(error_of([&] { prepare_codes_host(w, codes.data(), prepared.data()); }),
-              HasSubstr("prepare_codes: format = 99 is not a WeightFormat value"));
+              HasSubstr("prepare_codes_host: format = 99 is not a WeightFormat value"));
 
   io::HostProblem p = small_problem(false);
   ExpertsInputs in = p.inputs();

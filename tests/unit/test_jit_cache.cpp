@@ -6,8 +6,8 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -241,6 +241,19 @@ TEST_F(JitCache, InfoAndClear) {
   EXPECT_EQ(*held, before);
   EXPECT_EQ(Cache(dir_, true).find(key_), nullptr) << "a fresh process must miss: the disk copy is gone";
   EXPECT_TRUE(fs::exists(dir_ + "/not_ours.txt"));
+}
+
+// A directory that cannot hold entries (here a file) loses only the disk copies, and counts them for `moeq compile`.
+TEST_F(JitCache, DiskWriteFailuresAreCounted) {
+  const std::string file = dir_ + "/a_file";
+  { std::ofstream(file) << "x"; }
+  Cache cache(file, true);
+  EXPECT_NE(&cache.insert(key_, fake_cubin(100, 3)), nullptr);
+  EXPECT_NE(cache.find(key_), nullptr) << "memory tier still works";
+  EXPECT_EQ(cache.disk_write_failures(), 1u);
+  Cache good(dir_, true);
+  good.insert(key_, fake_cubin(100, 3));
+  EXPECT_EQ(good.disk_write_failures(), 0u);
 }
 
 TEST_F(JitCache, DisabledCacheTouchesNoDisk) {

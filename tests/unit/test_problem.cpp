@@ -298,6 +298,11 @@ TEST(ProblemFile, RoundTripMxfp4Activations) {
   expect_round_trip("mxfp4", generated(d, 4));
 }
 
+// M = 0 keeps its routing tensors ([0, top_k]): a saved empty step reads back (it had no topk_ids once).
+TEST(ProblemFile, RoundTripZeroTokens) {
+  expect_round_trip("zero_tokens", generated(small_desc(WeightFormat::int4, ActFormat::none), 0));
+}
+
 TEST(ProblemFile, RoundTripBatchedWithExpertMap) {
   auto d = small_desc(WeightFormat::int8, ActFormat::fp8_token);
   d.num_experts = 8;

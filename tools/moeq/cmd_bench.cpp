@@ -244,6 +244,9 @@ int run_bench(const BenchArgs& a) {
     }
     kernels.push_back(k);
   }
+  require_at_least("--trials", a.trials, 1);
+  require_at_least("--iterations", a.iterations, 1);
+  for (const int64_t M : a.tokens) require_at_least("--tokens", M, 1);
   require_cuda_device("bench");
   cuda::ensure_context();
   const auto info = cuda::current_device_info();

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "api/step_plan.hpp"
+#include "api/validate.hpp"
 #include "cuda/driver.hpp"
 #include "io/presets.hpp"
 #include "moeq/experts.hpp"
@@ -25,6 +26,7 @@ struct InfoArgs {
   std::vector<int64_t> tokens;
   std::string arch;
   int num_sms = 0;
+  bool arch_given = false, sms_given = false;  // so that `--arch ''` or `--sms 0` is refused, not taken as unset
   std::string tuning;
   bool no_shipped_tuning = false;
   bool fp8_wgmma = false;
@@ -41,18 +43,18 @@ cuda::DeviceInfo planning_device(const InfoArgs& a, std::string* note) {
     device.cc_major = 9;
     device.num_sms = 132;
   }
-  if (!a.arch.empty()) {
+  if (a.arch_given) {
     const jit::Arch arch = parse_arch(a.arch);
     device.cc_major = arch.sm / 10;
     device.cc_minor = arch.sm % 10;
   }
-  if (a.num_sms < 0) throw Error("--sms = " + std::to_string(a.num_sms) + " is negative");
-  if (a.num_sms > 0) device.num_sms = a.num_sms;
-  const bool overridden = !a.arch.empty() || a.num_sms > 0;
+  if (a.sms_given && a.num_sms <= 0) throw Error("--sms = " + std::to_string(a.num_sms) + " must be positive");
+  if (a.sms_given) device.num_sms = a.num_sms;
+  const bool overridden = a.arch_given || a.sms_given;
   if (present)
     *note = device.name + (overridden ? ", as --arch / --sms change it" : "");
   else
-    *note = std::string("no CUDA device") + (a.arch.empty() || a.num_sms == 0 ? "; --arch and --sms default to an H200's" : "");
+    *note = std::string("no CUDA device") + (!a.arch_given || !a.sms_given ? "; --arch and --sms default to an H200's" : "");
   return device;
 }
 
@@ -68,7 +70,6 @@ void print_plans(const InfoArgs& a, const ExpertsDesc& desc, const Options& opti
               : !options.tuning.empty()     ? ("--tuning " + a.tuning).c_str()
                                             : ("shipped table " + tuning.arch + " " + tuning.layer).c_str());
   for (const int64_t M : a.tokens) {
-    if (M < 0) throw Error("-M " + std::to_string(M) + " is negative");
     const plan::PlanShape shape = api::step_shape(desc, options, tuning, &device, M, 0, false);
     std::printf("M = %lld (valid_shape_m %lld): layout %s", static_cast<long long>(M),
                 static_cast<long long>(plan::valid_shape_m(desc, M)), std::string(to_string(shape.layout)).c_str());
@@ -117,10 +118,15 @@ int check_combination(const InfoArgs& a) {
   if (!a.layout.empty()) {
     auto layout = parse_layout(a.layout);
     if (!layout) {
-      std::printf("layout '%s' is unknown\n", a.layout.c_str());
-      return 1;
+      throw Error("--layout = '" + a.layout + "' is unknown; see `moeq info`");
     }
     options.layout = *layout;
+  }
+  // -M's counts and device first: a bad value is refused before anything is printed.
+  for (const int64_t M : a.tokens) api::validate_token_counts(desc, M, 0, false, "-M");
+  if (!a.tokens.empty()) {
+    std::string note;
+    planning_device(a, &note);
   }
   const auto reasons = can_implement(desc, options);
   std::printf("%s\n%s\n", desc.to_string().c_str(), options.to_string().c_str());
@@ -152,16 +158,23 @@ Action add_info_command(CLI::App& app) {
   cmd->add_option("--activation", args->activation, "silu, gelu, swiglu-oai, relu2-no-mul, ...");
   cmd->add_option("--layout", args->layout, "auto, indexed, contiguous, masked");
   cmd->add_flag("--f16-accum", args->f16_accum, "fp16 accumulation");
-  cmd->add_option("-M,--tokens", args->tokens,
-                   "Print the CUDA plan of these token counts: layout, block size, tuning entry, each GEMM's tile and "
-                   "input");
+  CLI::Option* tokens = cmd->add_option(
+      "-M,--tokens", args->tokens,
+      "Print the CUDA plan of these token counts: layout, block size, tuning entry, each GEMM's tile and input");
+  // NOTE: the planning options shape only -M's plans: given alone, they would be read by nothing.
   cmd->add_option("--arch", args->arch, "-M plans for sm_80 | sm_89 | sm_90 | sm_90a (default: the device's, else sm_90a; sm_90 and sm_90a "
-                  "plan alike: a compute capability 9.0 device runs sm_90a kernels)");
-  cmd->add_option("--sms", args->num_sms, "-M plans for this many SMs (default: the device's, else 132)");
-  cmd->add_option("--tuning", args->tuning, "-M plans with this tuning table (JSON, `moeq tune`)");
-  cmd->add_flag("--no-shipped-tuning", args->no_shipped_tuning, "-M plans with the planner's rules, not the shipped table");
-  cmd->add_flag("--fp8-wgmma", args->fp8_wgmma, "Options::fp8_wgmma (the e4m3 wgmma body for canonical MXFP4 codes)");
-  return [args] {
+                  "plan alike: a compute capability 9.0 device runs sm_90a kernels)")
+      ->needs(tokens);
+  cmd->add_option("--sms", args->num_sms, "-M plans for this many SMs (default: the device's, else 132)")
+      ->needs(tokens);
+  cmd->add_option("--tuning", args->tuning, "-M plans with this tuning table (JSON, `moeq tune`)")->needs(tokens);
+  cmd->add_flag("--no-shipped-tuning", args->no_shipped_tuning, "-M plans with the planner's rules, not the shipped table")
+      ->needs(tokens);
+  cmd->add_flag("--fp8-wgmma", args->fp8_wgmma, "Options::fp8_wgmma (the e4m3 wgmma body for canonical MXFP4 codes)")
+      ->needs(tokens);
+  return [args, cmd] {
+    args->arch_given = cmd->count("--arch") > 0;
+    args->sms_given = cmd->count("--sms") > 0;
     if (args->preset.empty() && args->scheme.empty() && args->activation.empty() && args->layout.empty() &&
         !args->f16_accum && args->tokens.empty()) {
       print_catalogue();

@@ -1,10 +1,12 @@
 // `moeq run`: one experts step on a generated problem (a model preset) or on safetensors files.
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <cstdio>
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/presets.hpp"
@@ -33,7 +35,7 @@ struct RunArgs {
   std::string activation;
   std::string backend = "auto";
   int64_t tokens = 16;
-  uint64_t seed = 0;
+  std::string seed = "0";
   int ep_size = 1;
   int ep_rank = 0;
   int64_t block_m = 0;
@@ -65,6 +67,9 @@ io::HostProblem make_problem(const RunArgs& a, const Options& options) {
     if (a.weights.empty() || a.inputs.empty()) throw Error("--weights and --inputs go together");
     io::HostProblem p = io::load_problem(a.weights, a.inputs);
     if (layout != Layout::auto_select) p.layout = layout;
+    if (p.layout == Layout::masked && !p.is_batched())
+      throw Error("layout = masked takes batched input (hidden [E, T, K] and expert_num_tokens), and " + a.inputs +
+                  " holds standard input (hidden [M, K], topk_ids); use indexed, contiguous or auto");
     return p;
   }
   ExpertsDesc desc = io::find_preset(a.preset).desc;
@@ -74,7 +79,7 @@ io::HostProblem make_problem(const RunArgs& a, const Options& options) {
   plan::require_implementable(desc, options);
   io::GenerateOptions g;
   g.num_tokens = a.tokens;
-  g.seed = a.seed;
+  g.seed = parse_seed(a.seed);
   g.ep_size = a.ep_size;
   g.ep_rank = a.ep_rank;
   g.batched = layout == Layout::masked;
@@ -98,11 +103,15 @@ void print_checksum(const char* label, DType dtype, const std::vector<uint8_t>& 
               static_cast<unsigned long long>(hash));
 }
 
-// Relative Frobenius error and largest element error of `out` against the float64 oracle.
-void print_check(const io::HostProblem& p, const std::vector<uint8_t>& out) {
+// Relative Frobenius error and largest element error of `out` against the float64 oracle; whether it is within
+// CONTRACT §8.
+bool print_check(const io::HostProblem& p, const std::vector<uint8_t>& out) {
   const io::OracleComparison c = io::compare_with_oracle(p, out);
-  std::printf("check      vs float64 oracle: rel err %.3e, max err %.3e (%.3f%% of max|ref|)%s\n", c.rel_err, c.max_err,
-              100.0 * c.max_err_fraction, c.within_contract(p.desc.act_format) ? "" : "  OUTSIDE CONTRACT §8");
+  const bool within = c.within_contract(p.desc.act_format);
+  std::printf("check      vs float64 oracle: rel err %.3e, max err %.3e (%.3f%% of max|ref|)%s%s\n", c.rel_err, c.max_err,
+              100.0 * c.max_err_fraction, c.finite ? "" : ", NaN/Inf where the oracle has none (or the reverse)",
+              within ? "" : "  OUTSIDE CONTRACT §8");
+  return within;
 }
 
 // Uploads the problem, runs once to load every kernel (compiling on a cold cache), then times
@@ -141,7 +150,33 @@ double apply_on_gpu(const Experts& experts, const io::HostProblem& p, const Work
   return cuda::Event::elapsed_ms(start, stop) / 1000.0 / kRuns;
 }
 
+// Two arguments name one file: the same path once resolved, or one file under two names.
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::equivalent(a, b, ec)) return true;
+  const fs::path ca = fs::weakly_canonical(a, ec), cb = fs::weakly_canonical(b, ec);
+  return !ec && ca == cb;
+}
+
+// The files written (-o, --save-problem) are neither read (--weights, --inputs) nor each other: writing one
+// over another loses the problem after the step, or the saved problem under the result.
+void require_distinct_files(const RunArgs& a) {
+  const std::pair<const char*, const std::string*> read[] = {{"--weights", &a.weights}, {"--inputs", &a.inputs}};
+  const std::pair<const char*, const std::string*> written[] = {{"--output", &a.output}, {"--save-problem", &a.save_problem}};
+  for (const auto& [w_name, w_path] : written) {
+    if (w_path->empty()) continue;
+    for (const auto& [r_name, r_path] : read)
+      if (!r_path->empty() && same_file(*w_path, *r_path))
+        throw Error(std::string(w_name) + " = '" + *w_path + "' is the file " + r_name + " reads");
+  }
+  if (!a.output.empty() && !a.save_problem.empty() && same_file(a.output, a.save_problem))
+    throw Error("--output = '" + a.output + "' is the file --save-problem writes");
+}
+
 int run(const RunArgs& a) {
+  require_distinct_files(a);
+  if (a.codes != "prepared" && a.codes != "canonical") throw Error("--codes = '" + a.codes + "' is not prepared or canonical");
   const Layout layout = parse_or_throw(a.layout, "layout", parse_layout);
   Options options;
   options.layout = layout;
@@ -192,7 +227,6 @@ int run(const RunArgs& a) {
 
   double apply_s = 0.0;
   if (experts.backend() == Backend::cuda) {
-    if (a.codes != "prepared" && a.codes != "canonical") throw Error("--codes " + a.codes + " is not prepared or canonical");
     apply_s = apply_on_gpu(experts, p, ws, out, a.codes == "prepared" ? CodeLayout::prepared : CodeLayout::canonical);
   } else {
     t0 = std::chrono::steady_clock::now();
@@ -225,7 +259,7 @@ int run(const RunArgs& a) {
     combine_batched(d, p.inputs(), out.data(), {combined.data(), 0});
     print_checksum("combined", d.act_dtype, combined, p.num_tokens * d.hidden_size);
   }
-  if (a.check) print_check(p, out);
+  const bool checked_ok = !a.check || print_check(p, out);
 
   if (!a.output.empty()) {
     io::SafetensorsFile file;
@@ -240,7 +274,7 @@ int run(const RunArgs& a) {
     io::write_safetensors(a.output, file);
     std::printf("wrote      %s\n", a.output.c_str());
   }
-  return 0;
+  return checked_ok ? 0 : 1;
 }
 
 }  // namespace
@@ -269,7 +303,7 @@ Action add_run_command(CLI::App& app) {
                "GPU, FP8 per-token activations: the 16-bit tensor cores everywhere (no e4m3 GEMMs)");
   cmd->add_flag("--batch-invariant", a->batch_invariant, "Bit-identical rows whatever the batch");
   cmd->add_flag("--f16-accum", a->f16_accum, "fp16 accumulation (f16 output only)");
-  cmd->add_flag("--check", a->check, "Compare the result with the float64 oracle");
+  cmd->add_flag("--check", a->check, "Compare the result with the float64 oracle (exit 1 outside CONTRACT §8)");
   cmd->add_option("--threads", a->threads, "Threads for problem generation and the CPU backend's GEMMs (0 = all cores)");
   CLI::Option* weights =
       cmd->add_option("--weights", a->weights, "Layer weights and metadata (safetensors; docs/file-format.md)");

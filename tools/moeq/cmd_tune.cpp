@@ -115,6 +115,14 @@ int run_tune(const TuneArgs& a) {
   }
   for (const int64_t M : a.tokens)
     if (M < 1) throw Error("--tokens: M = " + std::to_string(M) + " is not a token count (at least 1)");
+  require_at_least("--trials", a.trials, 1);
+  require_at_least("--iterations", a.iterations, 1);
+  require_at_least("--check-tokens", a.check_tokens, 1);
+  require_at_least("--confirm-rounds", a.confirm_rounds, 1);
+  if (!(a.min_gain_pct >= 0.0 && a.min_gain_pct < 100.0))
+    throw Error("--min-gain = " + std::to_string(a.min_gain_pct) + " is not a percentage in [0, 100)");
+  // NOTE: checked now, written at the end: a tune takes minutes, and its table would be lost to a bad path.
+  if (!a.out.empty()) require_writable_file("--out", a.out);
   const io::Preset& preset = io::find_preset(a.preset);
   ExpertsDesc d = preset.desc;
   const std::string scheme = a.scheme.empty() ? preset.default_scheme : a.scheme;
@@ -229,7 +237,7 @@ int run_tune(const TuneArgs& a) {
     // tiles yet lost to the entry they replaced (bench/results/2026-12-03-h200-dense-tune.md).
     const TuningEntry* old_entry = base ? base->find(rows) : nullptr;
     std::vector<double> planner_runs, tuned_runs, table_runs;
-    for (int round = 0; round < std::max(1, a.confirm_rounds); ++round) {
+    for (int round = 0; round < a.confirm_rounds; ++round) {
       planner_runs.push_back(time_gemm(false, planner_tiles[0]) + time_gemm(true, planner_tiles[1]));
       tuned_runs.push_back(time_gemm(false, tuned_tiles[0]) + time_gemm(true, tuned_tiles[1]));
       if (old_entry != nullptr)

@@ -21,7 +21,7 @@ struct VerifyArgs {
   std::vector<std::string> activations{"silu", "swiglu-oai", "gelu-no-mul"};
   // 300: 129 rows per expert of the tiny preset, the 128-row (warp-specialized wgmma) blocks.
   std::vector<int64_t> tokens{1, 7, 129, 300};
-  uint64_t seed = 0;
+  std::string seed = "0";
   std::vector<std::string> codes{"prepared", "canonical"};
 };
 
@@ -32,6 +32,7 @@ CodeLayout parse_codes(const std::string& text) {
 }
 
 int run_verify(const VerifyArgs& a) {
+  const uint64_t seed = parse_seed(a.seed);
   require_cuda_device("verify");
   std::vector<std::string> schemes = a.schemes;
   if (schemes.empty()) schemes = {"mxfp4", "nvfp4", "mxfp8", "fp8-channel", "fp8-block", "int4-g128", "int4-g64-zp", "int8-ch"};
@@ -52,7 +53,7 @@ int run_verify(const VerifyArgs& a) {
           c.desc.interleaved_gate_up = c.desc.activation.kind == Activation::swiglu_oai;
           c.layout = *layout;
           c.num_tokens = m;
-          c.seed = a.seed + static_cast<uint64_t>(m);
+          c.seed = seed + static_cast<uint64_t>(m);
           c.codes = parse_codes(codes);
           const io::VerifyResult r = io::verify_on_gpu(c);
           ++total;

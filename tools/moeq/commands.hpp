@@ -1,6 +1,10 @@
 #pragma once
 // Subcommands of the moeq CLI. Each registers its options on `app` and returns the action to
 // run when the subcommand was chosen; actions return the process exit code.
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <string>
 
@@ -29,6 +33,37 @@ inline jit::Arch parse_arch(const std::string& text) {
   if (text == "sm_90") return {90, false};
   if (text == "sm_90a") return {90, true};
   throw Error("--arch = '" + text + "' is not one of sm_80, sm_89, sm_90, sm_90a");
+}
+
+// `--seed`'s value: decimal digits within 0 .. 2^64 - 1 (CLI11 would wrap "-1" and saturate what is larger).
+inline uint64_t parse_seed(const std::string& text) {
+  bool digits = !text.empty() && text.size() <= 20;
+  for (char c : text) digits = digits && c >= '0' && c <= '9';
+  // NOTE: 20 digits may still exceed 2^64 - 1; the wide comparison catches it.
+  if (digits && (text.size() < 20 || text <= "18446744073709551615")) return std::stoull(text);
+  throw Error("--seed = '" + text + "' is not an integer in 0 .. 18446744073709551615");
+}
+
+// A count option (`--trials`, `--iterations`, ...) of at least `least`: 0 trials would take the median of none,
+// 0 iterations divide by zero.
+inline void require_at_least(const char* option, int64_t value, int64_t least) {
+  if (value < least)
+    throw Error(std::string(option) + " = " + std::to_string(value) + " must be at least " + std::to_string(least));
+}
+
+// `path` can be written: an existing file that is writable, or a new name in a writable directory.
+inline void require_writable_file(const char* option, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(path);
+  if (fs::is_directory(p, ec)) throw Error(std::string(option) + " = '" + path + "' is a directory");
+  if (fs::exists(p, ec)) {
+    if (::access(path.c_str(), W_OK) != 0) throw Error(std::string(option) + " = '" + path + "' is not writable");
+    return;
+  }
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)
+    throw Error(std::string(option) + " = '" + path + "': its directory " + dir.string() + " is missing or not writable");
 }
 
 Action add_info_command(CLI::App& app);
