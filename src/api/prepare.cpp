@@ -7,6 +7,7 @@
 #include "cuda/prepare.hpp"
 #include "moeq/error.hpp"
 #include "moeq/weights.hpp"
+#include "plan/legality.hpp"
 #include "device/moeq_dev/format/prepared_map.cuh"
 
 namespace moeq {
@@ -14,18 +15,15 @@ namespace {
 
 int code_bits_of(WeightFormat f) { return dtype_bits(weight_format_code_dtype(f)); }
 
-constexpr int64_t kMaxExperts = int64_t{1} << 16, kMaxDim = int64_t{1} << 20;
-
 // The codes' part of a WeightDesc (its scales are not read here, so their fields may stay unset).
-// NOTE: ExpertsDesc's bounds (2^16 experts, 2^20 rows and columns) keep prepared_code_bytes inside int64.
+// NOTE: ExpertsDesc's bounds (plan::weight_size_reason) keep prepared_code_bytes inside int64.
 void require_desc(const WeightDesc& d, const char* caller) {
   const std::string who(caller);
   const auto formats = all_values<WeightFormat>();
   if (std::find(formats.begin(), formats.end(), d.format) == formats.end())
     throw Error(who + ": format = " + std::to_string(static_cast<int>(d.format)) + " is not a WeightFormat value");
-  if (d.num_experts <= 0 || d.n <= 0 || d.k <= 0 || d.num_experts > kMaxExperts || d.n > kMaxDim || d.k > kMaxDim)
-    throw Error(who + ": the desc has E = " + std::to_string(d.num_experts) + ", n = " + std::to_string(d.n) +
-                ", k = " + std::to_string(d.k) + "; E must be in [1, 2^16], n and k in [1, 2^20]");
+  if (const std::string size = plan::weight_size_reason(d.num_experts, d.n, d.k); !size.empty())
+    throw Error(who + ": " + size);
   if (code_bits_of(d.format) == 4 && d.k % 2 != 0)
     throw Error(who + ": k = " + std::to_string(d.k) + " is odd for a 4-bit format");
 }
@@ -86,9 +84,13 @@ int64_t require_mx_scales(const WeightDesc& d, const void* scales, const char* c
   const std::string who(caller);
   if (d.format != WeightFormat::mxfp4 && d.format != WeightFormat::mxfp8)
     throw Error(who + ": format = " + std::string(to_string(d.format)) + " has no ue8m0 scales (MX formats only)");
-  if (d.num_experts < 0 || d.n < 0 || d.k < 0 || d.num_experts > kMaxExperts || d.n > kMaxDim || d.k > kMaxDim)
+  // NOTE: an empty desc (a size 0) has no scales to read.
+  if (d.num_experts < 0 || d.n < 0 || d.k < 0)
     throw Error(who + ": the desc has E = " + std::to_string(d.num_experts) + ", n = " + std::to_string(d.n) +
-                ", k = " + std::to_string(d.k) + "; E must be in [0, 2^16], n and k in [0, 2^20]");
+                ", k = " + std::to_string(d.k) + "; none may be negative");
+  if (d.num_experts > 0 && d.n > 0 && d.k > 0)
+    if (const std::string size = plan::weight_size_reason(d.num_experts, d.n, d.k); !size.empty())
+      throw Error(who + ": " + size);
   if (d.k % 32 != 0) throw Error(who + ": k = " + std::to_string(d.k) + " is not a multiple of the MX group of 32");
   if (d.group_size != 0 && d.group_size != 32)
     throw Error(who + ": group_size = " + std::to_string(d.group_size) + " (MX groups are 32 elements)");

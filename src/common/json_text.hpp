@@ -37,7 +37,8 @@ inline std::string first_unknown_key(const nlohmann::json& object, std::initiali
   for (auto it = object.begin(); it != object.end(); ++it) {
     bool found = false;
     for (const char* k : known) found = found || it.key() == k;
-    if (!found) return it.key();
+    // NOTE: cut as json_text cuts values: the key comes from the file, and goes into an error message.
+    if (!found) return it.key().size() <= 60 ? it.key() : it.key().substr(0, 60) + "...";
   }
   return "";
 }

@@ -125,7 +125,11 @@ Preset parse_preset(std::string_view text, const std::string& origin) {
   d.activation.silu_clamp = field_or<float>(j, "silu_clamp", 0.0f, origin);
   d.interleaved_gate_up = field_or<bool>(j, "interleaved_gate_up", false, origin);
   p.default_scheme = field_or<std::string>(j, "default_scheme", "int4-g128:bf16", origin);
-  apply_scheme(p.default_scheme, d);
+  try {
+    apply_scheme(p.default_scheme, d);
+  } catch (const Error& e) {
+    throw Error(origin + ": field 'default_scheme': " + e.what());
+  }
   if (field_or<bool>(j, "bias", false, origin)) d.bias_dtype = DType::f32;
   return p;
 }

@@ -18,8 +18,6 @@ std::string cat(const Parts&... parts) {
   return s.str();
 }
 
-constexpr int64_t kMaxExperts = 1 << 16;
-constexpr int64_t kMaxDim = 1 << 20;
 constexpr int64_t kMaxGpuExperts = 4096;  // shared-memory tables of the routing and segment kernels
 
 bool is_16bit_float(DType t) { return t == DType::bf16 || t == DType::f16; }
@@ -69,17 +67,21 @@ std::vector<std::string> unknown_enum_reasons(const ExpertsDesc& d) {
 
 }  // namespace
 
+std::string weight_size_reason(int64_t num_experts, int64_t n, int64_t k) {
+  if (num_experts < 1 || num_experts > kMaxExperts)
+    return cat("num_experts = ", num_experts, " is outside [1, ", kMaxExperts, "]");
+  if (n < 1 || n > kMaxWeightRows || k < 1 || k > kMaxDim)
+    return cat("n = ", n, ", k = ", k, ": n must be in [1, ", kMaxWeightRows, "] and k in [1, ", kMaxDim, "]");
+  return "";
+}
+
 std::vector<std::string> weight_desc_reasons(const WeightDesc& w) {
   std::vector<std::string> r;
   check_known(r, "format", w.format);
   check_known(r, "scale_dtype", w.scale_dtype);
   check_known(r, "bias_dtype", w.bias_dtype);
   if (!r.empty()) return r;
-  // NOTE: the ExpertsDesc bounds, which keep every size computation inside int64.
-  if (w.num_experts < 1 || w.num_experts > kMaxExperts)
-    r.push_back(cat("num_experts = ", w.num_experts, " is outside [1, ", kMaxExperts, "]"));
-  if (w.n < 1 || w.n > kMaxDim || w.k < 1 || w.k > kMaxDim)
-    r.push_back(cat("n = ", w.n, ", k = ", w.k, ": each must be in [1, ", kMaxDim, "]"));
+  if (std::string size = weight_size_reason(w.num_experts, w.n, w.k); !size.empty()) r.push_back(std::move(size));
   const int fixed = weight_format_fixed_group(w.format);
   const bool is_int = w.format == WeightFormat::int4 || w.format == WeightFormat::int8;
   if (fixed > 0 && w.group_size != fixed)

@@ -1,12 +1,21 @@
 #pragma once
 // The one place that says what moeq accepts, with reasons in words. Used by can_implement,
 // the Experts constructor, the CLI (`moeq info`) and the tests.
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "moeq/experts.hpp"
 
 namespace moeq::plan {
+
+// ExpertsDesc's bounds, far above any model, which keep every size computation inside int64: experts, K and I.
+// A WeightDesc's n reaches 2 I (a gated layer's w13).
+inline constexpr int64_t kMaxExperts = int64_t{1} << 16;
+inline constexpr int64_t kMaxDim = int64_t{1} << 20;
+inline constexpr int64_t kMaxWeightRows = 2 * kMaxDim;
+// Whether a WeightDesc's sizes are within those bounds (E and k in [1, bound], n in [1, kMaxWeightRows]); else why not.
+std::string weight_size_reason(int64_t num_experts, int64_t n, int64_t k);
 
 std::vector<std::string> desc_reasons(const ExpertsDesc& desc);
 // Why a WeightDesc built by hand (validate_weights, prepare_codes) is not one an ExpertsDesc could give: an

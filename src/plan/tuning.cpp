@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -108,6 +109,8 @@ TuningTable TuningTable::from_json(const std::string& text) {
 }
 
 TuningTable TuningTable::load(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error("tuning table: " + path + " is a directory, not a JSON file");
   std::ifstream in(path);
   if (!in) throw Error("tuning table: cannot read " + path);
   std::ostringstream text;

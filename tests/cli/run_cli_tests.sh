@@ -182,6 +182,9 @@ expect "run the saved M = 0" 0 "over 0 routed rows" -- "$moeq" run --weights "$t
 echo '{"arch": "sm_90", "key": "E=8 some other layer", "entries": [{"min_m": 0, "max_m": 64, "block_m": 32,
   "gemm1_tile": "32x128/1x8x1/4", "gemm2_tile": "32x128/1x8x1/4"}]}' >"$tmp/foreign.json"
 expect "run --tuning of another layer" 1 "tuned for another layer" -- "$moeq" run --preset tiny --tuning "$tmp/foreign.json"
+expect "info --tuning of another layer" 1 "tuned for another layer" -- "$moeq" info --preset tiny --tuning "$tmp/foreign.json"
+sed 's/"top_k": 2/"top_k": 0/' "$tmp/odd.json" >"$tmp/top_k0.json"
+expect "info -M on an illegal layer" 1 "top_k = 0 is outside" -- "$moeq" info --preset "$tmp/top_k0.json" -M 1
 sed 's/"block_m": 32,/"block_m": 32, "blockm": 8,/' "$tmp/tuned.json" >"$tmp/misspelt.json"
 expect "tuning table unknown field" 1 "field 'blockm' is unknown" -- "$moeq" run --preset tiny --tuning "$tmp/misspelt.json"
 sed 's/"bias": true/"bais": true/' "$tmp/odd.json" >"$tmp/misspelt_preset.json"
@@ -190,6 +193,8 @@ expect "preset file unknown field" 1 "field 'bais' is unknown" -- "$moeq" info -
 # (Or, on a machine without NVRTC, refused for that.)
 expect "compile into a file" 1 "could not be written to the cache at $tmp/not_a_dir|moeq compile needs NVRTC" -- \
   env MOEQ_CACHE_DIR="$tmp/not_a_dir" "$moeq" compile --preset tiny --arch sm_80 --tile 8x128/1x4x1/4/o4/r
+expect "compile with the disk cache off" 1 "the disk cache is off \(MOEQ_DISABLE_CACHE\)|moeq compile needs NVRTC" -- \
+  env MOEQ_DISABLE_CACHE=1 "$moeq" compile --preset tiny --arch sm_80
 expect "bench --trials 0" 1 "--trials = 0 must be at least 1" -- "$moeq" bench --trials 0
 expect "tune --min-gain nan" 1 "--min-gain = nan is not a percentage" -- "$moeq" tune --preset tiny --min-gain nan
 expect "tune -o unwritable" 1 "--out = '$tmp/none/t.json': its directory $tmp/none is missing" -- \

@@ -19,6 +19,7 @@
 #include "moeq/error.hpp"
 #include "moeq/tuning.hpp"
 #include "moeq/weights.hpp"
+#include "plan/legality.hpp"
 #include "tests/unit/error_test_util.hpp"
 #include "tests/unit/experts_test_util.hpp"
 
@@ -123,9 +124,14 @@ TEST(HandBuiltArgs, WeightDescsAreCheckedAgainstTheirFormat) {
   huge.format = WeightFormat::int8;
   huge.num_experts = 1 << 20;
   huge.n = huge.k = int64_t{1} << 30;
-  EXPECT_THAT(error_of([&] { prepared_code_bytes(huge); }), HasSubstr("prepared_code_bytes: the desc has E = 1048576"));
+  EXPECT_THAT(error_of([&] { prepared_code_bytes(huge); }), HasSubstr("prepared_code_bytes: num_experts = 1048576 is outside [1, 65536]"));
   huge.format = WeightFormat::mxfp4;
-  EXPECT_THAT(error_of([&] { mx_scales_at_most_two_host(huge, scales.data()); }), HasSubstr("E must be in [0, 2^16]"));
+  EXPECT_THAT(error_of([&] { mx_scales_at_most_two_host(huge, scales.data()); }), HasSubstr("mx_scales_at_most_two_host: num_experts = 1048576"));
+  // The largest legal gated layer's w13 has n = 2 I = 2^21 rows: within the bounds.
+  ExpertsDesc widest = test::small_desc(WeightFormat::int8, ActFormat::none, Activation::silu);
+  widest.intermediate_size = int64_t{1} << 20;
+  EXPECT_TRUE(can_implement(widest, Options{}).empty());
+  EXPECT_TRUE(plan::weight_desc_reasons(widest.w13()).empty()) << plan::weight_desc_reasons(widest.w13()).front();
 }
 
 // A table `moeq tune` wrote for one layer, handed to another, planned that layer with tiles timed on other shapes.
@@ -158,6 +164,9 @@ TEST(HandBuiltArgs, MisspeltFieldsInFilesAreRefused) {
   EXPECT_THAT(error_of([&] { io::parse_preset(preset + R"(, "swiglu_limt": 7})", "p.json"); }),
               HasSubstr("p.json: field 'swiglu_limt' is unknown"));
   EXPECT_THAT(error_of([&] { io::parse_preset("[]", "p.json"); }), HasSubstr("p.json: the document is not a JSON object"));
+  EXPECT_THAT(error_of([&] { io::parse_preset(preset + R"(, "default_scheme": "int4:xyz"})", "p.json"); }),
+              HasSubstr("p.json: field 'default_scheme': "));
+  EXPECT_THAT(error_of([&] { TuningTable::load(testing::TempDir()); }), HasSubstr("is a directory, not a JSON file"));
 }
 
 // `moeq run --check` on inputs holding a NaN: the NaN the oracle computes too is a match; one it does not is not.

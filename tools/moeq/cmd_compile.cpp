@@ -74,6 +74,8 @@ int run_compile(const CompileArgs& a) {
     throw Error("no CUDA device to read the architecture from; give --arch sm_90a (or sm_80, sm_89)");
   }
   auto& cache = jit::kernel_cache();
+  if (!cache.cache().disk_enabled())
+    throw Error("the disk cache is off (MOEQ_DISABLE_CACHE): moeq compile would write nothing for a later process to load");
   std::printf("layer      %s\narch       %s\ncache      %s\n\n", desc.to_string().c_str(), jit::to_string(arch).c_str(),
               cache.cache().info().dir.c_str());
   std::vector<jit::KernelSpec> specs = cuda::layer_kernel_specs(desc, tiles);
@@ -100,8 +102,6 @@ int run_compile(const CompileArgs& a) {
   std::printf("\n%d compiled, %d from the cache, %.1f ms (%.1f ms of NVRTC on %d threads)\n", compiled, hits, wall_ms,
               compile_ms, threads);
   // NOTE: the kernels compiled all the same; what failed is the one thing compile is for, the disk copy.
-  if (!cache.cache().disk_enabled())
-    throw Error("the disk cache is off (MOEQ_DISABLE_CACHE): nothing was written for a later process to load");
   if (const size_t failed = cache.cache().disk_write_failures(); failed > 0)
     throw Error(std::to_string(failed) + " of " + std::to_string(compiled) + " kernels could not be written to the cache at " +
                 cache.cache().dir() + " (MOEQ_CACHE_DIR must name a writable directory)");

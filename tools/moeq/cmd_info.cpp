@@ -122,13 +122,13 @@ int check_combination(const InfoArgs& a) {
     }
     options.layout = *layout;
   }
-  // -M's counts and device first: a bad value is refused before anything is printed.
-  for (const int64_t M : a.tokens) api::validate_token_counts(desc, M, 0, false, "-M");
-  if (!a.tokens.empty()) {
+  const auto reasons = can_implement(desc, options);
+  // -M's counts and device, for a legal layer (the counts' check divides by top_k), before anything is printed.
+  if (reasons.empty() && !a.tokens.empty()) {
+    for (const int64_t M : a.tokens) api::validate_token_counts(desc, M, 0, false, "-M");
     std::string note;
     planning_device(a, &note);
   }
-  const auto reasons = can_implement(desc, options);
   std::printf("%s\n%s\n", desc.to_string().c_str(), options.to_string().c_str());
   if (reasons.empty()) {
     std::printf("legal: yes\n");
@@ -161,13 +161,14 @@ Action add_info_command(CLI::App& app) {
   CLI::Option* tokens = cmd->add_option(
       "-M,--tokens", args->tokens,
       "Print the CUDA plan of these token counts: layout, block size, tuning entry, each GEMM's tile and input");
-  // NOTE: the planning options shape only -M's plans: given alone, they would be read by nothing.
+  // NOTE: these planning options shape only -M's plans: given alone, they would be read by nothing.
   cmd->add_option("--arch", args->arch, "-M plans for sm_80 | sm_89 | sm_90 | sm_90a (default: the device's, else sm_90a; sm_90 and sm_90a "
                   "plan alike: a compute capability 9.0 device runs sm_90a kernels)")
       ->needs(tokens);
   cmd->add_option("--sms", args->num_sms, "-M plans for this many SMs (default: the device's, else 132)")
       ->needs(tokens);
-  cmd->add_option("--tuning", args->tuning, "-M plans with this tuning table (JSON, `moeq tune`)")->needs(tokens);
+  cmd->add_option("--tuning", args->tuning,
+                  "Check this tuning table (JSON, `moeq tune`) against the layer; -M plans with it");
   cmd->add_flag("--no-shipped-tuning", args->no_shipped_tuning, "-M plans with the planner's rules, not the shipped table")
       ->needs(tokens);
   cmd->add_flag("--fp8-wgmma", args->fp8_wgmma, "Options::fp8_wgmma (the e4m3 wgmma body for canonical MXFP4 codes)")
@@ -176,7 +177,7 @@ Action add_info_command(CLI::App& app) {
     args->arch_given = cmd->count("--arch") > 0;
     args->sms_given = cmd->count("--sms") > 0;
     if (args->preset.empty() && args->scheme.empty() && args->activation.empty() && args->layout.empty() &&
-        !args->f16_accum && args->tokens.empty()) {
+        !args->f16_accum && args->tokens.empty() && args->tuning.empty()) {
       print_catalogue();
       return 0;
     }
