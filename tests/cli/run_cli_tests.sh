@@ -195,6 +195,9 @@ expect "compile into a file" 1 "could not be written to the cache at $tmp/not_a_
   env MOEQ_CACHE_DIR="$tmp/not_a_dir" "$moeq" compile --preset tiny --arch sm_80 --tile 8x128/1x4x1/4/o4/r
 expect "compile with the disk cache off" 1 "the disk cache is off \(MOEQ_DISABLE_CACHE\)|moeq compile needs NVRTC" -- \
   env MOEQ_DISABLE_CACHE=1 "$moeq" compile --preset tiny --arch sm_80
+expect "compile --list-tiles names each tile once" 0 "^1$" -- bash -c \
+  "\"$moeq\" compile --preset tiny --tile 24x128/1x4x1/4/r 24x128/1x4x1/4/r --list-tiles | grep -c ."
+expect "tune names an unsupported pair" 1 "\(nvfp4, mxfp8\) is not a supported" -- "$moeq" tune --preset tiny --scheme nvfp4:mxfp8
 expect "bench --trials 0" 1 "--trials = 0 must be at least 1" -- "$moeq" bench --trials 0
 expect "tune --min-gain nan" 1 "--min-gain = nan is not a percentage" -- "$moeq" tune --preset tiny --min-gain nan
 expect "tune -o unwritable" 1 "--out = '$tmp/none/t.json': its directory $tmp/none is missing" -- \

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,15 +36,20 @@ struct CompileArgs {
 // The GEMM tiles of `--tile`: texts, each legal for the layer's GEMM1 (as cuda::layer_kernel_specs requires, else
 // moeq::Error naming why), or "candidates" for the tuning candidates legal for both of its GEMMs (those `moeq tune`
 // searches; e.g. the 512-channel tiles take MX weights only).
+// The tiles --tile names, each once, in the order first named ("candidates" and a tile among them name it twice).
 std::vector<cuda::GemmTile> extra_tiles(const std::vector<std::string>& texts, const ExpertsDesc& desc) {
   std::vector<cuda::GemmTile> tiles;
+  std::set<std::string> seen;
+  const auto add = [&](const cuda::GemmTile& tile) {
+    if (seen.insert(tile.to_string()).second) tiles.push_back(tile);
+  };
   for (const auto& text : texts) {
     if (text == "candidates") {
-      for (const auto& t : cuda::layer_tiles_legal_for(desc, cuda::gemm_tile_candidates())) tiles.push_back(t);
+      for (const auto& t : cuda::layer_tiles_legal_for(desc, cuda::gemm_tile_candidates())) add(t);
     } else {
       const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
       if (const auto reasons = cuda::gemm_tile_reasons(tile, desc.w13()); !reasons.empty()) throw Error(reasons.front());
-      tiles.push_back(tile);
+      add(tile);
     }
   }
   return tiles;

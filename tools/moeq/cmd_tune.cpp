@@ -127,6 +127,7 @@ int run_tune(const TuneArgs& a) {
   ExpertsDesc d = preset.desc;
   const std::string scheme = a.scheme.empty() ? preset.default_scheme : a.scheme;
   io::apply_scheme(scheme, d);
+  plan::require_implementable(d, Options{});  // an unsupported pair is named as such, before the tune's own rules
   if (d.act_format != ActFormat::none)
     throw Error("moeq tune times 16-bit activations; " + d.to_string() +
                 " quantizes them for the same tiles (tune its weights with bf16 or f16 activations)");
