@@ -90,6 +90,7 @@ TEST(HandBuiltArgs, PlanningRefusesWhatApplyRefuses) {
   masked.layout = Layout::masked;
   EXPECT_THAT(error_of([&] { Experts(d, masked).explain(16); }), HasSubstr("explain: layout = masked plans batched input"));
   EXPECT_NO_THROW(Experts(d, Options{}).workspace_bytes(0, 4));
+  EXPECT_THAT(error_of([&] { Experts(d, Options{}).layout_for(-5, false); }), HasSubstr("layout_for: num_tokens = -5 is negative"));
 }
 
 // validate_weights counted an MX desc with group_size 0 as one scale per row, so a NaN scale past the first went
