@@ -139,7 +139,7 @@ class Experts {
   const ExpertsDesc& desc() const;
   const Options& options() const;
   Backend backend() const;  // the backend actually used (auto resolved)
-  // Layout used for `num_tokens` standard rows (or masked for batched input).
+  // Layout used for `num_tokens` standard rows (a negative count throws), or masked for batched input.
   Layout layout_for(int64_t num_tokens, bool batched) const;
 
   // Workspace sizes for M standard rows, or E*T batched rows when `batched_tokens_per_expert` > 0.

@@ -90,7 +90,7 @@ const Options& Experts::options() const { return impl().options; }
 Backend Experts::backend() const { return impl().backend; }
 
 Layout Experts::layout_for(int64_t num_tokens, bool batched) const {
-  if (num_tokens < 0) throw Error("layout_for: num_tokens = " + std::to_string(num_tokens) + " is negative");
+  if (!batched && num_tokens < 0) throw Error("layout_for: num_tokens = " + std::to_string(num_tokens) + " is negative");
   return plan::choose_layout(impl().desc, impl().options.layout, num_tokens, batched);
 }
 

@@ -84,13 +84,12 @@ int64_t require_mx_scales(const WeightDesc& d, const void* scales, const char* c
   const std::string who(caller);
   if (d.format != WeightFormat::mxfp4 && d.format != WeightFormat::mxfp8)
     throw Error(who + ": format = " + std::string(to_string(d.format)) + " has no ue8m0 scales (MX formats only)");
-  // NOTE: an empty desc (a size 0) has no scales to read.
-  if (d.num_experts < 0 || d.n < 0 || d.k < 0)
+  // NOTE: each size bounded on its own (an empty desc, a size 0, has no scales to read), so that no product of
+  // them overflows.
+  if (d.num_experts < 0 || d.n < 0 || d.k < 0 || d.num_experts > plan::kMaxExperts || d.n > plan::kMaxWeightRows ||
+      d.k > plan::kMaxDim)
     throw Error(who + ": the desc has E = " + std::to_string(d.num_experts) + ", n = " + std::to_string(d.n) +
-                ", k = " + std::to_string(d.k) + "; none may be negative");
-  if (d.num_experts > 0 && d.n > 0 && d.k > 0)
-    if (const std::string size = plan::weight_size_reason(d.num_experts, d.n, d.k); !size.empty())
-      throw Error(who + ": " + size);
+                ", k = " + std::to_string(d.k) + "; E must be in [0, 2^16], n in [0, 2^21] and k in [0, 2^20]");
   if (d.k % 32 != 0) throw Error(who + ": k = " + std::to_string(d.k) + " is not a multiple of the MX group of 32");
   if (d.group_size != 0 && d.group_size != 32)
     throw Error(who + ": group_size = " + std::to_string(d.group_size) + " (MX groups are 32 elements)");

@@ -6,6 +6,7 @@
 // NOTE: dumping recurses once per level of nesting, and a corrupt or hostile file can nest 100000
 // deep (a stack overflow, found by fuzzing); the shape is measured here without recursion.
 #include <initializer_list>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -31,16 +32,24 @@ inline bool json_is_small(const nlohmann::json& value) {
   return true;
 }
 
-// The first key of `object` that is none of `known`, or "" (a misspelt optional field would otherwise be
-// ignored, and its default used without a word).
-inline std::string first_unknown_key(const nlohmann::json& object, std::initializer_list<const char*> known) {
+// A key from a file as an error message shows it: non-ASCII and control characters escaped (so a cut never splits
+// a character) and cut to 60 characters, as json_text cuts values.
+inline std::string shown_key(const std::string& key) {
+  std::string text = nlohmann::json(key).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+  text = text.substr(1, text.size() - 2);  // the quotes
+  constexpr size_t kMaxShown = 60;
+  return text.size() <= kMaxShown ? text : text.substr(0, kMaxShown) + "...";
+}
+
+// The first key of `object` that is none of `known` (shown_key), if any: a misspelt optional field would otherwise
+// be ignored, and its default used without a word. NOTE: optional, as "" is a key a file may hold.
+inline std::optional<std::string> first_unknown_key(const nlohmann::json& object, std::initializer_list<const char*> known) {
   for (auto it = object.begin(); it != object.end(); ++it) {
     bool found = false;
     for (const char* k : known) found = found || it.key() == k;
-    // NOTE: cut as json_text cuts values: the key comes from the file, and goes into an error message.
-    if (!found) return it.key().size() <= 60 ? it.key() : it.key().substr(0, 60) + "...";
+    if (!found) return shown_key(it.key());
   }
-  return "";
+  return std::nullopt;
 }
 
 inline std::string json_text(const nlohmann::json& value) {
@@ -53,16 +62,16 @@ inline std::string json_text(const nlohmann::json& value) {
 }
 
 // The first key that appears twice in one object of the JSON text [first, last) (nlohmann keeps only one
-// value for a repeated key, silently), or "" when none does; *top_level says whether that object is the
-// document itself. Text that is not JSON gives "" (the caller's parse reports it).
+// value for a repeated key, silently), as shown_key shows it, if any; *top_level says whether that object is the
+// document itself. Text that is not JSON gives none (the caller's parse reports it).
 // PERF: one SAX pass, O(n log n); nlohmann's callback parser rescanned each parent object at every object's
 // end, quadratic (a 40000-entry safetensors header took over a minute, found by fuzzing).
 template <typename Iterator>
-std::string first_duplicate_key(Iterator first, Iterator last, bool* top_level = nullptr) {
+std::optional<std::string> first_duplicate_key(Iterator first, Iterator last, bool* top_level = nullptr) {
   using json = nlohmann::json;
   struct Finder : nlohmann::json_sax<json> {
     std::vector<std::set<std::string>> open_objects;  // the keys of each open object
-    std::string duplicate;
+    std::optional<std::string> duplicate;
     bool duplicate_top_level = false;
     bool null() override { return true; }
     bool boolean(bool) override { return true; }
@@ -77,7 +86,7 @@ std::string first_duplicate_key(Iterator first, Iterator last, bool* top_level =
     }
     bool key(string_t& key) override {
       if (open_objects.back().insert(key).second) return true;
-      duplicate = key;
+      duplicate = shown_key(key);
       duplicate_top_level = open_objects.size() == 1;
       return false;  // stop at the first
     }

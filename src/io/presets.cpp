@@ -98,15 +98,13 @@ Preset parse_preset(std::string_view text, const std::string& origin) {
   } catch (const json::exception& e) {
     throw Error(origin + ": not valid JSON: " + e.what());
   }
-  if (const std::string key = first_duplicate_key(text.begin(), text.end()); !key.empty())
-    throw Error(origin + ": field '" + key + "' appears twice in one object");
+  if (const auto key = first_duplicate_key(text.begin(), text.end()))
+    throw Error(origin + ": field '" + *key + "' appears twice in one object");
   if (!j.is_object()) throw Error(origin + ": the document is not a JSON object");
-  if (const std::string key = first_unknown_key(j, {"name", "description", "num_experts", "num_global_experts", "top_k",
-                                                    "hidden_size", "intermediate_size", "activation", "swiglu_alpha",
-                                                    "swiglu_limit", "silu_clamp", "interleaved_gate_up", "default_scheme",
-                                                    "bias"});
-      !key.empty())
-    throw Error(origin + ": field '" + key + "' is unknown (README.md, \"The CLI\", lists the fields)");
+  if (const auto key = first_unknown_key(j, {"name", "description", "num_experts", "num_global_experts", "top_k",
+                                             "hidden_size", "intermediate_size", "activation", "swiglu_alpha",
+                                             "swiglu_limit", "silu_clamp", "interleaved_gate_up", "default_scheme", "bias"}))
+    throw Error(origin + ": field '" + *key + "' is unknown (README.md, \"The CLI\", lists the fields)");
   Preset p;
   p.name = field<std::string>(j, "name", origin);
   p.description = field_or<std::string>(j, "description", "", origin);

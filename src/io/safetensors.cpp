@@ -82,9 +82,9 @@ json parse_header_json(const uint8_t* text, size_t size, std::string_view origin
   }
   // NOTE: nlohmann keeps one value of a repeated key; a tensor named twice is an error, not the last one.
   bool top_level = false;
-  if (const std::string key = first_duplicate_key(text, text + size, &top_level); !key.empty()) {
-    if (top_level) fail(origin, "tensor " + single_quoted(key) + " appears twice in the header");
-    fail(origin, "header key " + single_quoted(key) + " appears twice in one object");
+  if (const auto key = first_duplicate_key(text, text + size, &top_level)) {
+    if (top_level) fail(origin, "tensor " + single_quoted(*key) + " appears twice in the header");
+    fail(origin, "header key " + single_quoted(*key) + " appears twice in one object");
   }
   if (!header.is_object()) fail(origin, "header is " + show(header) + ", not a JSON object");
   return header;

@@ -18,9 +18,9 @@ inline constexpr int64_t kMaxWeightRows = 2 * kMaxDim;
 std::string weight_size_reason(int64_t num_experts, int64_t n, int64_t k);
 
 std::vector<std::string> desc_reasons(const ExpertsDesc& desc);
-// Why a WeightDesc built by hand (validate_weights, prepare_codes) is not one an ExpertsDesc could give: an
-// unknown enum, sizes outside [1, 2^16] experts and [1, 2^20] rows or columns, a group size, scale dtype, zero
-// point or global-scale count its format does not take.
+// Why a WeightDesc built by hand (validate_weights) is not one an ExpertsDesc could give: an unknown enum, sizes
+// outside weight_size_reason's bounds, a group size, scale dtype, zero point or global-scale count its format does
+// not take.
 std::vector<std::string> weight_desc_reasons(const WeightDesc& desc);
 std::vector<std::string> option_reasons(const ExpertsDesc& desc, const Options& options);
 // Why the CUDA backend cannot run this layer (no device, pairs and shapes not there yet).

@@ -73,11 +73,11 @@ TuningTable TuningTable::from_json(const std::string& text) {
   } catch (const json::exception& e) {  // NOTE: out_of_range too: 1e400 or a 400-digit integer
     throw Error(std::string("tuning table: not JSON (") + e.what() + ")");
   }
-  if (const std::string key = first_duplicate_key(text.begin(), text.end()); !key.empty())
-    throw Error("tuning table: field '" + key + "' appears twice in one object");
+  if (const auto key = first_duplicate_key(text.begin(), text.end()))
+    throw Error("tuning table: field '" + *key + "' appears twice in one object");
   if (!doc.is_object()) throw Error("tuning table: the document is not an object");
-  if (const std::string key = first_unknown_key(doc, {"arch", "layer", "key", "layout", "entries"}); !key.empty())
-    throw Error("tuning table: field '" + key + "' is unknown (arch, layer, key, layout, entries)");
+  if (const auto key = first_unknown_key(doc, {"arch", "layer", "key", "layout", "entries"}))
+    throw Error("tuning table: field '" + *key + "' is unknown (arch, layer, key, layout, entries)");
   TuningTable t;
   if (doc.contains("arch")) t.arch = string_field(doc, "arch", "the table");
   if (doc.contains("layer")) t.layer = string_field(doc, "layer", "the table");
@@ -94,9 +94,8 @@ TuningTable TuningTable::from_json(const std::string& text) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const std::string where = "entries[" + std::to_string(i) + "]";
     if (!rows[i].is_object()) throw Error("tuning table: " + where + " is not an object");
-    if (const std::string key = first_unknown_key(rows[i], {"min_m", "max_m", "block_m", "gemm1_tile", "gemm2_tile"});
-        !key.empty())
-      throw Error("tuning table: " + where + ": field '" + key + "' is unknown (min_m, max_m, block_m, gemm1_tile, gemm2_tile)");
+    if (const auto key = first_unknown_key(rows[i], {"min_m", "max_m", "block_m", "gemm1_tile", "gemm2_tile"}))
+      throw Error("tuning table: " + where + ": field '" + *key + "' is unknown (min_m, max_m, block_m, gemm1_tile, gemm2_tile)");
     TuningEntry e;
     e.min_m = integer_field(rows[i], "min_m", where);
     e.max_m = integer_field(rows[i], "max_m", where);

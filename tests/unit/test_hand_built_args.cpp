@@ -127,7 +127,7 @@ TEST(HandBuiltArgs, WeightDescsAreCheckedAgainstTheirFormat) {
   huge.n = huge.k = int64_t{1} << 30;
   EXPECT_THAT(error_of([&] { prepared_code_bytes(huge); }), HasSubstr("prepared_code_bytes: num_experts = 1048576 is outside [1, 65536]"));
   huge.format = WeightFormat::mxfp4;
-  EXPECT_THAT(error_of([&] { mx_scales_at_most_two_host(huge, scales.data()); }), HasSubstr("mx_scales_at_most_two_host: num_experts = 1048576"));
+  EXPECT_THAT(error_of([&] { mx_scales_at_most_two_host(huge, scales.data()); }), HasSubstr("mx_scales_at_most_two_host: the desc has E = 1048576"));
   // The largest legal gated layer's w13 has n = 2 I = 2^21 rows: within the bounds.
   ExpertsDesc widest = test::small_desc(WeightFormat::int8, ActFormat::none, Activation::silu);
   widest.intermediate_size = int64_t{1} << 20;
@@ -165,6 +165,12 @@ TEST(HandBuiltArgs, MisspeltFieldsInFilesAreRefused) {
   EXPECT_THAT(error_of([&] { io::parse_preset(preset + R"(, "swiglu_limt": 7})", "p.json"); }),
               HasSubstr("p.json: field 'swiglu_limt' is unknown"));
   EXPECT_THAT(error_of([&] { io::parse_preset("[]", "p.json"); }), HasSubstr("p.json: the document is not a JSON object"));
+  EXPECT_THAT(error_of([&] { io::parse_preset(preset + R"(, "": 1})", "p.json"); }), HasSubstr("field '' is unknown"));
+  const std::string long_key(300, 'k');
+  EXPECT_THAT(error_of([&] { io::parse_preset(preset + ", \"" + long_key + "\": 1}", "p.json"); }),
+              HasSubstr("field '" + std::string(60, 'k') + "...' is unknown"));
+  EXPECT_THAT(error_of([&] { io::parse_preset(preset + ", \"" + long_key + "\": 1, \"" + long_key + "\": 2}", "p.json"); }),
+              HasSubstr("field '" + std::string(60, 'k') + "...' appears twice"));
   EXPECT_THAT(error_of([&] { io::parse_preset(preset + R"(, "default_scheme": "int4:xyz"})", "p.json"); }),
               HasSubstr("p.json: field 'default_scheme': "));
   EXPECT_THAT(error_of([&] { TuningTable::load(testing::TempDir()); }), HasSubstr("is a directory, not a JSON file"));
