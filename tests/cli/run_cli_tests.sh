@@ -198,6 +198,11 @@ expect "compile with the disk cache off" 1 "the disk cache is off \(MOEQ_DISABLE
 expect "compile --list-tiles names each tile once" 0 "^1$" -- bash -c \
   "\"$moeq\" compile --preset tiny --tile 24x128/1x4x1/4/r 24x128/1x4x1/4/r --list-tiles | grep -c ."
 expect "tune names an unsupported pair" 1 "\(nvfp4, mxfp8\) is not a supported" -- "$moeq" tune --preset tiny --scheme nvfp4:mxfp8
+sed 's/"num_experts": 5,/"num_experts": 5, "num_global_experts": 10,/' "$tmp/odd.json" >"$tmp/shard.json"
+expect "run a rank's share without --ep-size" 1 "holds E = 5 of E_g = 10 experts, but --ep-size = 1 .* give --ep-size 2" -- \
+  "$moeq" run --preset "$tmp/shard.json" -M 3
+expect "run a rank's share with --ep-size" 0 "check +vs float64 oracle" -- \
+  "$moeq" run --preset "$tmp/shard.json" -M 3 --ep-size 2 --ep-rank 1 --check --backend cpu
 expect "bench --trials 0" 1 "--trials = 0 must be at least 1" -- "$moeq" bench --trials 0
 expect "tune --min-gain nan" 1 "--min-gain = nan is not a percentage" -- "$moeq" tune --preset tiny --min-gain nan
 expect "tune -o unwritable" 1 "--out = '$tmp/none/t.json': its directory $tmp/none is missing" -- \

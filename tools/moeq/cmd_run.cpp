@@ -1,4 +1,5 @@
 // `moeq run`: one experts step on a generated problem (a model preset) or on safetensors files.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -77,6 +78,13 @@ io::HostProblem make_problem(const RunArgs& a, const Options& options) {
   if (!a.activation.empty()) io::apply_activation(a.activation, desc);
   // Refuse before generating: a large preset takes seconds to quantize.
   plan::require_implementable(desc, options);
+  // NOTE: the generator takes the layer as global and holds E_g / ep_size experts locally; a preset naming both counts
+  // (a rank's share of E_g) must get the matching --ep-size, or it would run with E_g local experts without a word.
+  if (desc.num_global_experts > desc.num_experts && desc.num_global_experts != desc.num_experts * a.ep_size)
+    throw Error("the preset holds E = " + std::to_string(desc.num_experts) + " of E_g = " +
+                std::to_string(desc.num_global_experts) + " experts, but --ep-size = " + std::to_string(a.ep_size) +
+                " gives each rank " + std::to_string(desc.num_global_experts / std::max(a.ep_size, 1)) +
+                "; give --ep-size " + std::to_string(desc.num_global_experts / desc.num_experts) + " (and --ep-rank)");
   io::GenerateOptions g;
   g.num_tokens = a.tokens;
   g.seed = parse_seed(a.seed);
