@@ -203,6 +203,7 @@ expect "run a rank's share without --ep-size" 1 "holds E = 5 of E_g = 10 experts
   "$moeq" run --preset "$tmp/shard.json" -M 3
 expect "run a rank's share with --ep-size" 0 "check +vs float64 oracle" -- \
   "$moeq" run --preset "$tmp/shard.json" -M 3 --ep-size 2 --ep-rank 1 --check --backend cpu
+expect "an empty text value" 105 "--scheme: the value is empty" -- "$moeq" run --preset tiny --scheme ''
 expect "bench --trials 0" 1 "--trials = 0 must be at least 1" -- "$moeq" bench --trials 0
 expect "tune --min-gain nan" 1 "--min-gain = nan is not a percentage" -- "$moeq" tune --preset tiny --min-gain nan
 expect "tune -o unwritable" 1 "--out = '$tmp/none/t.json': its directory $tmp/none is missing" -- \

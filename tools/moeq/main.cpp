@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
 
 #include "moeq/error.hpp"
 #include "tools/moeq/commands.hpp"
@@ -18,6 +19,16 @@ int main(int argc, char** argv) {
   const moeq::cli::Action cache = moeq::cli::add_cache_command(app);
   const moeq::cli::Action verify = moeq::cli::add_verify_command(app);
   const moeq::cli::Action tune = moeq::cli::add_tune_command(app);
+  // NOTE: a text option given an empty value (`--scheme ''`, `-o ''`) would read as "not given" and take its
+  // default without a word.
+  const CLI::Validator non_empty(
+      [](std::string& value) {
+        return value.empty() ? std::string("the value is empty (leave the option out for its default)") : std::string();
+      },
+      "", "non-empty");
+  for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; }))
+    for (CLI::Option* option : command->get_options())
+      if (option->get_type_name().rfind("TEXT", 0) == 0) option->check(non_empty);
 
   try {
     // NOTE: no subcommand runs the main job, `moeq run` with its built-in default.
