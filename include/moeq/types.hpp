@@ -61,6 +61,9 @@ DType act_format_code_dtype(ActFormat a);
 // K elements per weight scale fixed by the format (32 MX, 16 NVFP4, 128 FP8 block); 0 when
 // the group is a parameter (INT4 / INT8) or the scale is per channel (FP8 channel).
 int weight_format_fixed_group(WeightFormat w);
+// Weight scale dtype fixed by the format (ue8m0 MX, e4m3 NVFP4, f32 FP8); `none` for INT4 / INT8, whose
+// scales take a dtype of the caller's choice.
+DType weight_format_fixed_scale_dtype(WeightFormat w);
 DType weight_format_code_dtype(WeightFormat w);
 
 struct QuantPair {

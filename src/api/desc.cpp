@@ -8,14 +8,9 @@ namespace moeq {
 namespace {
 
 DType canonical_scale_dtype(const ExpertsDesc& d) {
-  switch (d.weight_format) {
-    case WeightFormat::mxfp4: case WeightFormat::mxfp8: return DType::ue8m0;
-    case WeightFormat::nvfp4: return DType::e4m3;
-    case WeightFormat::fp8_channel: case WeightFormat::fp8_block: return DType::f32;
-    case WeightFormat::int4: case WeightFormat::int8:
-      return d.scale_dtype == DType::none ? d.act_dtype : d.scale_dtype;
-  }
-  return DType::none;
+  const DType fixed = weight_format_fixed_scale_dtype(d.weight_format);
+  if (fixed != DType::none) return fixed;
+  return d.scale_dtype == DType::none ? d.act_dtype : d.scale_dtype;  // INT4 / INT8
 }
 
 WeightDesc make_weight_desc(const ExpertsDesc& d, int64_t n, int64_t k, int num_global_scales) {

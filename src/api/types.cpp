@@ -147,6 +147,15 @@ int weight_format_fixed_group(WeightFormat w) {
   }
 }
 
+DType weight_format_fixed_scale_dtype(WeightFormat w) {
+  switch (w) {
+    case WeightFormat::mxfp4: case WeightFormat::mxfp8: return DType::ue8m0;
+    case WeightFormat::nvfp4: return DType::e4m3;
+    case WeightFormat::fp8_channel: case WeightFormat::fp8_block: return DType::f32;
+    default: return DType::none;
+  }
+}
+
 DType weight_format_code_dtype(WeightFormat w) {
   switch (w) {
     case WeightFormat::mxfp4: case WeightFormat::nvfp4: return DType::e2m1;

@@ -95,13 +95,7 @@ std::vector<std::string> weight_desc_reasons(const WeightDesc& w) {
     r.push_back(cat("k = ", w.k, " is not a multiple of group_size = ", group));
   if (dtype_bits(weight_format_code_dtype(w.format)) == 4 && w.k % 2 != 0)
     r.push_back(cat("k = ", w.k, " is odd; ", to_string(w.format), " packs two codes per byte along k"));
-  DType scale = DType::none;
-  switch (w.format) {
-    case WeightFormat::mxfp4: case WeightFormat::mxfp8: scale = DType::ue8m0; break;
-    case WeightFormat::nvfp4: scale = DType::e4m3; break;
-    case WeightFormat::fp8_channel: case WeightFormat::fp8_block: scale = DType::f32; break;
-    case WeightFormat::int4: case WeightFormat::int8: scale = w.scale_dtype; break;
-  }
+  const DType scale = weight_format_fixed_scale_dtype(w.format);
   const bool scale_ok = is_int ? (is_16bit_float(w.scale_dtype) || w.scale_dtype == DType::f32) : w.scale_dtype == scale;
   if (!scale_ok)
     r.push_back(cat("scale_dtype = ", to_string(w.scale_dtype), " is not ",
