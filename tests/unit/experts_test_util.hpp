@@ -32,6 +32,22 @@ inline ExpertsDesc small_desc(WeightFormat w, ActFormat a, Activation act) {
   return d;
 }
 
+// The synthetic problem of a layer whose rank holds d.num_experts of d.num_experts * ep_size experts
+// (rank ep_rank), on one thread.
+inline io::HostProblem make_problem(const ExpertsDesc& d, int64_t m, uint64_t seed, bool batched, int ep_size = 1,
+                                    int ep_rank = 0) {
+  io::GenerateOptions g;
+  g.num_tokens = m;
+  g.seed = seed;
+  g.batched = batched;
+  g.ep_size = ep_size;
+  g.ep_rank = ep_rank;
+  g.num_threads = 1;
+  ExpertsDesc global = d;
+  global.num_experts = d.num_experts * ep_size;
+  return io::generate_problem(global, g);
+}
+
 using Measured = io::OracleComparison;
 
 // Output of the CPU backend, with output and both workspaces poisoned (all bytes 0xFF: NaN

@@ -7,20 +7,8 @@
 namespace moeq {
 namespace {
 
+using test::make_problem;
 using test::small_desc;
-
-io::HostProblem make(const ExpertsDesc& d, int64_t m, uint64_t seed, bool batched, int ep_size = 1, int ep_rank = 0) {
-  io::GenerateOptions g;
-  g.num_tokens = m;
-  g.seed = seed;
-  g.batched = batched;
-  g.ep_size = ep_size;
-  g.ep_rank = ep_rank;
-  g.num_threads = 1;
-  ExpertsDesc global = d;
-  global.num_experts = d.num_experts * ep_size;
-  return io::generate_problem(global, g);
-}
 
 std::string label(const ExpertsDesc& d, Layout l, int64_t m) {
   return d.to_string() + " layout=" + std::string(to_string(l)) + " M=" + std::to_string(m);
@@ -30,7 +18,7 @@ std::string label(const ExpertsDesc& d, Layout l, int64_t m) {
 // oracle, that the standard layouts are bit-identical, and that rows of tokens with no local
 // expert are exactly zero.
 void check_all_layouts(const ExpertsDesc& d, int64_t m, uint64_t seed, int ep_size = 1) {
-  io::HostProblem p = make(d, m, seed, false, ep_size);
+  io::HostProblem p = make_problem(d, m, seed, false, ep_size);
   const auto want = ref::oracle_experts(p.desc, p.w13->view(), p.w2->view(), p.inputs());
   const auto local = ref::to_local_expert_ids(p.topk_ids.data(), DType::i32, m, d.top_k, p.desc.global_experts(),
                                               p.expert_map.empty() ? nullptr : p.expert_map.data(), p.desc.num_experts);
@@ -55,7 +43,7 @@ void check_all_layouts(const ExpertsDesc& d, int64_t m, uint64_t seed, int ep_si
     }
   }
 
-  io::HostProblem pb = make(d, m, seed, true, ep_size);
+  io::HostProblem pb = make_problem(d, m, seed, true, ep_size);
   Options o;
   o.layout = Layout::masked;
   const auto batched_out = test::run_cpu(pb, o);
@@ -128,7 +116,7 @@ TEST(Experts, VariantsOfTheLayer) {
 
 TEST(Experts, Int64IdsAndBf16WeightsGiveTheSameResult) {
   const ExpertsDesc d = small_desc(WeightFormat::mxfp8, ActFormat::none, Activation::silu);
-  io::HostProblem p = make(d, 19, 5, false);
+  io::HostProblem p = make_problem(d, 19, 5, false);
   const auto base = test::run_cpu(p, Options{});
   std::vector<int64_t> ids64(p.topk_ids.size() / 4);
   for (size_t i = 0; i < ids64.size(); ++i) ids64[i] = reinterpret_cast<const int32_t*>(p.topk_ids.data())[i];
@@ -140,7 +128,7 @@ TEST(Experts, Int64IdsAndBf16WeightsGiveTheSameResult) {
 TEST(Experts, CpuThreadsGiveTheSameBytes) {
   const ExpertsDesc d = small_desc(WeightFormat::nvfp4, ActFormat::fp8_token, Activation::swiglu_oai);
   for (bool batched : {false, true}) {
-    const io::HostProblem p = make(d, 41, 13, batched, 2);  // E = 14 global, 7 here: some slots remote
+    const io::HostProblem p = make_problem(d, 41, 13, batched, 2);  // E = 14 global, 7 here: some slots remote
     for (Layout layout : batched ? std::vector<Layout>{Layout::masked} : std::vector<Layout>{Layout::indexed, Layout::contiguous}) {
       Options o;
       o.backend = Backend::cpu;
@@ -164,8 +152,8 @@ TEST(Experts, BatchInvariantRowsDoNotDependOnTheBatch) {
   o.batch_invariant = true;
   for (Layout layout : {Layout::indexed, Layout::contiguous}) {
     o.layout = layout;
-    const io::HostProblem full = make(d, 129, 9, false);
-    const io::HostProblem prefix = make(d, 7, 9, false);  // same seed: the same first 7 tokens
+    const io::HostProblem full = make_problem(d, 129, 9, false);
+    const io::HostProblem prefix = make_problem(d, 7, 9, false);  // same seed: the same first 7 tokens
     const auto out_full = test::run_cpu(full, o), out_prefix = test::run_cpu(prefix, o);
     const size_t prefix_bytes = out_prefix.size();
     EXPECT_TRUE(std::equal(out_prefix.begin(), out_prefix.end(), out_full.begin()))
@@ -178,7 +166,7 @@ TEST(Experts, StaleWorkspaceNeverReachesTheOutput) {
   // which NaN checks would not catch: results must not change at all.
   const ExpertsDesc d = small_desc(WeightFormat::mxfp4, ActFormat::mxfp8, Activation::gelu_tanh);
   for (Layout layout : {Layout::indexed, Layout::contiguous}) {
-    io::HostProblem p = make(d, 23, 7, false, 2);
+    io::HostProblem p = make_problem(d, 23, 7, false, 2);
     Options o;
     o.layout = layout;
     const Experts experts(p.desc, o);
