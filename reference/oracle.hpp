@@ -2,7 +2,7 @@
 // The dense float64 oracle: each routed row through its expert alone, with the same
 // rounding points as the staged reference (CONTRACT §2) but float64 accumulation. All three
 // layouts are tested against it. Experts run on threads, rows blocked against each weight row; the
-// bytes are those of a plain loop over tokens and slots (tests/unit/test_oracle.cpp).
+// bytes are those of a plain loop over tokens and slots (tests/unit/test_row_blocks.cpp).
 #include <vector>
 
 #include "moeq/experts.hpp"

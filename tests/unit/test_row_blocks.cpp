@@ -1,10 +1,11 @@
-// The float64 oracle runs experts on threads with rows blocked against each weight row; its bytes
-// must be those of the plain loop over tokens and slots, one row at a time, that it replaced.
+// The float64 oracle and the reference backend's GEMM run rows in blocks against each weight row;
+// their bytes must be those of the one-row-at-a-time loops they replaced.
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "reference/activation.hpp"
+#include "reference/experts.hpp"
 #include "reference/oracle.hpp"
 #include "reference/quantize.hpp"
 #include "reference/routing.hpp"
@@ -126,6 +127,35 @@ TEST(Oracle, EqualsTheOneRowLoopBitForBit) {
                                one_row_oracle_batched(pb)))
             << what << " batched";
       }
+  }
+}
+
+// The reference backend's GEMM over 1-9 rows (blocks of 4 and short ones), rows gathered out of
+// order, against the one-row loop of its contract (reference/experts.hpp).
+TEST(ReferenceGemmRows, EqualsTheOneRowLoopBitForBit) {
+  const ExpertsDesc d = test::small_desc(WeightFormat::int4, ActFormat::none, Activation::silu);
+  const io::HostProblem p = test::make_problem(d, 16, 31, false);
+  const WeightDesc wd = p.desc.w13();
+  const ref::ActivationRows a{ActFormat::none, p.desc.act_dtype, p.hidden.data(), wd.k, nullptr, wd.k};
+  std::vector<float> weights(static_cast<size_t>(wd.n * wd.k)), bias(static_cast<size_t>(wd.n)), scratch;
+  for (int64_t e : {0, 4}) {
+    ref::dequantize_expert(wd, p.w13->view(), e, weights.data());
+    ref::bias_expert(wd, p.w13->view(), e, bias.data());
+    for (int64_t count = 1; count <= 9; ++count) {
+      std::vector<ref::RowPair> rows;
+      for (int64_t r = 0; r < count; ++r) rows.push_back({(7 * r + 3) % 16, count - 1 - r});
+      std::vector<float> got(static_cast<size_t>(count * wd.n)), want(got.size());
+      ref::gemm_rows(wd, p.w13->view(), e, a, rows, got.data(), DType::f32, wd.n, scratch);
+      for (const ref::RowPair& r : rows) {
+        const auto x = row_of(p, r.src);
+        for (int64_t n = 0; n < wd.n; ++n) {
+          float acc = 0.0f;
+          for (int64_t k = 0; k < wd.k; ++k) acc += x[k] * weights[n * wd.k + k];
+          want[r.dst * wd.n + n] = acc + bias[n];
+        }
+      }
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << "expert " << e << ", " << count << " rows";
+    }
   }
 }
 
