@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <functional>
+#include <string>
 
 #include "common/parallel.hpp"
+#include "moeq/error.hpp"
 #include "reference/activation.hpp"
 #include "reference/quantize.hpp"
 #include "reference/routing.hpp"
@@ -154,6 +156,10 @@ std::vector<double> oracle_experts_batched(const ExpertsDesc& d, const WeightVie
     const int64_t count = in.expert_num_tokens_dtype == DType::i64
                               ? static_cast<const int64_t*>(in.expert_num_tokens)[e]
                               : static_cast<const int32_t*>(in.expert_num_tokens)[e];
+    // NOTE: the threads write each expert's rows; a count past T would overlap the next expert's.
+    if (count < 0 || count > T)
+      throw Error("expert_num_tokens[" + std::to_string(e) + "] = " + std::to_string(count) + " is outside [0, T = " +
+                  std::to_string(T) + "]");
     for (int64_t i = 0; i < count; ++i) rows_of[e].push_back(e * T + i);
   }
   for_each_busy_expert(d, w13, w2, rows_of, [&](const ExpertWeights& w, const std::vector<int64_t>& rows) {

@@ -21,12 +21,14 @@ echo "layer planner rc=$? $(($(date +%s) - t0)) s"
   # 40 s and 30 s limits cut both runs after 8 and 2 of their 16 and 6 cases, and a tail kept only 4 lines of each.
   timeout 120 "$build/moeq" verify --preset qwen3-30b-a3b --scheme mxfp4 int4-g128 --layout indexed masked \
     --activation silu -M 1 16 64 256 --codes prepared 2>&1
+  echo "verify qwen3-30b-a3b rc=$?"
   timeout 120 "$build/moeq" verify --preset gpt-oss-120b --scheme mxfp4 --layout indexed masked \
     --activation swiglu-oai -M 1 16 64 --codes prepared 2>&1
+  echo "verify gpt-oss-120b rc=$?"
   timeout 30 "$build/moeq_gpu_warmup_test" 2>&1 | tail -3
 } >"$out/verify.txt" 2>&1
 echo "verify $(($(date +%s) - t0)) s"
-grep -E "^FAIL|verify:|PASSED|FAILED" "$out/verify.txt" | head
+grep -E "^FAIL|verify|PASSED|FAILED" "$out/verify.txt" | head
 HUMMING_TIMEOUT="${HUMMING_TIMEOUT:-200}" OUT="$out" bash "$root/scripts/device/humming_anchor.sh" --layer \
   --preset "${presets[@]}" --scheme "${schemes[@]}" --tokens "${tokens[@]}" >"$out/humming_log.txt" 2>&1
 echo "humming rc=$? $(($(date +%s) - t0)) s"

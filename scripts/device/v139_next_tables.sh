@@ -3,7 +3,7 @@
 # rows (4096, 4608] (M = 513-576, session 32's 48x128/1x4x1/4: 239 us at M = 576 against 213 at M = 600 in session 46)
 # through `moeq tune --update` with the 48- and 64-row warp-specialized tiles, whole steps O N N O beside it; then
 # `moeq tune` of Mixtral-8x7B MXFP4 and FP8-block, which have no table (every candidate is in the v136 pack).
-# Usage: v139_next_tables.sh BUILD   (env OUT, MOEQ_CACHE_DIR, STEPS_DEADLINE, TUNE_SECONDS)
+# Usage: v139_next_tables.sh BUILD   (env OUT, MOEQ_CACHE_DIR, TUNE_TIMEOUT, STEPS_DEADLINE, TUNE_SECONDS)
 . "$(dirname "$0")/evidence_lib.sh"
 device_setup "$1"
 root="$(cd "$(dirname "$0")/../.." && pwd)"

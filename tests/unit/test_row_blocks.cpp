@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "moeq/error.hpp"
 #include "reference/activation.hpp"
 #include "reference/experts.hpp"
 #include "reference/oracle.hpp"
@@ -97,6 +98,10 @@ bool same_bytes(const std::vector<double>& a, const std::vector<double>& b) {
 // Layers that take every path of the oracle: gated and not, interleaved with a bias, quantized
 // activations of each format, experts with no tokens, expert_map with -1; M = 0, 1, 6 (rows not
 // a multiple of the row block) and 129.
+// NOTE: this catches a row sent to the wrong slot, expert or place and any change of value, but
+// seldom a change of summation order: each GEMM output is rounded to the 16-bit dtype and the
+// weighted sums of those are nearly always exact in float64. The order is kept by construction
+// (dense_gemm_rows' NOTE); ReferenceGemmRows below stores fp32 sums and does see the order.
 TEST(Oracle, EqualsTheOneRowLoopBitForBit) {
   struct Layer {
     WeightFormat w;
@@ -128,6 +133,14 @@ TEST(Oracle, EqualsTheOneRowLoopBitForBit) {
             << what << " batched";
       }
   }
+}
+
+// The oracle's threads write each expert's rows of [E, T, K]: a count past T is refused, not raced.
+TEST(Oracle, BatchedCountPastTIsRefused) {
+  const ExpertsDesc d = test::small_desc(WeightFormat::int4, ActFormat::none, Activation::silu);
+  io::HostProblem p = test::make_problem(d, 7, 3, true);
+  p.expert_num_tokens[2] = static_cast<int32_t>(p.max_tokens_per_expert + 1);
+  EXPECT_THROW(ref::oracle_experts_batched(p.desc, p.w13->view(), p.w2->view(), p.inputs()), Error);
 }
 
 // The reference backend's GEMM over 1-9 rows (blocks of 4 and short ones), rows gathered out of
