@@ -168,6 +168,8 @@ expect "info --sms 0" 1 "--sms = 0 must be positive" -- "$moeq" info --preset ti
 expect "info --arch without -M" 107 "--arch requires --tokens" -- "$moeq" info --preset tiny --arch sm_90a
 expect "info bad layout" 1 "--layout = 'sideways' is unknown" -- "$moeq" info --preset tiny --layout sideways
 expect "run --codes" 1 "--codes = 'nope' is not prepared or canonical" -- "$moeq" run --preset tiny -M 3 --codes nope
+expect "bench --codes" 1 "--codes = 'nope' is not prepared or canonical" -- "$moeq" bench --kernel layer --preset tiny -M 3 --codes nope
+expect "verify --codes" 1 "--codes = 'nope' is not prepared or canonical" -- "$moeq" verify --preset tiny -M 3 --codes nope
 expect "run --seed -1" 1 "--seed = '-1' is not an integer in 0 .. 18446744073709551615" -- "$moeq" run --preset tiny --seed -1
 expect "run --seed 2^64" 1 "--seed = '18446744073709551616' is not" -- "$moeq" run --preset tiny --seed 18446744073709551616
 expect "run -o over --weights" 1 "--output = '.*' is the file --weights reads" -- \

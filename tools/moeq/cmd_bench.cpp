@@ -179,7 +179,7 @@ void bench_preset(const BenchArgs& a, const std::vector<std::string>& kernels, c
 void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string& scheme, bool second, int64_t M,
                 const std::string& tile_text, const TuningTable& tuning, const std::string& codes, double copy_gbs,
                 int64_t l2_bytes, cuda::CUstream stream) {
-  if (codes != "prepared" && codes != "canonical") throw Error("--codes " + codes + " is not prepared or canonical");
+  const CodeLayout code_layout = parse_codes(codes);
   ExpertsDesc d = preset.desc;
   io::apply_scheme(scheme, d);
   const TuningEntry* tuned = tile_text.empty() ? tuning.find(plan::valid_shape_m(d, M)) : nullptr;
@@ -187,7 +187,7 @@ void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string&
       !tile_text.empty() ? cuda::parse_gemm_tile(tile_text)
       : tuned != nullptr ? cuda::parse_gemm_tile(second ? tuned->gemm2_tile : tuned->gemm1_tile)
                          : planner_gemm_tile(d, second, M);
-  const GemmTiming t = time_moe_gemm(d, second, M, tile, codes == "prepared", l2_bytes, a.iterations, a.trials, stream);
+  const GemmTiming t = time_moe_gemm(d, second, M, tile, code_layout == CodeLayout::prepared, l2_bytes, a.iterations, a.trials, stream);
   const double gbs = t.bytes / (t.us * 1e-6) / 1e9;
   const double sized_gbs = sized_copy_gbs(t.bytes, l2_bytes, a.iterations, a.trials, stream);
   std::printf("%-6s %-14s %-10s %6lld %10.2f %10.1f %9.1f %7.1f%% %7.1f%% %9.1f  tile %s, %s, %d weight copies, "
@@ -203,7 +203,7 @@ void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string&
 void bench_layer(const BenchArgs& a, const io::Preset& preset, const std::string& scheme, int64_t M,
                  const TuningTable& tuning, const std::string& codes, double copy_gbs, int64_t l2_bytes,
                  cuda::CUstream stream) {
-  if (codes != "prepared" && codes != "canonical") throw Error("--codes " + codes + " is not prepared or canonical");
+  const CodeLayout code_layout = parse_codes(codes);
   ExpertsDesc d = preset.desc;
   io::apply_scheme(scheme, d);
   Options o;
@@ -221,7 +221,7 @@ void bench_layer(const BenchArgs& a, const io::Preset& preset, const std::string
     return;
   }
   const LayerTiming t = time_experts_layer(d, o, M, l2_bytes, a.iterations, a.trials, stream,
-                                           codes == "prepared" ? CodeLayout::prepared : CodeLayout::canonical);
+                                           code_layout);
   const double gbs = t.bytes / (t.us * 1e-6) / 1e9;
   std::printf("%-6s %-14s %-10s %6lld %10.2f %10.1f %9.1f %7.1f%% %9.1f  %s, %s codes, %d weight copies\n", "layer",
               preset.name.c_str(), scheme.c_str(), static_cast<long long>(M), t.us, t.bytes / 1e6, gbs,
@@ -247,6 +247,7 @@ int run_bench(const BenchArgs& a) {
   require_at_least("--trials", a.trials, 1);
   require_at_least("--iterations", a.iterations, 1);
   for (const int64_t M : a.tokens) require_at_least("--tokens", M, 1);
+  for (const std::string& codes : a.codes) parse_codes(codes);
   require_cuda_device("bench");
   cuda::ensure_context();
   const auto info = cuda::current_device_info();

@@ -35,8 +35,8 @@ struct CompileArgs {
 
 // The GEMM tiles of `--tile`: texts, each legal for the layer's GEMM1 (as cuda::layer_kernel_specs requires, else
 // moeq::Error naming why), or "candidates" for the tuning candidates legal for both of its GEMMs (those `moeq tune`
-// searches; e.g. the 512-channel tiles take MX weights only).
-// The tiles --tile names, each once, in the order first named ("candidates" and a tile among them name it twice).
+// searches; e.g. the 512-channel tiles take MX weights only). Each tile once, in the order first named
+// ("candidates" and a tile among them name it twice).
 std::vector<cuda::GemmTile> extra_tiles(const std::vector<std::string>& texts, const ExpertsDesc& desc) {
   std::vector<cuda::GemmTile> tiles;
   std::set<std::string> seen;

@@ -184,7 +184,7 @@ void require_distinct_files(const RunArgs& a) {
 
 int run(const RunArgs& a) {
   require_distinct_files(a);
-  if (a.codes != "prepared" && a.codes != "canonical") throw Error("--codes = '" + a.codes + "' is not prepared or canonical");
+  const CodeLayout codes = parse_codes(a.codes);  // on every backend, before the problem is made
   const Layout layout = parse_or_throw(a.layout, "layout", parse_layout);
   Options options;
   options.layout = layout;
@@ -235,7 +235,7 @@ int run(const RunArgs& a) {
 
   double apply_s = 0.0;
   if (experts.backend() == Backend::cuda) {
-    apply_s = apply_on_gpu(experts, p, ws, out, a.codes == "prepared" ? CodeLayout::prepared : CodeLayout::canonical);
+    apply_s = apply_on_gpu(experts, p, ws, out, codes);
   } else {
     t0 = std::chrono::steady_clock::now();
     experts.apply(p.w13->view(), p.w2->view(), p.inputs(), {out.data(), 0}, ws1.data(), ws2.data());

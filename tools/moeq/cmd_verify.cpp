@@ -25,14 +25,9 @@ struct VerifyArgs {
   std::vector<std::string> codes{"prepared", "canonical"};
 };
 
-CodeLayout parse_codes(const std::string& text) {
-  if (text == "prepared") return CodeLayout::prepared;
-  if (text == "canonical") return CodeLayout::canonical;
-  throw Error("--codes " + text + " is not prepared or canonical");
-}
-
 int run_verify(const VerifyArgs& a) {
   const uint64_t seed = parse_seed(a.seed);
+  for (const std::string& codes : a.codes) parse_codes(codes);
   require_cuda_device("verify");
   std::vector<std::string> schemes = a.schemes;
   if (schemes.empty()) schemes = {"mxfp4", "nvfp4", "mxfp8", "fp8-channel", "fp8-block", "int4-g128", "int4-g64-zp", "int8-ch"};

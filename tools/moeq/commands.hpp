@@ -13,6 +13,7 @@
 #include "cuda/driver.hpp"
 #include "jit/compiler.hpp"
 #include "moeq/error.hpp"
+#include "moeq/weights.hpp"
 
 namespace moeq::cli {
 
@@ -42,6 +43,13 @@ inline uint64_t parse_seed(const std::string& text) {
   // NOTE: 20 digits may still exceed 2^64 - 1; the wide comparison catches it.
   if (digits && (text.size() < 20 || text <= "18446744073709551615")) return std::stoull(text);
   throw Error("--seed = '" + text + "' is not an integer in 0 .. 18446744073709551615");
+}
+
+// `--codes`'s value: the GPU weight code layout (prepared by moeq::prepare_codes, or canonical).
+inline CodeLayout parse_codes(const std::string& text) {
+  if (text == "prepared") return CodeLayout::prepared;
+  if (text == "canonical") return CodeLayout::canonical;
+  throw Error("--codes = '" + text + "' is not prepared or canonical");
 }
 
 // A count option (`--trials`, `--iterations`, ...) of at least `least`: 0 trials would take the median of none,
