@@ -120,8 +120,6 @@ expect "tune --update of another layer" 1 'is the table of "E=8 some other layer
 expect "tune --update illegal" 1 "--update $tmp/mismatched.json cannot serve .*block_m = 16" -- \
   "$moeq" tune --preset tiny --update "$tmp/mismatched.json"
 expect "tune -M 0" 1 "--tokens: M = 0 is not a token count" -- "$moeq" tune --preset tiny -M 4 0
-expect "tune --steps --layout masked" 1 "--steps times the step on indexed input; --layout = \"masked\" cannot be timed that way" -- \
-  "$moeq" tune --preset tiny --steps --layout masked
 # A layer with no preset, from a JSON file of the presets' format: odd sizes, E not a power of two.
 cat >"$tmp/odd.json" <<'JSON'
 {"name": "odd-layer", "num_experts": 5, "top_k": 2, "hidden_size": 160, "intermediate_size": 96,
