@@ -252,16 +252,20 @@ tune_update_tables() {
 
 # steps_old_new PRESET SCHEME "M ..." NEW_TABLE FILE: whole steps with the shipped table (O) and NEW_TABLE (N), O N N O,
 # appended to out/FILE; a round that would start past STEPS_DEADLINE seconds (default 540) is skipped. Without a shipped
-# table, O is the planner's rules. Each round stops after STEPS_TIMEOUT seconds (default 60).
+# table file, O has no --tuning (the binary's embedded table, else the planner's rules). Each round stops after STEPS_TIMEOUT seconds (default 60).
 steps_old_new() {
   local who table
   for who in O N N O; do
     [ $(($(date +%s) - t0)) -gt "${STEPS_DEADLINE:-540}" ] && { echo "skipped steps $1 $2 $who: no time left"; continue; }
     table="$root/tuning/sm_90/${1}_${2}.json"
     [ "$who" = N ] && table="$4"
-    # NOTE: without a shipped table, O is the planner's rules (no --tuning).
+    # NOTE: without a shipped table file, O runs with no --tuning: the planner's rules, unless the binary embeds
+    # a table for the layer (then O is that table). A missing new table is an error, never a silent O.
     local tuning_args=(--tuning "$table")
-    [ -f "$table" ] || tuning_args=()
+    if [ ! -f "$table" ]; then
+      [ "$who" = N ] && { echo "steps $1 $2: the new table $4 is missing"; return 1; }
+      tuning_args=()
+    fi
     # shellcheck disable=SC2086
     timeout "${STEPS_TIMEOUT:-60}" "$build/moeq" bench --trials 5 --kernel layer --preset "$1" --scheme "$2" -M $3 \
       "${tuning_args[@]}" >"$out/o.tmp" 2>&1

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Session 47, call 2: `moeq tune` of Mixtral-8x7B FP8-block (no table yet), then whole steps O N N O of both new
 # Mixtral tables against the planner's rules (O), MXFP4's from call 1 (v139) in TABLES.
+# NOTE: written before these tables were shipped (23a61ac): on a later tree O is the shipped table, the same as N.
 # Usage: v140_mixtral_tables.sh BUILD TABLES   (env OUT, MOEQ_CACHE_DIR)
 . "$(dirname "$0")/evidence_lib.sh"
 device_setup "$1"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Session 47, call 4: DeepSeek-V3 INT4-g128 table past M = 1024 (`moeq tune --update` of call 3's table in TABLES at
 # M = 2048 and 4096), then whole steps O N N O against the planner's rules at M = 1, 2, 256, 1024.
+# NOTE: written before these tables were shipped (23a61ac): on a later tree O is the shipped table, the same as N.
 # Usage: v141_deepseek_int4.sh BUILD TABLES   (env OUT, MOEQ_CACHE_DIR)
 . "$(dirname "$0")/evidence_lib.sh"
 device_setup "$1"
