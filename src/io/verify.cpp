@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
+#include <string>
 
 #include "cuda/driver.hpp"
 #include "io/device_problem.hpp"
@@ -84,7 +86,7 @@ std::string VerifyCase::label() const {
 struct GpuVerifier::State {
   VerifyCase c;
   HostProblem p;
-  DeviceProblem dev;
+  std::map<CodeLayout, DeviceProblem> uploads;  // made on first use, one per code layout
   std::vector<double> oracle;  // [M, K] or [E, T, K]
 };
 
@@ -98,18 +100,27 @@ GpuVerifier::GpuVerifier(const VerifyCase& c) : state_(std::make_unique<State>()
   state_->p = generate_problem(c.desc, g);
   if (c.edit) c.edit(state_->p);
   const HostProblem& p = state_->p;
-  state_->dev = upload_problem(p, c.codes);
+  state_->uploads.emplace(c.codes, upload_problem(p, c.codes));
   state_->oracle = oracle_of(p);
 }
 
 GpuVerifier::~GpuVerifier() = default;
 
-VerifyResult GpuVerifier::run(const Options& base_options) const {
+VerifyResult GpuVerifier::run(const Options& options) const {
+  return run_as(options, state_->c.layout, state_->c.codes);
+}
+
+VerifyResult GpuVerifier::run_as(const Options& base_options, Layout layout, CodeLayout codes) const {
   const HostProblem& p = state_->p;
-  const DeviceProblem& dev = state_->dev;
+  if ((layout == Layout::masked) != p.is_batched())
+    throw Error("internal: layout " + std::string(to_string(layout)) + " cannot run the " +
+                (p.is_batched() ? "batched" : "standard") + " problem of " + state_->c.label());
+  auto upload = state_->uploads.find(codes);
+  if (upload == state_->uploads.end()) upload = state_->uploads.emplace(codes, upload_problem(p, codes)).first;
+  const DeviceProblem& dev = upload->second;
   const ExpertsDesc& d = p.desc;
   Options options = base_options;
-  options.layout = state_->c.layout;
+  options.layout = layout;
   options.backend = Backend::cuda;
   const Experts experts(d, options);
   const bool batched = p.is_batched();

@@ -64,6 +64,10 @@ class GpuVerifier {
   explicit GpuVerifier(const VerifyCase& c);
   ~GpuVerifier();
   VerifyResult run(const Options& options) const;
+  // The same problem and oracle in another layout that takes the same input (indexed, contiguous
+  // and auto a standard batch, masked a batched one) and another code layout, uploaded once each:
+  // what verify_on_gpu gives for the case with that layout and codes (`moeq verify` shares them).
+  VerifyResult run_as(const Options& options, Layout layout, CodeLayout codes) const;
 
  private:
   struct State;

@@ -120,6 +120,8 @@ expect "tune --update of another layer" 1 'is the table of "E=8 some other layer
 expect "tune --update illegal" 1 "--update $tmp/mismatched.json cannot serve .*block_m = 16" -- \
   "$moeq" tune --preset tiny --update "$tmp/mismatched.json"
 expect "tune -M 0" 1 "--tokens: M = 0 is not a token count" -- "$moeq" tune --preset tiny -M 4 0
+expect "tune --steps --layout masked" 1 "--steps times the step on indexed input; --layout = \"masked\" cannot be timed that way" -- \
+  "$moeq" tune --preset tiny --steps --layout masked
 # A layer with no preset, from a JSON file of the presets' format: odd sizes, E not a power of two.
 cat >"$tmp/odd.json" <<'JSON'
 {"name": "odd-layer", "num_experts": 5, "top_k": 2, "hidden_size": 160, "intermediate_size": 96,
@@ -170,6 +172,8 @@ expect "info bad layout" 1 "--layout = 'sideways' is unknown" -- "$moeq" info --
 expect "run --codes" 1 "--codes = 'nope' is not prepared or canonical" -- "$moeq" run --preset tiny -M 3 --codes nope
 expect "bench --codes" 1 "--codes = 'nope' is not prepared or canonical" -- "$moeq" bench --kernel layer --preset tiny -M 3 --codes nope
 expect "verify --codes" 1 "--codes = 'nope' is not prepared or canonical" -- "$moeq" verify --preset tiny -M 3 --codes nope
+expect "verify --layout" 1 "--layout = 'sideways' is unknown \\(indexed, contiguous, masked or auto\\)" -- \
+  "$moeq" verify --preset tiny -M 3 --layout indexed sideways
 expect "run --seed -1" 1 "--seed = '-1' is not an integer in 0 .. 18446744073709551615" -- "$moeq" run --preset tiny --seed -1
 expect "run --seed 2^64" 1 "--seed = '18446744073709551616' is not" -- "$moeq" run --preset tiny --seed 18446744073709551616
 expect "run -o over --weights" 1 "--output = '.*' is the file --weights reads" -- \

@@ -2,6 +2,7 @@
 // against the reference before it is timed, written as a tuning table (include/moeq/tuning.hpp)
 // that `moeq run --tuning`, `moeq bench --tuning` and Options::tuning take.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -26,6 +27,7 @@
 #include "plan/workspace.hpp"
 #include "tools/moeq/commands.hpp"
 #include "tools/moeq/gemm_timing.hpp"
+#include "tools/moeq/layer_timing.hpp"
 
 namespace moeq::cli {
 namespace {
@@ -43,12 +45,27 @@ struct TuneArgs {
   int confirm_rounds = 3;
   double min_gain_pct = 1.0;
   std::string update;  // a table to merge the picks into ("" = a table of the picks alone)
+  bool steps = false;  // decide by whole steps (Experts::apply under a graph), not by the GEMMs' sum
 };
 
 struct Timed {
   std::string tile;
   double us = std::numeric_limits<double>::infinity();
 };
+
+// A block size's GEMM pair, with the GEMMs' times alone.
+struct BlockPick {
+  int64_t block = 0;
+  Timed gemm[2];
+};
+
+// Options that plan every M with one block size and GEMM pair (the whole step's timing of a contender).
+Options one_pair_options(int64_t block, const std::string& gemm1, const std::string& gemm2) {
+  Options o;
+  o.backend = Backend::cuda;
+  o.tuning.entries = {{0, plan::kTuningLastMaxM, block, gemm1, gemm2}};
+  return o;
+}
 
 
 // Whether `tile` runs the layer's experts step (both GEMMs on it) within the reference's bounds, in
@@ -67,9 +84,7 @@ class TileChecker {
     const std::string name = tile.to_string();
     const auto known = verdicts_.find(name);
     if (known != verdicts_.end()) return known->second;
-    Options o;
-    o.backend = Backend::cuda;
-    o.tuning.entries = {{0, plan::kTuningLastMaxM, tile.block_m, name, name}};
+    const Options o = one_pair_options(tile.block_m, name, name);
     if (verifiers_.empty()) {
       for (Layout layout : {Layout::indexed, Layout::masked}) {
         io::VerifyCase c{desc_, layout, tokens_, 1, 17};
@@ -119,6 +134,8 @@ int run_tune(const TuneArgs& a) {
   require_at_least("--iterations", a.iterations, 1);
   require_at_least("--check-tokens", a.check_tokens, 1);
   require_at_least("--confirm-rounds", a.confirm_rounds, 1);
+  if (a.steps && layout != Layout::indexed)
+    throw Error("--steps times the step on indexed input; --layout = \"" + a.layout + "\" cannot be timed that way");
   if (!(a.min_gain_pct >= 0.0 && a.min_gain_pct < 100.0))
     throw Error("--min-gain = " + std::to_string(a.min_gain_pct) + " is not a percentage in [0, 100)");
   // NOTE: checked now, written at the end: a tune takes minutes, and its table would be lost to a bad path.
@@ -185,9 +202,12 @@ int run_tune(const TuneArgs& a) {
   }
   std::fprintf(stderr, "tune: %s %s on %s (sm_%d%d), %zu candidate tiles\n", preset.name.c_str(), scheme.c_str(),
                info.name.c_str(), info.cc_major, info.cc_minor, candidates.size());
-  // planner / table / tuned: the GEMM pairs' medians over the confirm rounds (table: --update's
-  // entry at those rows, "-" where it has none); gain: the pick's over the better of the other two;
-  // kept: the config written (with --update, "table" and "planner" leave the table as it is).
+  // planner / table / tuned: the GEMM pairs' (with --steps the whole steps') medians over the confirm
+  // rounds (table: --update's entry at those rows, "-" where it has none); gain: the pick's over the
+  // better of the other two; kept: the config written (with --update, "table" and "planner" leave the
+  // table as it is).
+  if (a.steps)
+    std::fprintf(stderr, "tune: planner, table and tuned are whole steps (us; --steps), gemm1 and gemm2 the GEMMs alone\n");
   std::fprintf(stderr, "%6s %8s %6s  %-22s %9s  %-22s %9s  %9s %9s %9s %7s  %s\n", "M", "rows", "block", "gemm1", "us",
                "gemm2", "us", "planner", "table", "tuned", "gain", "kept");
 
@@ -213,16 +233,27 @@ int run_tune(const TuneArgs& a) {
       blocks.push_back(sizes[i]);
     int64_t best_block = 0;
     Timed best[2];
+    std::vector<BlockPick> block_picks;
     for (int64_t block : blocks) {
       Timed at_block[2];
+      std::map<std::string, std::array<double, 2>> tile_us;  // each tile's GEMM1 and GEMM2 times
       for (const cuda::GemmTile& tile : candidates) {
         if (tile.block_m != block || !checker.passes(tile)) continue;
         for (int g = 0; g < 2; ++g) {
           const double us = time_gemm(g == 1, tile);
+          tile_us[tile.to_string()][g] = us;
           if (us < at_block[g].us) at_block[g] = {tile.to_string(), us};
         }
       }
       if (at_block[0].tile.empty()) continue;
+      // With --steps, each of the two fastest tiles on both GEMMs too: the step's winner was such a pair
+      // where the GEMMs' own fastest pair was not (2026-12-05-h100-tables-mixtral-deepseek.md, call 7).
+      block_picks.push_back({block, {at_block[0], at_block[1]}});
+      if (a.steps && at_block[0].tile != at_block[1].tile)
+        for (const Timed& t : at_block) {
+          const auto& us = tile_us.at(t.tile);
+          block_picks.push_back({block, {{t.tile, us[0]}, {t.tile, us[1]}}});
+        }
       if (best_block == 0 || at_block[0].us + at_block[1].us < best[0].us + best[1].us) {
         best_block = block;
         best[0] = at_block[0];
@@ -238,12 +269,43 @@ int run_tune(const TuneArgs& a) {
     // tiles yet lost to the entry they replaced (bench/results/2026-12-03-h200-dense-tune.md).
     const TuningEntry* old_entry = base ? base->find(rows) : nullptr;
     std::vector<double> planner_runs, tuned_runs, table_runs;
-    for (int round = 0; round < a.confirm_rounds; ++round) {
-      planner_runs.push_back(time_gemm(false, planner_tiles[0]) + time_gemm(true, planner_tiles[1]));
-      tuned_runs.push_back(time_gemm(false, tuned_tiles[0]) + time_gemm(true, tuned_tiles[1]));
-      if (old_entry != nullptr)
-        table_runs.push_back(time_gemm(false, cuda::parse_gemm_tile(old_entry->gemm1_tile)) +
-                             time_gemm(true, cuda::parse_gemm_tile(old_entry->gemm2_tile)));
+    if (a.steps) {
+      // NOTE: whole steps, because the GEMMs' sum misjudges two-CTA tiles inside the graph-launched
+      // step (a pick's GEMMs 15.5% faster than an `/o2` entry's, its step 2.0% slower:
+      // bench/results/2026-12-05-h100-side-by-side.md), and the step's winner can sit in another
+      // block size than the GEMMs' (2026-12-05-h100-tables-mixtral-deepseek.md, call 7): every
+      // searched block's pairs are contenders, picked by their steps.
+      Options planner_options;
+      planner_options.backend = Backend::cuda;
+      planner_options.shipped_tuning = false;
+      auto step_us = [&](const Options& o) {
+        return time_experts_layer(d, o, M, info.l2_bytes, a.iterations, a.trials, stream.get()).us;
+      };
+      std::vector<std::vector<double>> pick_runs(block_picks.size());
+      for (int round = 0; round < a.confirm_rounds; ++round) {
+        planner_runs.push_back(step_us(planner_options));
+        for (size_t i = 0; i < block_picks.size(); ++i)
+          pick_runs[i].push_back(step_us(one_pair_options(block_picks[i].block, block_picks[i].gemm[0].tile,
+                                                          block_picks[i].gemm[1].tile)));
+        if (old_entry != nullptr)
+          table_runs.push_back(
+              step_us(one_pair_options(old_entry->block_m, old_entry->gemm1_tile, old_entry->gemm2_tile)));
+      }
+      size_t fastest = 0;
+      for (size_t i = 1; i < block_picks.size(); ++i)
+        if (median(pick_runs[i]) < median(pick_runs[fastest])) fastest = i;
+      best_block = block_picks[fastest].block;
+      best[0] = block_picks[fastest].gemm[0];
+      best[1] = block_picks[fastest].gemm[1];
+      tuned_runs = pick_runs[fastest];
+    } else {
+      for (int round = 0; round < a.confirm_rounds; ++round) {
+        planner_runs.push_back(time_gemm(false, planner_tiles[0]) + time_gemm(true, planner_tiles[1]));
+        tuned_runs.push_back(time_gemm(false, tuned_tiles[0]) + time_gemm(true, tuned_tiles[1]));
+        if (old_entry != nullptr)
+          table_runs.push_back(time_gemm(false, cuda::parse_gemm_tile(old_entry->gemm1_tile)) +
+                               time_gemm(true, cuda::parse_gemm_tile(old_entry->gemm2_tile)));
+      }
     }
     const double planner_us = median(planner_runs), tuned_us = median(tuned_runs);
     const double table_us = old_entry != nullptr ? median(table_runs) : std::numeric_limits<double>::infinity();
@@ -321,6 +383,11 @@ Action add_tune_command(CLI::App& app) {
                   "Keep the pick only when it beats the planner's tiles (and with --update the table's entry) by this "
                   "many percent in the confirm rounds")
       ->capture_default_str();
+  cmd->add_flag("--steps", a->steps,
+                 "Decide by whole steps (Experts::apply under a CUDA graph, as `moeq bench --kernel layer`): for each "
+                 "block size searched its fastest GEMM1 and GEMM2 tiles as a pair and each on both GEMMs, the "
+                 "planner's tiles and with --update the table's entry, each timed as the step over the confirm "
+                 "rounds (indexed layout only)");
   cmd->add_option("--update", a->update,
                   "Merge the picks into this table (JSON, the layer's): each kept pick takes the rows from the nearest "
                   "sampled M, power of two or range end below its own; where the planner's tiles beat the table's "
