@@ -148,7 +148,9 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
   std::vector<GemmTile> direct_tiles = planner_tiles(WeightFormat::fp8_channel);
   for (const GemmTile& tile : gemm_tile_candidates()) direct_tiles.push_back(tile);
   for (const GemmTile& tile : direct_tiles) {
-    if (!tile.direct || std::find(depths.begin(), depths.end(), tile.stages) != depths.end()) continue;
+    if (!tile.direct || std::find(depths.begin(), depths.end(), tile.stages) != depths.end() ||
+        !gemm_tile_reasons(tile, fp8).empty())  // rings past 4 deep hold 4-bit codes only
+      continue;
     if (depths.empty()) add(fp8, DType::bf16, tile, false, GemmInput::row_scaled_e4m3);
     depths.push_back(tile.stages);
     add(fp8, DType::bf16, tile, true, GemmInput::row_scaled_e4m3);

@@ -172,6 +172,8 @@ expect "info bad layout" 1 "--layout = 'sideways' is unknown" -- "$moeq" info --
 expect "run --codes" 1 "--codes = 'nope' is not prepared or canonical" -- "$moeq" run --preset tiny -M 3 --codes nope
 expect "bench --codes" 1 "--codes = 'nope' is not prepared or canonical" -- "$moeq" bench --kernel layer --preset tiny -M 3 --codes nope
 expect "verify --codes" 1 "--codes = 'nope' is not prepared or canonical" -- "$moeq" verify --preset tiny -M 3 --codes nope
+expect "verify --tuning" 1 "tuning table: cannot read /nonexistent/t.json" -- \
+  "$moeq" verify --preset tiny -M 3 --tuning /nonexistent/t.json
 expect "verify --layout" 1 "--layout = 'sideways' is unknown \\(indexed, contiguous, masked or auto\\)" -- \
   "$moeq" verify --preset tiny -M 3 --layout indexed sideways
 expect "run --seed -1" 1 "--seed = '-1' is not an integer in 0 .. 18446744073709551615" -- "$moeq" run --preset tiny --seed -1

@@ -348,7 +348,9 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
       if (!plan.all_tiles && !few_tiles_tile && !selected) continue;
       // 512-channel tiles take MX weights with K % 64 == 0 only (gemm_tile_reasons; WideTiles* below); `/t` tiles
       // K % 64 == 0 (this case's K = 352 schemes run their twins, MmaOrderTokensEqualTheirPermutedTile the rest).
-      if ((tile.block_n == 512 || tile.mma_order_tokens) && !cuda::gemm_tile_reasons(tile, c.w).empty()) continue;
+      // Direct rings past 4 deep hold 4-bit codes only (CandidatesAndPlannerTilesAreLegalForEveryFormat).
+      if ((tile.block_n == 512 || tile.mma_order_tokens || tile.direct) && !cuda::gemm_tile_reasons(tile, c.w).empty())
+        continue;
       if (selected) std::printf("candidate %s %s\n", plan.scheme, text.c_str());
       // M = 250: ~190 rows per expert, whole blocks of 48 to 144 rows and a part one.
       for (int64_t M : {int64_t{1}, int64_t{45}, int64_t{tile.block_m >= 48 ? 250 : 0}}) {

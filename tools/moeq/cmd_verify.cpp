@@ -10,6 +10,7 @@
 #include "io/presets.hpp"
 #include "io/verify.hpp"
 #include "moeq/error.hpp"
+#include "moeq/tuning.hpp"
 #include "tools/moeq/commands.hpp"
 
 namespace moeq::cli {
@@ -24,6 +25,7 @@ struct VerifyArgs {
   std::vector<int64_t> tokens{1, 7, 129, 300};
   std::string seed = "0";
   std::vector<std::string> codes{"prepared", "canonical"};
+  std::string tuning;  // a tuning table (JSON, `moeq tune`) in place of the shipped one; empty: the shipped one
 };
 
 int run_verify(const VerifyArgs& a) {
@@ -37,6 +39,9 @@ int run_verify(const VerifyArgs& a) {
     if (!layout) throw Error("--layout = '" + name + "' is unknown (indexed, contiguous, masked or auto)");
     (*layout == Layout::masked ? batched_layouts : standard_layouts).emplace_back(name, *layout);
   }
+  // The table is read before the GPU is looked for: a bad path is an error on any machine.
+  Options options;
+  if (!a.tuning.empty()) options.tuning = TuningTable::load(a.tuning);
   require_cuda_device("verify");
   std::vector<std::string> schemes = a.schemes;
   if (schemes.empty()) schemes = {"mxfp4", "nvfp4", "mxfp8", "fp8-channel", "fp8-block", "int4-g128", "int4-g64-zp", "int8-ch"};
@@ -63,7 +68,7 @@ int run_verify(const VerifyArgs& a) {
           const io::GpuVerifier verifier(c);
           for (size_t i = 0; i < code_layouts.size(); ++i)
             for (const auto& [layout_name, layout] : *layouts) {
-              const io::VerifyResult r = verifier.run_as(Options{}, layout, code_layouts[i]);
+              const io::VerifyResult r = verifier.run_as(options, layout, code_layouts[i]);
               ++total;
               failed += !r.passed;
               std::printf("%-6s %-56s %-11s %6lld %-9s %10.3e %9.3f%%\n", r.passed ? "pass" : "FAIL",
@@ -87,6 +92,8 @@ Action add_verify_command(CLI::App& app) {
   cmd->add_option("--activation", a->activations, "Activations")->capture_default_str();
   cmd->add_option("--tokens,-M", a->tokens, "Token counts")->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed")->capture_default_str();
+  cmd->add_option("--tuning", a->tuning,
+                  "A tuning table (JSON, `moeq tune`) in place of the shipped one (M it does not cover: the planner's rules)");
   cmd->add_option("--codes", a->codes, "Weight code layouts: prepared (moeq::prepare_codes), canonical")
       ->capture_default_str();
   return [a] { return run_verify(*a); };
