@@ -90,7 +90,7 @@ std::vector<GemmTile> gemm_tile_candidates() {
                            // direct loads into registers (GEMM v13)
                            "8x128/1x4x1/2/r", "8x128/1x4x1/4/r", "8x64/1x2x2/4/r", "8x64/1x2x2/2/r", "8x256/1x8x1/4/r", "8x64/1x4x1/2/r", "8x32/1x1x4/2/r", "8x128/1x4x1/4/o4/r", "8x32/1x1x4/4/o4/r",
                            "16x128/1x4x1/2/r",
-                           // deeper rings and K-group warps where few experts' weights stream over a long K (session 48:
+                           // deeper rings and more warps where few experts' weights stream over a long K (session 48:
                            // Mixtral-8x7B MXFP4 M = 1 GEMM2 35.9 -> 25.7 us on the 8-deep ring); 4-bit codes only past 4 deep
                            "8x32/1x1x4/6/r", "8x32/1x1x4/8/r", "8x32/1x2x4/4/r", "8x64/1x2x2/8/r", "8x128/1x4x1/8/r",
                            "16x128/1x4x1/4/r", "16x128/1x4x1/8/r", "16x64/1x4x1/4/r", "16x64/1x2x2/4/r",
