@@ -102,8 +102,7 @@ TEST(GemmTiles, CandidatesAndPlannerTilesAreLegalForEveryFormat) {
         continue;
       }
       // Direct rings of more than 256 bytes a lane: 4-bit codes only (16 bytes per 16-channel tile and stage, 8-bit 32).
-      const bool eight_bit = f == WeightFormat::mxfp8 || f == WeightFormat::fp8_channel ||
-                             f == WeightFormat::fp8_block || f == WeightFormat::int8;
+      const bool eight_bit = dtype_bits(weight_format_code_dtype(f)) == 8;
       if (t.direct && eight_bit && t.block_n / t.warps_n / 16 * 32 * t.stages > 256) {
         EXPECT_FALSE(reasons.empty()) << t.to_string();
         continue;
