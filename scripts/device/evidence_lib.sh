@@ -286,3 +286,39 @@ clocks_start() {
 }
 clocks_mark() { echo "$(date +%Y/%m/%d\ %H:%M:%S.%N) $1" >>"$out/phases.txt"; }
 clocks_stop() { kill "$clocks_pid" 2>/dev/null; wait "$clocks_pid" 2>/dev/null; }
+
+# layer_steps TABLE PRESET SCHEME "M ..." "ORDER": whole steps (`moeq bench --kernel layer`, 5 trials) appended to
+# steps.txt as "TABLE WHO preset scheme M us MB %copy", one process per letter of ORDER: O = $old_build, N = $build,
+# Z = $build with MOEQ_SELF_ROUTE=0. TABLE planner adds --no-shipped-tuning (shipped: the shipped tables).
+layer_steps() {
+  local flags="" who bin self
+  [ "$1" = planner ] && flags="--no-shipped-tuning"
+  for who in $5; do
+    bin="$build/moeq" self=1
+    [ "$who" = O ] && bin="$old_build/moeq"
+    [ "$who" = Z ] && self=0
+    # shellcheck disable=SC2086
+    MOEQ_SELF_ROUTE=$self timeout 60 "$bin" bench --trials 5 --kernel layer $flags --preset "$2" --scheme "$3" -M $4 \
+      >"$out/o.tmp" 2>&1
+    grep -E '^layer  [a-z]' "$out/o.tmp" | grep -v '^layer  preset' |
+      awk -v w="$who" -v t="$1" '{print t, w, $2, $3, $4, $5, $6, $8}' >>"$out/steps.txt"
+    grep -E "^copy" "$out/o.tmp" | head -1
+  done
+  echo "steps $1 $2 $3 $(($(date +%s) - t0)) s"
+}
+
+# layer_verify "PRESET SCHEME M ..." ...: `moeq verify` (silu) of each job with $build into verify.txt, then the
+# pass count and any failure.
+layer_verify() {
+  local job p s
+  for job in "$@"; do
+    # shellcheck disable=SC2086
+    set -- $job
+    p="$1" s="$2"
+    shift 2
+    timeout 100 "$build/moeq" verify --preset "$p" --scheme "$s" --activation silu -M "$@" >>"$out/verify.txt" 2>&1
+    echo "verify $p $s rc=$? $(($(date +%s) - t0)) s"
+  done
+  grep -cE "^pass" "$out/verify.txt"
+  grep -E "^FAIL" "$out/verify.txt" | head
+}

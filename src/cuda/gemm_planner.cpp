@@ -46,6 +46,15 @@ bool gemm_alt_fewer_waves(WeightFormat format, DType act_dtype, int64_t num_slot
   return false;
 }
 
+int gemm_few_ctas_ring(WeightFormat format, int64_t num_slots, int64_t top_k, int64_t num_experts, int64_t n,
+                       int64_t k, int num_sms) {
+  if (dtype_bits(weight_format_code_dtype(format)) != 4 || !gemm_few_ctas(num_slots, n, num_sms)) return 0;
+  const int64_t tiles_per_k_group = (k + 63) / 64 / 4;  // the few-rows tile's 4 K groups
+  const double ctas_per_sm =
+      expected_row_blocks(num_slots, top_k, num_experts) * static_cast<double>((n + 31) / 32) / std::max(num_sms, 1);
+  return ctas_per_sm <= 2.0 && tiles_per_k_group >= 32 ? 8 : 0;
+}
+
 bool gemm_mx_pass_scales(WeightFormat format, DType act_dtype, int64_t k) {
   return format == WeightFormat::mxfp4 && act_dtype == DType::bf16 && k % 128 == 0;
 }
@@ -60,11 +69,12 @@ GemmTile gemm_tile_for_channels(WeightFormat format, DType act_dtype, int block_
                                 int64_t n, int64_t k, int64_t num_experts, int num_sms) {
   return gemm_tile_for(format, block_m, num_slots, gemm_few_ctas(num_slots, n, num_sms),
                        gemm_alt_fewer_waves(format, act_dtype, num_slots, top_k, num_experts, n, num_sms),
-                       gemm_mx_pass_scales(format, act_dtype, k));
+                       gemm_mx_pass_scales(format, act_dtype, k),
+                       gemm_few_ctas_ring(format, num_slots, top_k, num_experts, n, k, num_sms));
 }
 
 GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool few_ctas, bool alt_fewer_waves,
-                       bool mx_pass_scales) {
+                       bool mx_pass_scales, int few_ctas_ring) {
   // PERF: the fastest candidate per regime on the H200, Qwen3-30B-A3B GEMM1 (GEMM v4 sweeps,
   // bench/results/2026-11-30-h200-gemm-v4.md, docs/perf-notes.md):
   // - few routed rows (<= kFewRoutedRows, e.g. M = 1-4 at top_k 8) in 8-row blocks: few CTAs,
@@ -123,6 +133,7 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
   //   at M = 1 the worst), GEMM2 FP8-block M = 2 14.8 -> 10.7; DeepSeek-V3 M = 1 GEMM1 FP8-block
   //   79.4 -> 59.6, INT4 51.6 -> 43.9, MXFP4 43.4 either way.
   // - GEMM v15: where those few rows make few CTAs (gemm_few_ctas), 32 channels in 4 K groups.
+  //   Session 48: with 4-bit codes and long K groups, a deeper ring (gemm_few_ctas_ring).
   // - GEMM v16: INT4 takes the 4-deep ring, issued two tiles at a time (kernels/moe_gemm_direct.cuh),
   //   capped at 127 registers (4 CTAs per SM; 140 uncapped), except where the 2-deep tile's grid
   //   is one wave (narrowed in GEMM v19, below). Call D of bench/results/2026-12-01-h200-gemm-v16.md,
@@ -169,7 +180,11 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
         text = format == WeightFormat::mxfp4 && alt_fewer_waves ? "8x256/1x4x1/2/r" : "8x128/1x4x1/2/r";
       }
     } else if (few_ctas) {
-      text = int4 ? "8x32/1x1x4/4/o4/r" : "8x32/1x1x4/2/r";
+      if (four_bit && few_ctas_ring == 8) {
+        text = "8x32/1x1x4/8/r";
+      } else {
+        text = int4 ? "8x32/1x1x4/4/o4/r" : "8x32/1x1x4/2/r";
+      }
     } else {
       text = "8x64/1x2x2/2/r";
     }
@@ -207,12 +222,14 @@ std::vector<GemmTile> planner_tiles(WeightFormat format) {
     for (int64_t rows : {kFewRoutedRows, kFewRoutedRows + 1, kTileForAnyRows})
       for (bool few_ctas : {false, true})
         for (bool alt_fewer_waves : {false, true})
-          for (bool mx_pass_scales : {false, true}) {
-            const GemmTile t = gemm_tile_for(format, static_cast<int>(block_m), rows, few_ctas, alt_fewer_waves, mx_pass_scales);
-            const bool seen =
-                std::any_of(tiles.begin(), tiles.end(), [&](const GemmTile& o) { return o.to_string() == t.to_string(); });
-            if (!seen) tiles.push_back(t);
-          }
+          for (bool mx_pass_scales : {false, true})
+            for (int ring : {0, 8}) {
+              const GemmTile t =
+                  gemm_tile_for(format, static_cast<int>(block_m), rows, few_ctas, alt_fewer_waves, mx_pass_scales, ring);
+              const bool seen = std::any_of(tiles.begin(), tiles.end(),
+                                            [&](const GemmTile& o) { return o.to_string() == t.to_string(); });
+              if (!seen) tiles.push_back(t);
+            }
   return tiles;
 }
 

@@ -18,8 +18,9 @@ namespace moeq::cuda {
 // primary one, which would run more waves of CTAs.
 // mx_pass_scales (gemm_mx_pass_scales): MXFP4's many-rows 8-row tile is the 4-deep one, which reads
 // its scales per pass of 2 K tiles; ahead of alt_fewer_waves.
+// few_ctas_ring (gemm_few_ctas_ring): 8, the few-rows tile's 8-deep ring for 4-bit codes; 0 its default.
 GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool few_ctas = false,
-                       bool alt_fewer_waves = false, bool mx_pass_scales = false);
+                       bool alt_fewer_waves = false, bool mx_pass_scales = false, int few_ctas_ring = 0);
 // Whether num_slots routed rows (at most kFewRoutedRows), one 8-row block each at worst, over a
 // GEMM's n channels in 64-channel blocks make fewer than 2.5 CTAs per SM: then the planner's
 // few-rows tile for that GEMM is one of 32 channels and 4 K groups (twice the CTAs, a quarter of
@@ -75,6 +76,17 @@ bool gemm_alt_fewer_waves(WeightFormat format, DType act_dtype, int64_t num_slot
 // their K predicate (134 registers uncapped: 3 CTAs per SM, 3-14% slower; 128 under /o4, no spills):
 // Qwen3 GEMM1 M = 16 45.4 -> 42.9 us (76% of copy), M = 64 65.1 -> 60.9.
 bool gemm_mx_pass_scales(WeightFormat format, DType act_dtype, int64_t k);
+// Where the few-rows tile (gemm_few_ctas) holds 4-bit codes, the depth of its register ring: 8 where each of its 4 K
+// groups streams at least 32 K tiles and the expected CTAs are at most 2 per SM (the 8-deep ring's registers allow
+// 2), else 0 (the tile's default ring).
+// PERF (whole steps O N N O with `--no-shipped-tuning`, bench/results/2026-12-05-self-route-ring.md): H100, call 1,
+// Mixtral-8x7B M = 1 (GEMM2, K = 14336: 56 tiles a group, 1.9 CTAs per SM) MXFP4 111.6 -> 90.1 us, INT4 101.3 -> 90.5,
+// NVFP4 111.4 -> 109.6; H200, call 2 (this rule, beside a self-routed GEMM1), MXFP4 95.6 -> 78.8, INT4 87.8 -> 77.8.
+// A 6-deep ring for 8+ tiles over at most 4 CTAs per SM (session 48's GEMM sweep: Mixtral M = 2 GEMM2 34.7 against
+// 47.1 us) showed no step gain in call 1 (Mixtral M = 2 MXFP4 +8.4 us, NVFP4 +15.5, Qwen3-30B-A3B M = 1 +1.3), though
+// that binary also held a run-time word that cost on unchanged plans: left out until a step shows a gain.
+int gemm_few_ctas_ring(WeightFormat format, int64_t num_slots, int64_t top_k, int64_t num_experts, int64_t n,
+                       int64_t k, int num_sms);
 // gemm_tile_for a GEMM of n channels and depth k over num_experts experts, top_k per token, on the
 // current device (few_ctas and alt_fewer_waves from its SM count, mx_pass_scales from k): the tile
 // Experts::apply and `moeq bench` launch.

@@ -344,6 +344,29 @@ TEST(GemmTiles, FewCtasTakeTheNarrowKGroupTile) {
             cuda::gemm_tile_for(WeightFormat::mxfp4, 16, 8, false).to_string());
 }
 
+// The few-rows tile's ring: 8 deep for 4-bit codes over long K groups at up to 2 CTAs per SM, else the default
+// (gemm_few_ctas_ring's PERF: whole steps, session 49; the 6-deep ring showed no step gain).
+TEST(GemmTiles, FewCtasRingFollowsKGroupsAndCtasPerSm) {
+  const int sms = 132;
+  using cuda::gemm_few_ctas_ring;
+  const WeightFormat mxfp4 = WeightFormat::mxfp4, int4 = WeightFormat::int4;
+  EXPECT_EQ(gemm_few_ctas_ring(mxfp4, 2, 2, 8, 4096, 14336, sms), 8);  // Mixtral M = 1 GEMM2: 256 CTAs, 56 tiles
+  EXPECT_EQ(gemm_few_ctas_ring(mxfp4, 4, 2, 8, 4096, 14336, sms), 0);  // M = 2: ~3.5 experts, 3.4 CTAs per SM
+  EXPECT_EQ(gemm_few_ctas_ring(int4, 2, 2, 8, 4096, 14336, sms), 8);
+  EXPECT_EQ(gemm_few_ctas_ring(mxfp4, 4, 4, 128, 2880, 2880, sms), 0);  // gpt-oss-120b M = 1 GEMM2: 11 tiles
+  EXPECT_EQ(gemm_few_ctas_ring(mxfp4, 8, 8, 128, 1536, 2048, sms), 0);  // Qwen3 M = 1 GEMM1: 8 tiles
+  EXPECT_EQ(gemm_few_ctas_ring(WeightFormat::nvfp4, 2, 2, 8, 4096, 14336, sms), 8);
+  EXPECT_EQ(gemm_few_ctas_ring(WeightFormat::fp8_block, 2, 2, 8, 4096, 14336, sms), 0);  // 8-bit: 32-byte stages
+  EXPECT_EQ(gemm_few_ctas_ring(mxfp4, 8, 8, 256, 4096, 7168, sms), 0);   // not few CTAs (DeepSeek-V3 GEMM1)
+  EXPECT_EQ(gemm_few_ctas_ring(mxfp4, 2, 2, 8, 4096, 14336, 64), 0);      // 64 SMs: 4 CTAs per SM, too many for 8
+  EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 8, 2, true, false, true, 8).to_string(), "8x32/1x1x4/8/r");
+  EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 8, 4, true, false, true, 0).to_string(), "8x32/1x1x4/2/r");
+  EXPECT_EQ(cuda::gemm_tile_for(int4, 8, 2, true, false, false, 8).to_string(), "8x32/1x1x4/8/r");
+  EXPECT_EQ(cuda::gemm_tile_for(int4, 8, 4, true, false, false, 0).to_string(), "8x32/1x1x4/4/o4/r");
+  EXPECT_EQ(cuda::gemm_tile_for(WeightFormat::fp8_block, 8, 2, true, false, false, 8).to_string(), "8x32/1x1x4/2/r");
+  EXPECT_EQ(cuda::gemm_tile_for(mxfp4, 8, 2, false, false, true, 8).to_string(), "8x64/1x2x2/2/r");  // not few CTAs
+}
+
 // Uniform routing of top_k distinct experts per token: the expected experts hit.
 TEST(GemmTiles, ExpectedRowBlocks) {
   EXPECT_NEAR(cuda::expected_row_blocks(128, 8, 128), 128.0 * (1.0 - std::pow(120.0 / 128.0, 16.0)), 1e-9);  // 82.4

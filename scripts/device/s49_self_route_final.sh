@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Session 49's third call: the self-routed GEMM1 as its own kernel (MoeGemmCfg::kSelfRouted; call 2 found the run-time
+# word cost 0.6-6 us on steps that never self-route) and the planner's 8-deep few-CTAs ring, against HEAD without
+# either. GPU tests (self-routed bit equality, routing edge cases, graph capture, the warm-up test: no compile after
+# warm_up, which now lists the self-routed kernels), then whole steps O N Z Z N O (O = OLD_BUILD; Z = BUILD with MOEQ_SELF_ROUTE=0), shipped tables and the
+# planner's rules, then `moeq verify` on the changed paths.
+# Usage: s49_self_route_final.sh BUILD OLD_BUILD   (env OUT, MOEQ_CACHE_DIR)
+. "$(dirname "$0")/evidence_lib.sh"
+device_setup "$1"
+old_build="$2"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv,noheader
+{
+  timeout 150 "$build/moeq_gpu_tests" --gtest_filter='MoeGemmGpu.SelfRouted*:ExpertsGpu.OddShapesExpertMapAndBias:ExpertsGpu.BadRoutingValues*:ExpertsGpu.GraphCapture*'
+  echo "gpu tests rc=$?"
+  timeout 60 "$build/moeq_gpu_warmup_test"
+  echo "warmup test rc=$?"
+} >"$out/gpu_tests.txt" 2>&1
+echo "gpu tests $(($(date +%s) - t0)) s"
+grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|rc=" "$out/gpu_tests.txt" | head -12
+layer_steps shipped qwen3-30b-a3b mxfp4 "1 2 16" "O N Z Z N O"
+layer_steps shipped qwen3-30b-a3b int4-g128 "1 2 16" "O N Z Z N O"
+layer_steps shipped qwen3-30b-a3b mxfp4:fp8-token "1 2" "O N Z Z N O"
+layer_steps shipped gpt-oss-120b mxfp4 "1 2 16" "O N Z Z N O"
+layer_steps shipped mixtral-8x7b mxfp4 "1 2 4" "O N Z Z N O"
+layer_steps planner mixtral-8x7b mxfp4 "1 2 4" "O N Z Z N O"
+layer_steps planner mixtral-8x7b nvfp4 "1 2" "O N Z Z N O"
+layer_steps planner mixtral-8x7b int4-g128 "1" "O N Z Z N O"
+layer_verify "mixtral-8x7b nvfp4 1" "qwen3-30b-a3b int4-g128 1 2" "gpt-oss-120b mxfp4 1"
+rm -f "$out/o.tmp"
+echo "done $(($(date +%s) - t0)) s"
