@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Session 49's third call: the self-routed GEMM1 as its own kernel (MoeGemmCfg::kSelfRouted; call 2 found the run-time
-# word cost 0.6-6 us on steps that never self-route) and the planner's 8-deep few-CTAs ring, against HEAD without
-# either. GPU tests (self-routed bit equality, routing edge cases, graph capture, the warm-up test: no compile after
-# warm_up, which now lists the self-routed kernels), then whole steps O N Z Z N O (O = OLD_BUILD; Z = BUILD with MOEQ_SELF_ROUTE=0), shipped tables and the
+# The first device call of docs/experiments/2026-12-05-self-routed-kernel.patch (written for session 49's third call,
+# which found no machine): the self-routed GEMM1 as its own kernel (MoeGemmCfg::kSelfRouted; session 49's call 2 found
+# the run-time flag of the earlier version moved steps that never self-route by up to +6 us) against the commit the
+# patch applies to (OLD_BUILD). GPU tests (self-routed bit equality, routing edge cases, graph capture, the warm-up
+# test: no compile after warm_up, which now lists the self-routed kernels), then whole steps O N Z Z N O (O = OLD_BUILD;
+# Z = BUILD with MOEQ_SELF_ROUTE=0: route_fused's new wait order without self-routing), shipped tables and the
 # planner's rules, then `moeq verify` on the changed paths.
 # Usage: s49_self_route_final.sh BUILD OLD_BUILD   (env OUT, MOEQ_CACHE_DIR)
 . "$(dirname "$0")/evidence_lib.sh"

@@ -76,15 +76,16 @@ bool gemm_alt_fewer_waves(WeightFormat format, DType act_dtype, int64_t num_slot
 // their K predicate (134 registers uncapped: 3 CTAs per SM, 3-14% slower; 128 under /o4, no spills):
 // Qwen3 GEMM1 M = 16 45.4 -> 42.9 us (76% of copy), M = 64 65.1 -> 60.9.
 bool gemm_mx_pass_scales(WeightFormat format, DType act_dtype, int64_t k);
-// Where the few-rows tile (gemm_few_ctas) holds 4-bit codes, the depth of its register ring: 8 where each of its 4 K
-// groups streams at least 32 K tiles and the expected CTAs are at most 2 per SM (the 8-deep ring's registers allow
-// 2), else 0 (the tile's default ring).
+// Where the few-rows tile (gemm_few_ctas) holds MXFP4 or INT4 codes, the depth of its register ring: 8 where each of
+// its 4 K groups streams at least 32 K tiles and the expected CTAs are at most 2 per SM (the 8-deep ring's registers
+// allow 2), else 0 (the tile's default ring).
 // PERF (whole steps O N N O with `--no-shipped-tuning`, bench/results/2026-12-05-self-route-ring.md): H100, call 1,
-// Mixtral-8x7B M = 1 (GEMM2, K = 14336: 56 tiles a group, 1.9 CTAs per SM) MXFP4 111.6 -> 90.1 us, INT4 101.3 -> 90.5,
-// NVFP4 111.4 -> 109.6; H200, call 2 (this rule, beside a self-routed GEMM1), MXFP4 95.6 -> 78.8, INT4 87.8 -> 77.8.
-// A 6-deep ring for 8+ tiles over at most 4 CTAs per SM (session 48's GEMM sweep: Mixtral M = 2 GEMM2 34.7 against
-// 47.1 us) showed no step gain in call 1 (Mixtral M = 2 MXFP4 +8.4 us, NVFP4 +15.5, Qwen3-30B-A3B M = 1 +1.3), though
-// that binary also held a run-time word that cost on unchanged plans: left out until a step shows a gain.
+// Mixtral-8x7B M = 1 (GEMM2, K = 14336: 56 tiles a group, 1.9 CTAs per SM) MXFP4 111.6 -> 90.1 us, INT4 101.3 -> 90.5;
+// H200, call 2 (beside a self-routed GEMM1), MXFP4 95.6 -> 78.8, INT4 87.8 -> 77.8. NVFP4 is left out: 111.4 -> 109.6
+// (H100, inside its baseline's 2.8 us spread), 106.0 -> 106.4 (H200). A 6-deep ring for 8+ tiles over at most 4 CTAs
+// per SM (session 48's GEMM sweep: Mixtral M = 2 GEMM2 34.7 against 47.1 us) showed no step gain in call 1 (Mixtral
+// M = 2 MXFP4 +8.4 us, NVFP4 +15.5, Qwen3-30B-A3B M = 1 +1.3), though that binary also held a run-time flag that
+// moved unchanged plans by -0.4 to +1.5 us: left out until a step shows a gain.
 int gemm_few_ctas_ring(WeightFormat format, int64_t num_slots, int64_t top_k, int64_t num_experts, int64_t n,
                        int64_t k, int num_sms);
 // gemm_tile_for a GEMM of n channels and depth k over num_experts experts, top_k per token, on the
