@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The first device call of docs/experiments/2026-12-05-self-routed-kernel.patch (written for session 49's third call,
-# which found no machine): the self-routed GEMM1 as its own kernel (MoeGemmCfg::kSelfRouted; session 49's call 2 found
-# the run-time flag of the earlier version moved steps that never self-route by up to +6 us) against the commit the
-# patch applies to (OLD_BUILD). GPU tests (self-routed bit equality, routing edge cases, graph capture, the warm-up
+# which found no machine): the self-routed GEMM1 as its own kernel (MoeGemmCfg::kSelfRouted; in session 49's call 2,
+# steps that never self-route moved by up to +6 us with the earlier version, likely by its run-time flag) against the
+# commit the patch applies to (OLD_BUILD). GPU tests (self-routed bit equality, routing edge cases, graph capture, the warm-up
 # test: no compile after warm_up, which now lists the self-routed kernels), then whole steps O N Z Z N O (O = OLD_BUILD;
 # Z = BUILD with MOEQ_SELF_ROUTE=0: route_fused's new wait order without self-routing), shipped tables and the
 # planner's rules, then `moeq verify` on the changed paths.

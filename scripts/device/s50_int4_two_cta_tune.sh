@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Qwen3-30B-A3B INT4-g128 (the layer of the guide's bar) at 16-80 rows per expert, where its shipped table still holds
-# session 20-32 entries or gaps the planner serves (rows (1024, 2816]: M = 129-352, the planner's 24- and 32-row direct
-# tiles), while the MXFP4 table took the two-CTA `24x256/1x8x1/4/o2/p/t` (session 45, -3 to -10% as steps) and 48-row
-# warp-specialized entries (sessions 46-47). The two-CTA tiles are legal INT4 candidates since session 43 but no INT4
-# table was tuned with them. Anchors of session 36 (H200): INT4 GEMM1 at M = 256 / 1024 was 1.22x / 1.23x Humming's.
+# Qwen3-30B-A3B INT4-g128 (the layer of the guide's bar) at 10-40 rows per expert (M = 160-640), where its shipped
+# table still holds session 20-32 entries or gaps the planner serves (rows (1024, 2816]: M = 129-352, the planner's 24-
+# and 32-row direct tiles), while the MXFP4 table took the two-CTA `24x256/1x8x1/4/o2/p/t` (session 45, whole steps on
+# an H100: Qwen3 MXFP4 -5.4% at M = 256, even at 160 / 384; gpt-oss-120b -2.0% to -8.5%) and 48-row warp-specialized
+# entries (sessions 46-47). The two-CTA tiles are legal INT4 candidates since session 43 but no INT4 table was tuned
+# with them. Session 30's anchors (H200): INT4 GEMM1 at M = 256 / 1024 was 1.22x / 1.23x Humming's.
 # `moeq tune --steps --update` over every legal candidate at the rows' M, then whole steps O N N O (O: the shipped
 # table, N: the updated one through `--tuning`) and `moeq verify --tuning` of the updated table.
-# Prediction: at M = 160-384 the two-CTA tile wins as it did for MXFP4 (-3 to -10% a step); M >= 512 within 2%.
+# Prediction: the two-CTA tile wins at M = 192-320 as it did for MXFP4 at 256 (~-5% a step); M >= 512 within 2%.
 # Usage: s50_int4_two_cta_tune.sh BUILD   (env OUT, MOEQ_CACHE_DIR)
 . "$(dirname "$0")/evidence_lib.sh"
 device_setup "$1"

@@ -134,7 +134,7 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
   //   at M = 1 the worst), GEMM2 FP8-block M = 2 14.8 -> 10.7; DeepSeek-V3 M = 1 GEMM1 FP8-block
   //   79.4 -> 59.6, INT4 51.6 -> 43.9, MXFP4 43.4 either way.
   // - GEMM v15: where those few rows make few CTAs (gemm_few_ctas), 32 channels in 4 K groups.
-  //   Session 48: with 4-bit codes and long K groups, a deeper ring (gemm_few_ctas_ring).
+  //   Session 49: with MXFP4 or INT4 codes and long K groups, the 8-deep ring (gemm_few_ctas_ring).
   // - GEMM v16: INT4 takes the 4-deep ring, issued two tiles at a time (kernels/moe_gemm_direct.cuh),
   //   capped at 127 registers (4 CTAs per SM; 140 uncapped), except where the 2-deep tile's grid
   //   is one wave (narrowed in GEMM v19, below). Call D of bench/results/2026-12-01-h200-gemm-v16.md,

@@ -18,7 +18,8 @@ namespace moeq::cuda {
 // primary one, which would run more waves of CTAs.
 // mx_pass_scales (gemm_mx_pass_scales): MXFP4's many-rows 8-row tile is the 4-deep one, which reads
 // its scales per pass of 2 K tiles; ahead of alt_fewer_waves.
-// few_ctas_ring (gemm_few_ctas_ring): 8, the few-rows tile's 8-deep ring for 4-bit codes; 0 its default.
+// few_ctas_ring (gemm_few_ctas_ring): 8, the few-rows tile's 8-deep ring (any 4-bit codes here; the planner's rule
+// asks for it for MXFP4 and INT4 only); 0 its default.
 GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool few_ctas = false,
                        bool alt_fewer_waves = false, bool mx_pass_scales = false, int few_ctas_ring = 0);
 // Whether num_slots routed rows (at most kFewRoutedRows), one 8-row block each at worst, over a
@@ -82,10 +83,11 @@ bool gemm_mx_pass_scales(WeightFormat format, DType act_dtype, int64_t k);
 // PERF (whole steps O N N O with `--no-shipped-tuning`, bench/results/2026-12-05-self-route-ring.md): H100, call 1,
 // Mixtral-8x7B M = 1 (GEMM2, K = 14336: 56 tiles a group, 1.9 CTAs per SM) MXFP4 111.6 -> 90.1 us, INT4 101.3 -> 90.5;
 // H200, call 2 (beside a self-routed GEMM1), MXFP4 95.6 -> 78.8, INT4 87.8 -> 77.8. NVFP4 is left out: 111.4 -> 109.6
-// (H100, inside its baseline's 2.8 us spread), 106.0 -> 106.4 (H200). A 6-deep ring for 8+ tiles over at most 4 CTAs
-// per SM (session 48's GEMM sweep: Mixtral M = 2 GEMM2 34.7 against 47.1 us) showed no step gain in call 1 (Mixtral
-// M = 2 MXFP4 +8.4 us, NVFP4 +15.5, Qwen3-30B-A3B M = 1 +1.3), though that binary also held a run-time flag that
-// moved unchanged plans by -0.4 to +1.5 us: left out until a step shows a gain.
+// (H100, less than its baseline pair's 2.8 us spread), 106.0 -> 106.4 (H200). A 6-deep ring for 8+ tiles over at most
+// 4 CTAs per SM (session 48's GEMM sweep: Mixtral M = 2 GEMM2 34.7 against 47.1 us) showed no clear step gain (Mixtral
+// M = 2 MXFP4 +8.4 us, NVFP4 +15.5, Qwen3-30B-A3B M = 1 +1.3; gpt-oss-120b M = 1 at most -0.6 against ~-2.7
+// predicted), though that binary also held the self-route patch's run-time flag and route_fused's new wait order
+// (unchanged plans moved by -0.4 to +1.5 us): left out until a step shows a gain.
 int gemm_few_ctas_ring(WeightFormat format, int64_t num_slots, int64_t top_k, int64_t num_experts, int64_t n,
                        int64_t k, int num_sms);
 // gemm_tile_for a GEMM of n channels and depth k over num_experts experts, top_k per token, on the
