@@ -12,6 +12,12 @@ namespace {
 
 bool device_has_wgmma(const DeviceInfo& device) { return device.cc_major == 9 && device.cc_minor == 0; }
 
+// The formats whose few-rows tile takes the 8-deep ring: MXFP4 and INT4 (NVFP4's step gained nothing measurable:
+// gemm_few_ctas_ring's PERF note). One place for the rule and the tile, so planner_tiles lists it only for them.
+bool few_ctas_deep_ring_format(WeightFormat format) {
+  return format == WeightFormat::mxfp4 || format == WeightFormat::int4;
+}
+
 }  // namespace
 
 bool gemm_few_ctas(int64_t num_slots, int64_t n, int num_sms) {
@@ -48,8 +54,7 @@ bool gemm_alt_fewer_waves(WeightFormat format, DType act_dtype, int64_t num_slot
 
 int gemm_few_ctas_ring(WeightFormat format, int64_t num_slots, int64_t top_k, int64_t num_experts, int64_t n,
                        int64_t k, int num_sms) {
-  // NOTE: MXFP4 and INT4: NVFP4's step gained nothing measurable (the PERF note).
-  if ((format != WeightFormat::mxfp4 && format != WeightFormat::int4) || !gemm_few_ctas(num_slots, n, num_sms)) return 0;
+  if (!few_ctas_deep_ring_format(format) || !gemm_few_ctas(num_slots, n, num_sms)) return 0;
   const int64_t tiles_per_k_group = (k + 63) / 64 / 4;  // the few-rows tile's 4 K groups
   const double ctas_per_sm =
       expected_row_blocks(num_slots, top_k, num_experts) * static_cast<double>((n + 31) / 32) / std::max(num_sms, 1);
@@ -181,7 +186,7 @@ GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool
         text = format == WeightFormat::mxfp4 && alt_fewer_waves ? "8x256/1x4x1/2/r" : "8x128/1x4x1/2/r";
       }
     } else if (few_ctas) {
-      if (four_bit && few_ctas_ring == 8) {
+      if (few_ctas_deep_ring_format(format) && few_ctas_ring == 8) {
         text = "8x32/1x1x4/8/r";
       } else {
         text = int4 ? "8x32/1x1x4/4/o4/r" : "8x32/1x1x4/2/r";

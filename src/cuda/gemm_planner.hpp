@@ -18,8 +18,8 @@ namespace moeq::cuda {
 // primary one, which would run more waves of CTAs.
 // mx_pass_scales (gemm_mx_pass_scales): MXFP4's many-rows 8-row tile is the 4-deep one, which reads
 // its scales per pass of 2 K tiles; ahead of alt_fewer_waves.
-// few_ctas_ring (gemm_few_ctas_ring): 8, the few-rows tile's 8-deep ring (any 4-bit codes here; the planner's rule
-// asks for it for MXFP4 and INT4 only); 0 its default.
+// few_ctas_ring (gemm_few_ctas_ring): 8, the few-rows tile's 8-deep ring (MXFP4 and INT4 only; other formats keep
+// their default); 0 its default.
 GemmTile gemm_tile_for(WeightFormat format, int block_m, int64_t num_slots, bool few_ctas = false,
                        bool alt_fewer_waves = false, bool mx_pass_scales = false, int few_ctas_ring = 0);
 // Whether num_slots routed rows (at most kFewRoutedRows), one 8-row block each at worst, over a

@@ -248,12 +248,14 @@ int run_tune(const TuneArgs& a) {
       if (at_block[0].tile.empty()) continue;
       // With --steps, each of the two fastest tiles on both GEMMs too: the step's winner was such a pair
       // where the GEMMs' own fastest pair was not (2026-12-05-h100-tables-mixtral-deepseek.md, call 7).
-      block_picks.push_back({block, {at_block[0], at_block[1]}});
-      if (a.steps && at_block[0].tile != at_block[1].tile)
-        for (const Timed& t : at_block) {
-          const auto& us = tile_us.at(t.tile);
-          block_picks.push_back({block, {{t.tile, us[0]}, {t.tile, us[1]}}});
-        }
+      if (a.steps) {
+        block_picks.push_back({block, {at_block[0], at_block[1]}});
+        if (at_block[0].tile != at_block[1].tile)
+          for (const Timed& t : at_block) {
+            const auto& us = tile_us.at(t.tile);
+            block_picks.push_back({block, {{t.tile, us[0]}, {t.tile, us[1]}}});
+          }
+      }
       if (best_block == 0 || at_block[0].us + at_block[1].us < best[0].us + best[1].us) {
         best_block = block;
         best[0] = at_block[0];
