@@ -322,3 +322,16 @@ layer_verify() {
   grep -cE "^pass" "$out/verify.txt"
   grep -E "^FAIL" "$out/verify.txt" | head
 }
+
+# self_route_gpu_tests: the self-routed GEMM1's bit-equality test, the routing's edge cases, graph capture and the
+# warm-up test with $build into gpu_tests.txt, and their summary.
+self_route_gpu_tests() {
+  {
+    timeout 150 "$build/moeq_gpu_tests" --gtest_filter='MoeGemmGpu.SelfRouted*:ExpertsGpu.OddShapesExpertMapAndBias:ExpertsGpu.BadRoutingValues*:ExpertsGpu.GraphCapture*'
+    echo "gpu tests rc=$?"
+    timeout 60 "$build/moeq_gpu_warmup_test"
+    echo "warmup test rc=$?"
+  } >"$out/gpu_tests.txt" 2>&1
+  echo "gpu tests $(($(date +%s) - t0)) s"
+  grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|rc=" "$out/gpu_tests.txt" | head -12
+}

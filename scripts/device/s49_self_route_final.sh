@@ -11,14 +11,7 @@
 device_setup "$1"
 old_build="$2"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv,noheader
-{
-  timeout 150 "$build/moeq_gpu_tests" --gtest_filter='MoeGemmGpu.SelfRouted*:ExpertsGpu.OddShapesExpertMapAndBias:ExpertsGpu.BadRoutingValues*:ExpertsGpu.GraphCapture*'
-  echo "gpu tests rc=$?"
-  timeout 60 "$build/moeq_gpu_warmup_test"
-  echo "warmup test rc=$?"
-} >"$out/gpu_tests.txt" 2>&1
-echo "gpu tests $(($(date +%s) - t0)) s"
-grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|rc=" "$out/gpu_tests.txt" | head -12
+self_route_gpu_tests
 layer_steps shipped qwen3-30b-a3b mxfp4 "1 2 16" "O N Z Z N O"
 layer_steps shipped qwen3-30b-a3b int4-g128 "1 2 16" "O N Z Z N O"
 layer_steps shipped qwen3-30b-a3b mxfp4:fp8-token "1 2" "O N Z Z N O"

@@ -274,6 +274,23 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     }
     g1.src_row_divisor = d.top_k;
     g2.src_row_divisor = 1;
+    // PERF: at the smallest M GEMM1 finds its rows from topk_ids itself and streams its weights while route_fused
+    // runs (MoeGemmArgs::self_route); MOEQ_SELF_ROUTE=0 turns it off (timing). Session 50 (H100, whole steps against
+    // MOEQ_SELF_ROUTE=0): -3.6 to -4.3 us at M = 1 on Qwen3-30B-A3B, gpt-oss-120b, Mixtral-8x7B; -3.6 at gpt-oss-120b
+    // M = 2 (8 slots, 128 experts), but +1.3 at Mixtral-8x7B M = 4 (8 slots over its 8 experts; +4.8 in session 49's
+    // H200 call), so it stays off where the slots reach the local experts' count.
+    static const bool self_route_enabled = cuda::env_integer("MOEQ_SELF_ROUTE", 0, 1, 1) != 0;
+    g1.self_route = self_route_enabled && !fold && !order_gemm1_rows && d.act_format == ActFormat::none &&
+                    cuda::gemm_self_routes(cuda::tile_for_device(g1.tile), cuda::GemmInput::values) &&
+                    cuda::aligns_in_one_kernel(ids) && slots <= cuda::kMaxSelfRoutedSlots && slots < ids.num_experts &&
+                    M <= g1.tile.block_m;
+    if (g1.self_route) {
+      g1.topk_ids = ids.topk_ids;
+      g1.topk_ids_dtype = ids.ids_dtype;
+      g1.expert_map = ids.expert_map;
+      g1.num_global_experts = ids.num_global_experts;
+      g1.num_local_experts = ids.num_experts;
+    }
     if (order_gemm1_rows) {
       // NOTE: 16-bit activations, so no folded quantizer either.
       const CUdeviceptr ordered = buffer("mma_ordered_hidden");
@@ -353,7 +370,7 @@ void warm_up_cuda(const ExpertsDesc& desc, const TuningTable& tuning, bool fp8_t
       const WeightDesc& w = second ? desc.w2() : desc.w13();
       for (bool prepared : {false, true}) {
         const cuda::GemmPlan plan = cuda::gemm_plan(desc, w, cuda::tile_for_device(tile), sm, prepared, fp8_wgmma);
-        cuda::load_moe_gemm(w, desc.act_dtype, plan.tile, plan.input);
+        cuda::load_moe_gemm(w, desc.act_dtype, plan.tile, plan.input, !second);
       }
     }
   }

@@ -28,7 +28,10 @@ const char* format_id(WeightFormat f) {
 }  // namespace
 
 jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes,
-                                     GemmInput input, bool mx_scales_at_most_two) {
+                                     GemmInput input, bool mx_scales_at_most_two, bool self_routed) {
+  if (self_routed && !gemm_self_routes(tile, input))
+    throw Error("moe_gemm: a self-routed GEMM1 needs an 8-row direct tile over 16-bit A, not " + tile.to_string() +
+                (input != GemmInput::values ? " over quantized A" : ""));
   // NOTE: any arch that has the instruction: the caller checks the device (gemm_takes_e4m3).
   if (input == GemmInput::row_scaled_e4m3 && !gemm_takes_e4m3(w, tile, 90, prepared_codes))
     throw Error(std::string("moe_gemm: ") + kE4m3Rule + ", not " + std::string(moeq::to_string(w.format)) +
@@ -65,6 +68,8 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
   // NOTE: timing only (docs/env.md); read once per process, so gemm_config_key needs no bits for it.
   static const long ws_diag = env_integer("MOEQ_DIAG_WS", 0, 63, 0);
   if (ws_diag != 0 && tile.producer && tile.wgmma) s << "  static constexpr int kDiagWs = " << ws_diag << ";\n";
+  // NOTE: named only where true, so that the other kernels' sources stay what they were.
+  if (self_routed) s << "  static constexpr bool kSelfRouted = true;\n";
   s << "};\n"
     << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n"
     << "static_assert(moeq_dev::MoeGemmKernel<MoeGemmCfg>::Shape::kSmemBytes == " << gemm_smem_bytes(tile, w, input)
@@ -86,8 +91,8 @@ jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dty
 std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
   std::vector<jit::KernelSpec> specs;
   auto add = [&](const WeightDesc& w, DType act, const GemmTile& tile, bool prepared,
-                 GemmInput input = GemmInput::values, bool mx_fold = false) {
-    jit::KernelSpec spec = moe_gemm_kernel_spec(w, act, tile, prepared, input, mx_fold);
+                 GemmInput input = GemmInput::values, bool mx_fold = false, bool self_routed = false) {
+    jit::KernelSpec spec = moe_gemm_kernel_spec(w, act, tile, prepared, input, mx_fold, self_routed);
     const bool seen = std::any_of(specs.begin(), specs.end(), [&](const jit::KernelSpec& o) { return o.source == spec.source; });
     if (!seen) specs.push_back(std::move(spec));
   };
@@ -184,6 +189,17 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
     for (bool mx_fold : {false, true}) add(mx, DType::bf16, wide, prepared, GemmInput::values, mx_fold);
   add(mxfp8, DType::bf16, wide, true);
   add(mx, DType::bf16, parse_gemm_tile("48x512/1x8x1/4/p/s"), true, GemmInput::values, true);
+  // The self-routed GEMM1 (gemm_self_routes): each format's first 8-row direct planner tile, prepared codes, bf16.
+  for (WeightFormat f : all_values<WeightFormat>()) {
+    WeightDesc w;
+    w.format = f;
+    if (f == WeightFormat::int4 || f == WeightFormat::int8) w.scale_dtype = DType::bf16;
+    for (const GemmTile& tile : planner_tiles(f))
+      if (gemm_self_routes(tile, GemmInput::values)) {
+        add(w, DType::bf16, tile, true, GemmInput::values, false, true);
+        break;
+      }
+  }
   return specs;
 }
 

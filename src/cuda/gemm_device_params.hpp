@@ -37,6 +37,11 @@ struct DeviceGemmParams {
   const int* a_scale_rows;
   int a_scale_row_divisor;
   int max_m_blocks;
+  const void* topk_ids;
+  const int* expert_map;
+  int topk_ids_int64;
+  int num_global_experts;
+  int num_local_experts;
 };
 
 inline int scale_dtype_id(DType t) { return t == DType::bf16 ? 0 : t == DType::f16 ? 1 : 2; }

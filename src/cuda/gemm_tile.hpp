@@ -69,6 +69,10 @@ enum class GemmInput : uint8_t {
                       // scales as above
 };
 
+// Whether a GEMM1 of this tile and input may run self-routed (MoeGemmArgs::self_route): an 8-row direct tile over
+// 16-bit activations. Only these get a self-routed kernel in the warm lists, so apply asks for no other.
+bool gemm_self_routes(const GemmTile& tile, GemmInput input);
+
 // Every reason the tile is not a legal kernel config (shapes, warps, shared memory); empty if legal.
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);
 // Every reason this GEMM cannot run the weights (K % 32, N % 2, sizes); empty when it can.

@@ -26,7 +26,8 @@ constexpr int kFuncAttributeMaxDynamicSharedBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX
 // against the device and the GEMM's dynamic shared-memory limit raised (the attribute is per
 // function) only at a config's first use in the process.
 CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared, bool segments,
-                         GemmInput input = GemmInput::values, bool mx_scales_at_most_two = false);
+                         GemmInput input = GemmInput::values, bool mx_scales_at_most_two = false,
+                         bool self_routed = false);
 
 void require_aligned(CUdeviceptr p, int64_t bytes, const char* name) {
   if (p % static_cast<CUdeviceptr>(bytes) != 0)
@@ -58,9 +59,10 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
 namespace {
 
 CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared, bool segments,
-                         GemmInput input, bool mx_scales_at_most_two) {
+                         GemmInput input, bool mx_scales_at_most_two, bool self_routed) {
   static std::mutex mutex;
-  static std::unordered_map<uint64_t, CUfunction> table;
+  static std::unordered_map<uint64_t, CUfunction> tables[2];  // [self_routed]: not a bit of gemm_config_key
+  auto& table = tables[self_routed && !segments ? 1 : 0];
   const uint64_t key = gemm_config_key(w, act_dtype, tile, prepared, segments, input, mx_scales_at_most_two);
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = table.find(key); it != table.end()) return it->second;
@@ -70,7 +72,7 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
                 " bytes of shared memory; this device allows " + std::to_string(max_smem));
   const CUfunction f = jit::kernel_cache().function(
       segments ? moe_gemm_segments_kernel_spec(w, act_dtype, tile, prepared, input)
-               : moe_gemm_kernel_spec(w, act_dtype, tile, prepared, input, mx_scales_at_most_two));
+               : moe_gemm_kernel_spec(w, act_dtype, tile, prepared, input, mx_scales_at_most_two, self_routed));
   // NOTE: the 48 KB default covers static plus dynamic shared memory.
   if (!segments && smem + static_smem > 48 * 1024)
     check(driver().cuFuncSetAttribute(f, kFuncAttributeMaxDynamicSharedBytes, static_cast<int>(smem)),
@@ -81,16 +83,18 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
 
 }  // namespace
 
-void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& requested, GemmInput input) {
+void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& requested, GemmInput input, bool gemm1) {
   const GemmTile tile = tile_for_device(requested);
   // NOTE: where the tile is its own unaligned-scales tile, the second pass finds every key loaded.
   for (const GemmTile& runs : {tile, unaligned_scales_tile(tile)})
     for (bool prepared : {false, true})
       if (input != GemmInput::row_scaled_e4m3 || gemm_takes_e4m3(w, runs, 90, prepared))
-        for (bool mx_fold : {false, true})  // where the word changes nothing, the same key: loaded once
+        for (bool mx_fold : {false, true}) {  // where the word changes nothing, the same key: loaded once
           gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold);
+          if (gemm1 && gemm_self_routes(runs, input)) gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold, true);
+        }
   gemm_function(w, act_dtype, tile, false, true, input);
-  if (tile.mma_order_tokens) load_moe_gemm(w, act_dtype, permuting_tile(tile, w), input);
+  if (tile.mma_order_tokens) load_moe_gemm(w, act_dtype, permuting_tile(tile, w), input, gemm1);
 }
 
 void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
@@ -125,6 +129,15 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   if (a.a_row_stride % 8 != 0 || a.c_row_stride % 2 != 0)
     throw Error("moe_gemm: a_row_stride = " + std::to_string(a.a_row_stride) + " must be a multiple of 8 and c_row_stride = " +
                 std::to_string(a.c_row_stride) + " even");
+  if (a.self_route) {
+    if (!a.gather || !gemm_self_routes(tile, GemmInput::values) || a.a_e4m3 || a.a_row_scales != 0 ||
+        a.num_slots > kMaxSelfRoutedSlots ||
+        a.num_slots > a.tile.block_m * a.src_row_divisor || a.topk_ids == 0 || a.num_global_experts < 1 ||
+        a.num_local_experts < 1 || (a.topk_ids_dtype != DType::i32 && a.topk_ids_dtype != DType::i64))
+      throw Error("moe_gemm: self_route needs the indexed layout, an 8-row direct tile, 16-bit A, num_slots = " +
+                  std::to_string(a.num_slots) + " <= " + std::to_string(kMaxSelfRoutedSlots) +
+                  " with M <= block_m, int32 or int64 topk_ids and the expert counts");
+  }
   const int64_t m_blocks = a.gather ? a.sorted_capacity / a.tile.block_m : a.max_blocks;
   if (m_blocks <= 0) return;
 
@@ -153,11 +166,19 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   p.a_scale_rows = as_ptr<const int>(a.a_scale_rows);
   p.a_scale_row_divisor = static_cast<int>(a.a_scale_row_divisor);
   p.max_m_blocks = static_cast<int>(m_blocks);
+  if (a.self_route) {
+    p.topk_ids = as_ptr<const void>(a.topk_ids);
+    p.expert_map = as_ptr<const int>(a.expert_map);
+    p.topk_ids_int64 = a.topk_ids_dtype == DType::i64 ? 1 : 0;
+    p.num_global_experts = static_cast<int>(a.num_global_experts);
+    p.num_local_experts = static_cast<int>(a.num_local_experts);
+  }
 
   const GemmInput input = a.a_e4m3 ? GemmInput::row_scaled_e4m3
                           : a.a_row_scales != 0 ? GemmInput::row_scaled_values
                                                 : GemmInput::values;
-  const CUfunction f = gemm_function(w, a.act_dtype, tile, a.prepared_codes, false, input, a.mx_scales_at_most_two);
+  const CUfunction f =
+      gemm_function(w, a.act_dtype, tile, a.prepared_codes, false, input, a.mx_scales_at_most_two, a.self_route);
   const int64_t smem = gemm_smem_bytes(tile, w, input);
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(m_blocks);

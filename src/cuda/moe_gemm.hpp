@@ -62,7 +62,18 @@ struct MoeGemmArgs {
   // Persistent (/s) tiles: at most this many CTAs (0: one per SM). Tests take a few so that each
   // CTA runs many tiles through its rings.
   int64_t max_ctas = 0;
+  // Self-routed GEMM1 (gather, an 8-row direct tile over 16-bit A (gemm_self_routes), num_slots <= kMaxSelfRoutedSlots,
+  // each expert's slots in one block), a kernel of its own (MoeGemmCfg::kSelfRouted): each CTA finds its block's rows
+  // from topk_ids (int32 or int64) and expert_map (0: the identity) itself and waits for the kernel before it only in
+  // its epilogue. The kernel before it must be one that waited for its own
+  // predecessor before letting GEMM1 launch (route_fused), and must write the same sorted_ids the later kernels read.
+  bool self_route = false;
+  CUdeviceptr topk_ids = 0;
+  DType topk_ids_dtype = DType::i32;
+  CUdeviceptr expert_map = 0;
+  int64_t num_global_experts = 0, num_local_experts = 0;
 };
+constexpr int64_t kMaxSelfRoutedSlots = 32;  // one warp's lanes (self_routed_block_rows)
 
 void moe_gemm(const MoeGemmArgs& args, CUstream stream);
 
@@ -82,7 +93,8 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
 // device, for both code layouts (the layouts gemm_takes_e4m3 admits, for e4m3 input) and, where
 // gemm_folds_mx_scales, with and without MoeGemmArgs::mx_scales_at_most_two, and its
 // segment-table builder, exactly as their first launches would (shared-memory limit included),
-// so that later launches load nothing.
-void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& tile, GemmInput input = GemmInput::values);
+// so that later launches load nothing. gemm1: also the self-routed kernels where gemm_self_routes.
+void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& tile, GemmInput input = GemmInput::values,
+                   bool gemm1 = false);
 
 }  // namespace moeq::cuda

@@ -221,6 +221,8 @@ int64_t route_chunk_counts_elems(int64_t num_slots, int64_t num_experts) {
   return route_num_chunks(num_slots) * (num_experts + 1);
 }
 
+bool aligns_in_one_kernel(const RouteIds& ids) { return use_fused(ids, RoutingPath::kAuto); }
+
 void map_and_align(const RouteIds& ids, int64_t block_m, const AlignOutputs& out, CUstream stream,
                    RoutingPath path) {
   check_ids(ids);

@@ -86,6 +86,9 @@ struct AlignOutputs {
 // One fused kernel (small M) or two: count (one CTA) and scatter (E + 1 CTAs), or the chunked pair.
 void map_and_align(const RouteIds& ids, int64_t block_m, const AlignOutputs& out, CUstream stream,
                    RoutingPath path = RoutingPath::kAuto);
+// Whether map_and_align with RoutingPath::kAuto launches the one route_fused kernel for these ids: the kernel a
+// self-routed GEMM1 may follow (MoeGemmArgs::self_route), as it waits for its own predecessor before GEMM1 launches.
+bool aligns_in_one_kernel(const RouteIds& ids);
 
 // ---- Grouped contiguous ----
 struct PermuteOutputs {

@@ -432,6 +432,91 @@ TEST(MoeGemmGpu, PersistentTilesEqualOneTilePerCta) {
 // both pass words reloaded), bf16 and f16 scales, the 2- and 4-deep direct tiles: the per-pass output
 // matches the reference and is bit-identical to the per-tile output of the same weights with their
 // scales 2 bytes off a 4-byte boundary (the same scales and products in the same order).
+// Self-routed GEMM1 (MoeGemmArgs::self_route): each CTA finds its block's rows from topk_ids and expert_map, and the
+// output is bit for bit the routed GEMM's (the same blocks, rows and products), within the reference's bounds, with
+// int32 and int64 ids, experts shared by tokens, an expert_map with -1, and ids -1 and out of range.
+TEST(MoeGemmGpu, SelfRoutedGemm1EqualsTheRoutedOne) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  std::string why;
+  if (!jit::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  cuda::ensure_context();
+  cuda::Stream stream;
+  std::mt19937 rng(48);
+  struct Routing {
+    int64_t M;
+    std::vector<int64_t> ids;   // [M, 3] global ids
+    std::vector<int32_t> map;   // empty: none (global = local, 5 experts)
+    DType ids_dtype;
+  };
+  const std::vector<Routing> routings{
+      {1, {4, 2, 0}, {}, DType::i32},
+      {2, {3, 1, 0, 1, 3, 4}, {}, DType::i64},
+      {4, {6, 2, 1, 0, 9, -1, 3, 5, 6, 1, 4, 2}, {2, -1, 0, 4, -1, 1, 3}, DType::i32},
+      {8, {0, 1, 2, 1, 2, 3, 2, 3, 4, 3, 4, 0, 4, 0, 1, 0, 2, 4, 1, 3, 0, 2, 4, 1}, {}, DType::i64},
+  };
+  for (const auto& [scheme, tiles] : {std::pair<const char*, std::vector<const char*>>{
+                                          "mxfp4", {"8x32/1x1x4/2/r", "8x32/1x1x4/8/r", "8x256/1x8x1/4/r"}},
+                                      {"int4-g128", {"8x32/1x1x4/4/o4/r", "8x128/1x4x1/4/o4/r"}}}) {
+    const GemmCase c = make_case(scheme, DType::none);
+    const HostWeights h = quantized_weights(c, rng);
+    const DeviceWeights dw = upload(*h.q);
+    const int64_t E = c.w.num_experts, N = c.w.n, K = c.w.k;
+    for (const char* text : tiles) {
+      const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
+      for (const Routing& r : routings) {
+        const int64_t slots = r.M * kGatherTopK, global = r.map.empty() ? E : static_cast<int64_t>(r.map.size());
+        const auto a_host = random_act(r.M, K, c.act, rng);
+        cuda::DeviceBuffer a_d = upload_act(a_host, K, tile);
+        std::vector<int32_t> ids32(r.ids.begin(), r.ids.end());
+        cuda::DeviceBuffer ids_d = r.ids_dtype == DType::i64 ? cuda::DeviceBuffer::from_host(r.ids)
+                                                             : cuda::DeviceBuffer::from_host(ids32);
+        cuda::DeviceBuffer map_d = r.map.empty() ? cuda::DeviceBuffer(4) : cuda::DeviceBuffer::from_host(r.map);
+        const cuda::CUdeviceptr map = r.map.empty() ? 0 : map_d.ptr();
+        const int64_t cap = cuda::align_capacity(slots, E, tile.block_m);
+        cuda::DeviceBuffer local(static_cast<size_t>(slots * 4)), sorted(static_cast<size_t>(cap * 4)),
+            expert_ids(static_cast<size_t>(cap / tile.block_m * 4)), padded(4), flags(4);
+        flags.fill_bytes(0);
+        const cuda::RouteIds route{ids_d.ptr(), r.ids_dtype, r.M, kGatherTopK, global, map, E, flags.ptr()};
+        std::vector<uint16_t> outputs[2];
+        for (bool self : {false, true}) {
+          cuda::DeviceBuffer out(static_cast<size_t>(slots * N * 2));
+          out.fill_bytes(0xFF);  // NaN in bf16: rows of no local expert stay so
+          cuda::map_and_align(route, tile.block_m, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()},
+                              stream.get());
+          cuda::MoeGemmArgs g = gemm_args(c, dw, tile, a_d.ptr(), out.ptr(), true);
+          g.gather = true;
+          g.sorted_ids = sorted.ptr();
+          g.expert_ids = expert_ids.ptr();
+          g.num_tokens_padded = padded.ptr();
+          g.num_slots = slots;
+          g.src_row_divisor = kGatherTopK;
+          g.sorted_capacity = cap;
+          g.self_route = self;
+          g.topk_ids = ids_d.ptr();
+          g.topk_ids_dtype = r.ids_dtype;
+          g.expert_map = map;
+          g.num_global_experts = global;
+          g.num_local_experts = E;
+          cuda::moe_gemm(g, stream.get());
+          cuda::check(cuda::driver().cuStreamSynchronize(stream.get()), "cuStreamSynchronize");
+          outputs[self ? 1 : 0] = out.to_host<uint16_t>(static_cast<size_t>(slots * N));
+        }
+        EXPECT_TRUE(outputs[0] == outputs[1]) << scheme << " " << text << " M=" << r.M << ": self-routed differs";
+        std::vector<RowJob> jobs;
+        for (int64_t s = 0; s < slots; ++s) {
+          const int64_t id = r.ids[static_cast<size_t>(s)];
+          if (id < 0 || id >= global) continue;
+          const int64_t e = r.map.empty() ? id : r.map[static_cast<size_t>(id)];
+          if (e >= 0) jobs.push_back({s / kGatherTopK, s, e});
+        }
+        ASSERT_FALSE(jobs.empty());
+        const ErrorStats st = compare(c, h, a_host, outputs[1], jobs);
+        EXPECT_TRUE(st.finite && st.rel < 5e-3) << scheme << " " << text << " M=" << r.M << ": rel " << st.rel;
+      }
+    }
+  }
+}
+
 TEST(MoeGemmGpu, Int4PassScalesEqualTileScalesBitForBit) {
   if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   std::string why;

@@ -548,8 +548,9 @@ TEST(GemmTiles, LayerKernelsCoverEveryPlannerPick) {
         for (int pick = 0; pick < 8; ++pick) {
           const cuda::GemmTile tile =
               cuda::gemm_tile_for(d.weight_format, block_m, rows, (pick & 1) != 0, (pick & 2) != 0, (pick & 4) != 0);
-          for (const WeightDesc& w : {d.w13(), d.w2()})
+          for (bool gemm1 : {true, false})
             for (bool prepared : {false, true}) {
+              const WeightDesc w = gemm1 ? d.w13() : d.w2();
               EXPECT_TRUE(sources.count(cuda::moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared).source))
                   << scheme << " tile " << tile.to_string() << (prepared ? " prepared" : "");
               // The folded kernel of weights given with mx_scales_at_most_two (the same source where it does not fold).
@@ -558,6 +559,12 @@ TEST(GemmTiles, LayerKernelsCoverEveryPlannerPick) {
                   << scheme << " tile " << tile.to_string() << (prepared ? " prepared" : "") << ", MX scales at most 2";
               EXPECT_TRUE(sources.count(cuda::moe_gemm_segments_kernel_spec(w, d.act_dtype, tile).source))
                   << scheme << " segments of tile " << tile.to_string();
+              // GEMM1's self-routed kernel (apply launches it at the smallest M).
+              if (!gemm1 || !cuda::gemm_self_routes(tile, cuda::GemmInput::values) || d.act_format != ActFormat::none)
+                continue;
+              EXPECT_TRUE(sources.count(
+                  cuda::moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared, cuda::GemmInput::values, false, true).source))
+                  << scheme << " self-routed tile " << tile.to_string() << (prepared ? " prepared" : "");
             }
         }
   }
@@ -662,6 +669,35 @@ TEST(GemmTiles, MxScalesWordReachesOnlyTheFoldingKernels) {
               std::string::npos)
         << where;
   }
+}
+
+// The self-routed GEMM1 is a kernel of its own (MoeGemmCfg::kSelfRouted), so the others keep their code: the word is
+// in no other source, and only 8-row direct tiles over 16-bit A take it (else an error naming the tile).
+TEST(GemmTiles, SelfRoutedGemm1IsAKernelOfItsOwn) {
+  using cuda::GemmInput;
+  const WeightDesc w = desc_of(WeightFormat::mxfp4);
+  const auto tile = [](const char* text) { return cuda::parse_gemm_tile(text); };
+  EXPECT_TRUE(cuda::gemm_self_routes(tile("8x32/1x1x4/8/r"), GemmInput::values));
+  EXPECT_TRUE(cuda::gemm_self_routes(tile("8x128/1x4x1/4/o4/r"), GemmInput::values));
+  EXPECT_FALSE(cuda::gemm_self_routes(tile("8x128/1x4x1/4/o4/r"), GemmInput::row_scaled_values));
+  EXPECT_FALSE(cuda::gemm_self_routes(tile("16x128/1x4x1/2/r"), GemmInput::values));
+  EXPECT_FALSE(cuda::gemm_self_routes(tile("8x128/1x4x1/4"), GemmInput::values));
+  const cuda::GemmTile direct = tile("8x32/1x1x4/2/r");
+  const std::string plain = cuda::moe_gemm_kernel_spec(w, DType::bf16, direct, true).source;
+  const std::string self = cuda::moe_gemm_kernel_spec(w, DType::bf16, direct, true, GemmInput::values, false, true).source;
+  EXPECT_EQ(plain.find("kSelfRouted"), std::string::npos);
+  EXPECT_NE(self.find("kSelfRouted = true"), std::string::npos);
+  EXPECT_NE(plain, self);
+  for (const char* text : {"16x128/1x4x1/2/r", "8x128/1x4x1/4"}) {
+    try {
+      cuda::moe_gemm_kernel_spec(w, DType::bf16, tile(text), true, GemmInput::values, false, true);
+      ADD_FAILURE() << "self-routed " << text << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(text));
+    }
+  }
+  EXPECT_THROW(cuda::moe_gemm_kernel_spec(w, DType::bf16, direct, true, GemmInput::row_scaled_values, false, true),
+               Error);
 }
 
 // Which tile and A operand each GEMM of a layer plans (cuda::gemm_plan): e4m3 codes only for FP8

@@ -91,7 +91,12 @@ struct MoeGemmKernel<Cfg, 2> {
 extern "C" __global__ void __launch_bounds__(moeq_dev::MoeGemmKernel<MoeGemmCfg>::Shape::kThreads,
                                              moeq_dev::MoeGemmKernel<MoeGemmCfg>::Shape::kMinCtasPerSm)
     moeq_moe_gemm(moeq_dev::MoeGemmParams params) {
-  moeq_dev::begin_dependent_grid();
+  // Self-routed (direct tiles only; the host generates it nowhere else): the wait comes later, in moe_gemm_direct_block.
+  if constexpr (moeq_dev::moe_gemm_body<MoeGemmCfg>() == 2 && moeq_dev::gemm_self_routed<MoeGemmCfg>()) {
+    moeq_dev::allow_dependent_grid();
+  } else {
+    moeq_dev::begin_dependent_grid();
+  }
   moeq_dev::MoeGemmKernel<MoeGemmCfg>::run(params);
 }
 

@@ -34,7 +34,31 @@ struct MoeGemmParams {
   const int* a_scale_rows;       // Cfg::kRowScales: A row r's scale is a_row_scales[a_scale_rows[r] / divisor];
   int a_scale_row_divisor;       // null: a_row_scales[r]
   int max_m_blocks;              // the M blocks the routing buffers hold (the launch grid's, one tile per CTA)
+  // Self-routed GEMM1 (gemm_self_routed: direct tiles, gather, at most 32 slots, each expert's rows in one block): the
+  // block rows come from topk_ids and expert_map (self_routed_block_rows), not from the routing's outputs.
+  const void* topk_ids;
+  const int* expert_map;     // null: the identity
+  int topk_ids_int64;
+  int num_global_experts;
+  int num_local_experts;
 };
+
+// Cfg::kSelfRouted where the config names it (a self-routed GEMM1's own kernel), else false.
+// PERF: compile-time, not a run-time word: with the branch in every direct kernel, steps that never self-route lost
+// 0.5-6 us (H200, call 2 of bench/results/2026-12-05-self-route-ring.md: Qwen3-30B-A3B M = 2 / 16, gpt-oss-120b
+// M = 16, the same tiles).
+template <class C, class = void>
+struct CfgSelfRouted {
+  static constexpr bool value = false;
+};
+template <class C>
+struct CfgSelfRouted<C, decltype(void(C::kSelfRouted))> {
+  static constexpr bool value = C::kSelfRouted;
+};
+template <class Cfg>
+__device__ constexpr bool gemm_self_routed() {
+  return CfgSelfRouted<Cfg>::value;
+}
 
 __device__ __forceinline__ float load_bias_value(const void* bias, long long index, int dtype) {
   if (dtype == 1) return static_cast<const float*>(bias)[index];
@@ -245,6 +269,54 @@ __device__ __forceinline__ void fill_block_rows(const MoeGemmParams& p, int m_bl
     row_dst[r] = dst;
   }
   if (tid == 0) *block_expert = p.gather ? p.expert_ids[m_block] : p.block_table[3 * m_block];
+}
+
+// Self-routed block rows (gemm_self_routed: at most 32 slots, M <= BM, so each local expert's slots fill
+// one block): block m_block is the m_block-th distinct local expert in increasing id and its rows are that expert's
+// slots in increasing f, as route_fused sorts them (its expert_ids and sorted_ids, which this CTA does not read).
+// Ids route_fused flags as errors are -1 here too. Ends with a barrier; false (the whole CTA) past the experts.
+template <int BM, int T>
+__device__ __forceinline__ bool self_routed_block_rows(const MoeGemmParams& p, int m_block, int tid, int* row_src,
+                                                       int* row_dst, int* block_expert) {
+  static_assert(T >= 32, "self-routed blocks need a whole warp");
+  for (int r = tid; r < BM; r += T) row_src[r] = row_dst[r] = -1;
+  __syncthreads();
+  if (tid < 32) {
+    const int f = tid;
+    int local = -1;
+    if (f < p.num_slots) {
+      const long long id = p.topk_ids_int64 ? static_cast<const long long*>(p.topk_ids)[f]
+                                            : static_cast<long long>(static_cast<const int*>(p.topk_ids)[f]);
+      if (id >= 0 && id < p.num_global_experts) {
+        const int mapped = p.expert_map != nullptr ? p.expert_map[id] : static_cast<int>(id);
+        local = mapped >= 0 && mapped < p.num_local_experts ? mapped : -1;
+      }
+    }
+    bool first = local >= 0;  // the lowest slot of its expert
+    for (int j = 0; j < 32; ++j) {
+      const int other = __shfl_sync(0xffffffffu, local, j);
+      if (j < f && other == local) first = false;
+    }
+    int rank = 0;  // distinct local experts below this slot's
+    for (int j = 0; j < 32; ++j) {
+      const int other = __shfl_sync(0xffffffffu, local, j);
+      const bool other_first = __shfl_sync(0xffffffffu, first ? 1 : 0, j) != 0;
+      if (other_first && other < local) ++rank;
+    }
+    const unsigned owner = __ballot_sync(0xffffffffu, first && rank == m_block);
+    const int expert = owner != 0 ? __shfl_sync(0xffffffffu, local, __ffs(owner) - 1) : -1;
+    const unsigned rows = __ballot_sync(0xffffffffu, expert >= 0 && local == expert);
+    if ((rows >> f) & 1u) {
+      const int r = __popc(rows & ((1u << f) - 1u));
+      if (r < BM) {
+        row_src[r] = f / p.src_row_divisor;
+        row_dst[r] = f;
+      }
+    }
+    if (f == 0) *block_expert = expert;
+  }
+  __syncthreads();
+  return *block_expert >= 0;
 }
 
 // fill_block_rows by the whole CTA, then a barrier over it. False (before any barrier, so the whole

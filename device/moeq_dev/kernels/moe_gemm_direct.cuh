@@ -33,6 +33,7 @@
 #include "moeq_dev/kernels/moe_gemm_common.cuh"
 #include "moeq_dev/kernels/moe_gemm_direct_shape.cuh"
 #include "moeq_dev/format/weights_fragment.cuh"
+#include "moeq_dev/ptx/grid_dependency.cuh"
 #include "moeq_dev/ptx/ldg.cuh"
 #include "moeq_dev/ptx/mma.cuh"
 
@@ -59,7 +60,18 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   const int tid = threadIdx.x;
   const int m_block = blockIdx.x;
   const int n0 = blockIdx.y * BN;
-  if (!load_block_rows<BM, T>(p, m_block, tid, row_src, row_dst, &block_expert)) return;
+  // PERF: self-routed (GEMM1 at the smallest M), the rows come from the step's inputs and the weights stream while
+  // the routing kernel runs; the wait for it moves to the epilogue.
+  constexpr bool self_routed = gemm_self_routed<Cfg>();
+  static_assert(!self_routed || !Cfg::kRowScales, "self-routed GEMM1 reads 16-bit activations");
+  if constexpr (self_routed) {
+    if (!self_routed_block_rows<BM, T>(p, m_block, tid, row_src, row_dst, &block_expert)) {
+      wait_prior_grid();  // NOTE: every CTA waits before it ends, so the grid never completes before the routing
+      return;
+    }
+  } else if (!load_block_rows<BM, T>(p, m_block, tid, row_src, row_dst, &block_expert)) {
+    return;
+  }
   if constexpr (Cfg::kRowScales)
     for (int r = tid; r < BM; r += T) block_row_scales[r] = a_row_scale(p, row_src[r]);
 
@@ -372,6 +384,7 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   }
 
   // Epilogue: K groups added in group order, then the output tile and its rows (moe_gemm_sync.cuh).
+  if constexpr (self_routed) wait_prior_grid();
   if constexpr (G > 1) add_k_groups<G, T>(acc, reinterpret_cast<float*>(smem), warp_k, warp_n * 32 + lane);
   unsigned char* out_tile = smem + S::kReduceBytes;
   // NOTE: the main loop has no barrier: this one orders the row scales' stores before their reads.

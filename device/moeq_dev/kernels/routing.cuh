@@ -160,7 +160,8 @@ moeq_route_fused(const void* topk_ids, const int* expert_map, int num_slots, int
                  int num_experts, int layout, int block_m, int capacity, int* local_ids, int* error_flags,
                  int* sorted_ids, int* expert_ids, int* num_tokens_padded, long long* offsets,
                  int* inv_permuted_idx, int* permuted_src, moeq_dev::FoldedQuantizerArgs fold) {
-  moeq_dev::begin_dependent_grid();
+  // NOTE: wait first: GEMM1 may run self-routed after this kernel, reading the step's inputs without waiting for it.
+  moeq_dev::wait_then_allow_dependent_grid();
   if constexpr (RoutingCfg::kKernel == moeq_dev::RoutingKernel::kRouteFused) {
     if (moeq_dev::run_folded_quantizer<RoutingCfg>(fold)) return;
     constexpr int kThreads = RoutingCfg::kThreads;

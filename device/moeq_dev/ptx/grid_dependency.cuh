@@ -19,4 +19,26 @@ __device__ __forceinline__ void begin_dependent_grid() {
 #endif
 }
 
+// A self-routed GEMM1 (gemm_self_routed) splits the two: it lets the next kernel launch, works from the
+// step's inputs alone, and waits for the routing kernel before its first global write (and before it exits), so the
+// kernels after it still see the routing's outputs.
+__device__ __forceinline__ void allow_dependent_grid() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wait_prior_grid() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// The routing kernel a self-routed GEMM1 follows (route_fused): it waits for the kernel before it first, so the next
+// one starts only once the step's inputs (topk_ids, hidden states) are complete and visible.
+__device__ __forceinline__ void wait_then_allow_dependent_grid() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 }  // namespace moeq_dev
