@@ -289,16 +289,18 @@ clocks_stop() { kill "$clocks_pid" 2>/dev/null; wait "$clocks_pid" 2>/dev/null; 
 
 # layer_steps TABLE PRESET SCHEME "M ..." "ORDER": whole steps (`moeq bench --kernel layer`, 5 trials) appended to
 # steps.txt as "TABLE WHO preset scheme M us MB %copy", one process per letter of ORDER: O = $old_build, N = $build,
-# Z = $build with MOEQ_SELF_ROUTE=0. TABLE planner adds --no-shipped-tuning (shipped: the shipped tables).
+# Z = $build with MOEQ_SELF_ROUTE=0, F = $build with MOEQ_FUSED_REDUCE=0. TABLE planner adds --no-shipped-tuning
+# (shipped: the shipped tables).
 layer_steps() {
-  local flags="" who bin self
+  local flags="" who bin self fused
   [ "$1" = planner ] && flags="--no-shipped-tuning"
   for who in $5; do
-    bin="$build/moeq" self=1
+    bin="$build/moeq" self=1 fused=1
     [ "$who" = O ] && bin="$old_build/moeq"
     [ "$who" = Z ] && self=0
+    [ "$who" = F ] && fused=0
     # shellcheck disable=SC2086
-    MOEQ_SELF_ROUTE=$self timeout 60 "$bin" bench --trials 5 --kernel layer $flags --preset "$2" --scheme "$3" -M $4 \
+    MOEQ_SELF_ROUTE=$self MOEQ_FUSED_REDUCE=$fused timeout 60 "$bin" bench --trials 5 --kernel layer $flags --preset "$2" --scheme "$3" -M $4 \
       >"$out/o.tmp" 2>&1
     grep -E '^layer  [a-z]' "$out/o.tmp" | grep -v '^layer  preset' |
       awk -v w="$who" -v t="$1" '{print t, w, $2, $3, $4, $5, $6, $8}' >>"$out/steps.txt"
