@@ -370,7 +370,7 @@ void warm_up_cuda(const ExpertsDesc& desc, const TuningTable& tuning, bool fp8_t
       const WeightDesc& w = second ? desc.w2() : desc.w13();
       for (bool prepared : {false, true}) {
         const cuda::GemmPlan plan = cuda::gemm_plan(desc, w, cuda::tile_for_device(tile), sm, prepared, fp8_wgmma);
-        cuda::load_moe_gemm(w, desc.act_dtype, plan.tile, plan.input, !second);
+        cuda::load_moe_gemm(w, desc.act_dtype, plan.tile, plan.input, !second && desc.act_format == ActFormat::none);
       }
     }
   }

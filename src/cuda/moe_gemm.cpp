@@ -83,7 +83,8 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
 
 }  // namespace
 
-void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& requested, GemmInput input, bool gemm1) {
+void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& requested, GemmInput input,
+                   bool may_self_route) {
   const GemmTile tile = tile_for_device(requested);
   // NOTE: where the tile is its own unaligned-scales tile, the second pass finds every key loaded.
   for (const GemmTile& runs : {tile, unaligned_scales_tile(tile)})
@@ -91,10 +92,11 @@ void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& request
       if (input != GemmInput::row_scaled_e4m3 || gemm_takes_e4m3(w, runs, 90, prepared))
         for (bool mx_fold : {false, true}) {  // where the word changes nothing, the same key: loaded once
           gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold);
-          if (gemm1 && gemm_self_routes(runs, input)) gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold, true);
+          if (may_self_route && gemm_self_routes(runs, input))
+            gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold, true);
         }
   gemm_function(w, act_dtype, tile, false, true, input);
-  if (tile.mma_order_tokens) load_moe_gemm(w, act_dtype, permuting_tile(tile, w), input, gemm1);
+  if (tile.mma_order_tokens) load_moe_gemm(w, act_dtype, permuting_tile(tile, w), input, may_self_route);
 }
 
 void moe_gemm(const MoeGemmArgs& a, CUstream stream) {

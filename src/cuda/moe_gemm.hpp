@@ -93,8 +93,9 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
 // device, for both code layouts (the layouts gemm_takes_e4m3 admits, for e4m3 input) and, where
 // gemm_folds_mx_scales, with and without MoeGemmArgs::mx_scales_at_most_two, and its
 // segment-table builder, exactly as their first launches would (shared-memory limit included),
-// so that later launches load nothing. gemm1: also the self-routed kernels where gemm_self_routes.
+// so that later launches load nothing. may_self_route (a 16-bit layer's GEMM1, which apply may run self-routed):
+// also the self-routed kernels where gemm_self_routes.
 void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& tile, GemmInput input = GemmInput::values,
-                   bool gemm1 = false);
+                   bool may_self_route = false);
 
 }  // namespace moeq::cuda
