@@ -289,19 +289,21 @@ clocks_stop() { kill "$clocks_pid" 2>/dev/null; wait "$clocks_pid" 2>/dev/null; 
 
 # layer_steps TABLE PRESET SCHEME "M ..." "ORDER": whole steps (`moeq bench --kernel layer`, 5 trials) appended to
 # steps.txt as "TABLE WHO preset scheme M us MB %copy", one process per letter of ORDER: O = $old_build, N = $build,
-# Z = $build with MOEQ_SELF_ROUTE=0, F = $build with MOEQ_FUSED_REDUCE=0. TABLE planner adds --no-shipped-tuning
-# (shipped: the shipped tables).
+# Z = $build with MOEQ_SELF_ROUTE=0, F = $build with MOEQ_FUSED_REDUCE=0, A = $build with MOEQ_FUSED_ACTIVATION=0,
+# B = $build with both (neither fusion). TABLE planner adds --no-shipped-tuning (shipped: the shipped tables).
 layer_steps() {
-  local flags="" who bin self fused
+  local flags="" who bin self fused act
   [ "$1" = planner ] && flags="--no-shipped-tuning"
   for who in $5; do
-    bin="$build/moeq" self=1 fused=1
+    bin="$build/moeq" self=1 fused=1 act=1
     [ "$who" = O ] && bin="$old_build/moeq"
     [ "$who" = Z ] && self=0
     [ "$who" = F ] && fused=0
+    [ "$who" = A ] && act=0
+    [ "$who" = B ] && fused=0 act=0
     # shellcheck disable=SC2086
-    MOEQ_SELF_ROUTE=$self MOEQ_FUSED_REDUCE=$fused timeout 60 "$bin" bench --trials 5 --kernel layer $flags --preset "$2" --scheme "$3" -M $4 \
-      >"$out/o.tmp" 2>&1
+    MOEQ_SELF_ROUTE=$self MOEQ_FUSED_REDUCE=$fused MOEQ_FUSED_ACTIVATION=$act timeout 60 "$bin" bench --trials 5 \
+      --kernel layer $flags --preset "$2" --scheme "$3" -M $4 >"$out/o.tmp" 2>&1
     grep -E '^layer  [a-z]' "$out/o.tmp" | grep -v '^layer  preset' |
       awk -v w="$who" -v t="$1" '{print t, w, $2, $3, $4, $5, $6, $8}' >>"$out/steps.txt"
     grep -E "^copy" "$out/o.tmp" | head -1
@@ -309,8 +311,8 @@ layer_steps() {
   echo "steps $1 $2 $3 $(($(date +%s) - t0)) s"
 }
 
-# layer_verify "PRESET SCHEME M ..." ...: `moeq verify` (silu) of each job with $build into verify.txt, then the
-# pass count and any failure.
+# layer_verify "PRESET SCHEME M ..." ...: `moeq verify` of each job with $build into verify.txt (activations: silu, or
+# VERIFY_ACTIVATIONS), then the pass count and any failure.
 layer_verify() {
   local job p s
   for job in "$@"; do
@@ -318,7 +320,9 @@ layer_verify() {
     set -- $job
     p="$1" s="$2"
     shift 2
-    timeout 100 "$build/moeq" verify --preset "$p" --scheme "$s" --activation silu -M "$@" >>"$out/verify.txt" 2>&1
+    # shellcheck disable=SC2086
+    timeout 100 "$build/moeq" verify --preset "$p" --scheme "$s" --activation ${VERIFY_ACTIVATIONS:-silu} -M "$@" \
+      >>"$out/verify.txt" 2>&1
     echo "verify $p $s rc=$? $(($(date +%s) - t0)) s"
   done
   grep -cE "^pass" "$out/verify.txt"

@@ -187,13 +187,36 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   // rows); x = 0: g1 already holds it (the contiguous layout's quantized rows).
   const auto run_chain = [&](CUdeviceptr x, int64_t stride, int64_t rows_in, int64_t rows) {
     if (x != 0) set_gemm_input(g1, input1, x, stride, rows_in, K, "quanted_gate_up_input", "dequantized_gate_up_input");
-    cuda::moe_gemm(g1, stream);
     if (d.act_format == ActFormat::none) {
       const CUdeviceptr activation_output = buffer("activation_output");
-      cuda::activation(d.activation, d.interleaved_gate_up, c, g1.c, rows, I, activation_output, stream,
-                       g2.tile.mma_order_tokens);
+      // PERF: at the few rows of the smallest M, on an 8-row direct tile, GEMM1 applies the activation in its epilogue
+      // and writes GEMM2's input itself (MoeGemmArgs::epilogue_activation): one kernel boundary and a pass over
+      // [rows, N13] fewer. Session 51 (H200, whole steps against MOEQ_FUSED_ACTIVATION=0): -0.7 to -1.2 us at 4-16
+      // rows (Qwen3-30B-A3B M = 1-2, gpt-oss-120b M = 1-2), but +4.0 us at gpt-oss-120b M = 16 (64 rows), so it stays
+      // off above kActivationEpilogueMaxRows.
+      // NOTE: not where GEMM2 takes its input in the MMA's order (`/t`), nor where activation_output overlaps GEMM1's
+      // A (the contiguous layout's permuted rows share its workspace): it is written while other CTAs still read A.
+      static const bool fused_activation_enabled = cuda::env_integer("MOEQ_FUSED_ACTIVATION", 0, 1, 1) != 0;
+      const CUdeviceptr a_begin = g1.a, a_end = g1.a + static_cast<CUdeviceptr>(((rows_in - 1) * g1.a_row_stride + K) * elem);
+      const CUdeviceptr act_end = activation_output + static_cast<CUdeviceptr>(rows * I * elem);
+      const bool overlaps_a = rows_in > 0 && rows > 0 && a_begin < act_end && activation_output < a_end;
+      const bool fuse_activation = fused_activation_enabled && rows <= cuda::kActivationEpilogueMaxRows &&
+                                   !g2.tile.mma_order_tokens && !overlaps_a && cuda::activation_epilogue_fits(d) &&
+                                   cuda::gemm_fuses_activation(cuda::tile_for_device(g1.tile), input1);
+      if (fuse_activation) {
+        g1.epilogue_activation = true;
+        g1.activation = d.activation;
+        g1.interleaved_gate_up = d.interleaved_gate_up;
+        g1.c = activation_output;
+        g1.c_row_stride = I;
+      }
+      cuda::moe_gemm(g1, stream);
+      if (!fuse_activation)
+        cuda::activation(d.activation, d.interleaved_gate_up, c, g1.c, rows, I, activation_output, stream,
+                         g2.tile.mma_order_tokens);
       set_gemm_input(g2, input2, activation_output, I, rows, I, "quanted_down_input", "dequantized_down_input");
     } else {
+      cuda::moe_gemm(g1, stream);
       // PERF: the activation, its quantization and the values in one kernel: the activation
       // output is never written (one pass fewer over [rows, I]) and two launches fewer.
       // NOTE: not quanted_down_input(.scales): those lie inside gate_up_output, which this kernel
@@ -370,7 +393,7 @@ void warm_up_cuda(const ExpertsDesc& desc, const TuningTable& tuning, bool fp8_t
       const WeightDesc& w = second ? desc.w2() : desc.w13();
       for (bool prepared : {false, true}) {
         const cuda::GemmPlan plan = cuda::gemm_plan(desc, w, cuda::tile_for_device(tile), sm, prepared, fp8_wgmma);
-        cuda::load_moe_gemm(w, desc.act_dtype, plan.tile, plan.input, !second && desc.act_format == ActFormat::none);
+        cuda::load_moe_gemm(w, desc.act_dtype, plan.tile, plan.input, cuda::layer_gemm_variants(desc, !second));
       }
     }
   }

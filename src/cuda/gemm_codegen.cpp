@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "cuda/elementwise_kernels.hpp"
 #include "cuda/gemm_device_params.hpp"
 #include "cuda/gemm_planner.hpp"
 #include "cuda/routing.hpp"
@@ -28,10 +29,17 @@ const char* format_id(WeightFormat f) {
 }  // namespace
 
 jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes,
-                                     GemmInput input, bool mx_scales_at_most_two, bool self_routed) {
-  if (self_routed && !gemm_self_routes(tile, input))
+                                     GemmInput input, bool mx_scales_at_most_two, GemmVariant variant,
+                                     const EpilogueActivation& activation) {
+  if (variant == GemmVariant::self_routed && !gemm_self_routes(tile, input))
     throw Error("moe_gemm: a self-routed GEMM1 needs an 8-row direct tile over 16-bit A, not " + tile.to_string() +
                 (input != GemmInput::values ? " over quantized A" : ""));
+  if (activation.on && !gemm_fuses_activation(tile, input))
+    throw Error("moe_gemm: a GEMM1 with the activation in its epilogue needs an 8-row direct tile over 16-bit A, not " +
+                tile.to_string() + (input != GemmInput::values ? " over quantized A" : ""));
+  if (activation.on && activation.interleaved && !is_gated(activation.kind))
+    throw Error(std::string("moe_gemm: interleaved gate / up rows need a gated activation, not ") +
+                std::string(moeq::to_string(activation.kind)));
   // NOTE: any arch that has the instruction: the caller checks the device (gemm_takes_e4m3).
   if (input == GemmInput::row_scaled_e4m3 && !gemm_takes_e4m3(w, tile, 90, prepared_codes))
     throw Error(std::string("moe_gemm: ") + kE4m3Rule + ", not " + std::string(moeq::to_string(w.format)) +
@@ -41,8 +49,9 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
   // the same text, so they share one compiled kernel.
   const bool is_int = w.format == WeightFormat::int4 || w.format == WeightFormat::int8;
   std::ostringstream s;
-  s << "#include \"moeq_dev/format/weights.cuh\"\n"
-    << "struct MoeGemmCfg {\n"
+  s << "#include \"moeq_dev/format/weights.cuh\"\n";
+  if (activation.on) s << "#include \"moeq_dev/moe/activation.cuh\"\n";
+  s << "struct MoeGemmCfg {\n"
     << "  static constexpr moeq_dev::WeightFormatId kFormat = moeq_dev::WeightFormatId::" << format_id(w.format) << ";\n"
     << "  static constexpr bool kActBf16 = " << (act_dtype == DType::bf16 ? "true" : "false") << ";\n"
     << "  static constexpr int kBlockM = " << tile.block_m << ";\n"
@@ -69,7 +78,11 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
   static const long ws_diag = env_integer("MOEQ_DIAG_WS", 0, 63, 0);
   if (ws_diag != 0 && tile.producer && tile.wgmma) s << "  static constexpr int kDiagWs = " << ws_diag << ";\n";
   // NOTE: named only where true, so that the other kernels' sources stay what they were.
-  if (self_routed) s << "  static constexpr bool kSelfRouted = true;\n";
+  if (variant == GemmVariant::self_routed) s << "  static constexpr bool kSelfRouted = true;\n";
+  if (activation.on)
+    s << "  static constexpr moeq_dev::ActivationKind kEpilogueActivation = moeq_dev::ActivationKind::"
+      << elementwise_detail::activation_enum(activation.kind) << ";\n"
+      << "  static constexpr bool kEpilogueInterleaved = " << (activation.interleaved ? "true" : "false") << ";\n";
   s << "};\n"
     << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n"
     << "static_assert(moeq_dev::MoeGemmKernel<MoeGemmCfg>::Shape::kSmemBytes == " << gemm_smem_bytes(tile, w, input)
@@ -91,8 +104,9 @@ jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dty
 std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
   std::vector<jit::KernelSpec> specs;
   auto add = [&](const WeightDesc& w, DType act, const GemmTile& tile, bool prepared,
-                 GemmInput input = GemmInput::values, bool mx_fold = false, bool self_routed = false) {
-    jit::KernelSpec spec = moe_gemm_kernel_spec(w, act, tile, prepared, input, mx_fold, self_routed);
+                 GemmInput input = GemmInput::values, bool mx_fold = false, GemmVariant variant = GemmVariant::plain,
+                 const EpilogueActivation& activation = {}) {
+    jit::KernelSpec spec = moe_gemm_kernel_spec(w, act, tile, prepared, input, mx_fold, variant, activation);
     const bool seen = std::any_of(specs.begin(), specs.end(), [&](const jit::KernelSpec& o) { return o.source == spec.source; });
     if (!seen) specs.push_back(std::move(spec));
   };
@@ -196,7 +210,21 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
     if (f == WeightFormat::int4 || f == WeightFormat::int8) w.scale_dtype = DType::bf16;
     for (const GemmTile& tile : planner_tiles(f))
       if (gemm_self_routes(tile, GemmInput::values)) {
-        add(w, DType::bf16, tile, true, GemmInput::values, false, true);
+        add(w, DType::bf16, tile, true, GemmInput::values, false, GemmVariant::self_routed);
+        break;
+      }
+    // GEMM1 with the activation in its epilogue (gemm_fuses_activation): self-routed SiLU on each format's first such
+    // tile; every kind (and the interleaved gated rows) plain on MXFP4's, bf16 and f16.
+    for (const GemmTile& tile : planner_tiles(f))
+      if (gemm_fuses_activation(tile, GemmInput::values)) {
+        add(w, DType::bf16, tile, true, GemmInput::values, false, GemmVariant::self_routed,
+            EpilogueActivation{true, Activation::silu, false});
+        if (f == WeightFormat::mxfp4)
+          for (Activation kind : all_values<Activation>())
+            for (bool interleaved : {false, true})
+              if (!interleaved || is_gated(kind))
+                add(w, interleaved ? DType::f16 : DType::bf16, tile, true, GemmInput::values, false,
+                    GemmVariant::plain, EpilogueActivation{true, kind, interleaved});
         break;
       }
   }

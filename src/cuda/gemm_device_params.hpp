@@ -42,6 +42,9 @@ struct DeviceGemmParams {
   int topk_ids_int64;
   int num_global_experts;
   int num_local_experts;
+  float activation_swiglu_alpha;  // moeq_dev::ActivationArgs
+  float activation_swiglu_limit;
+  float activation_silu_clamp;
 };
 
 inline int scale_dtype_id(DType t) { return t == DType::bf16 ? 0 : t == DType::f16 ? 1 : 2; }

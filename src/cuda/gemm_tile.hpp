@@ -72,6 +72,19 @@ enum class GemmInput : uint8_t {
 // Whether a GEMM1 of this tile and input may run self-routed (MoeGemmArgs::self_route): an 8-row direct tile over
 // 16-bit activations. Only these get a self-routed kernel in the warm lists, so apply asks for no other.
 bool gemm_self_routes(const GemmTile& tile, GemmInput input);
+// A config's kernels besides the plain one, each a source of its own (moe_gemm_kernel_spec): the self-routed GEMM1
+// (gemm_self_routes).
+enum class GemmVariant : uint8_t { plain, self_routed };
+// Whether a GEMM1 of this tile and input may apply the activation in its epilogue (MoeGemmArgs::epilogue_activation):
+// an 8-row direct tile over 16-bit activations whose channels split into whole 16-channel halves (block_n % 32 == 0).
+bool gemm_fuses_activation(const GemmTile& tile, GemmInput input);
+// The activation a GEMM1 kernel applies in its epilogue (on), part of its source like GemmVariant (a plain or a
+// self-routed GEMM1 may take one): the kind and whether the w13 rows are interleaved gate / up pairs.
+struct EpilogueActivation {
+  bool on = false;
+  Activation kind = Activation::silu;
+  bool interleaved = false;
+};
 
 // Every reason the tile is not a legal kernel config (shapes, warps, shared memory); empty if legal.
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);

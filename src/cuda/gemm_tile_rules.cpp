@@ -34,6 +34,10 @@ bool gemm_self_routes(const GemmTile& tile, GemmInput input) {
   return tile.direct && tile.block_m == 8 && input == GemmInput::values;
 }
 
+bool gemm_fuses_activation(const GemmTile& tile, GemmInput input) {
+  return tile.direct && tile.block_m == 8 && tile.block_n % 32 == 0 && input == GemmInput::values;
+}
+
 int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w, GemmInput input) {
   const int code_bits = dtype_bits(weight_format_code_dtype(w.format));
   const int64_t acc_per_thread = int64_t{tile.block_m / tile.warps_m / 8} * (tile.block_n / tile.warps_n / 16) * 4;

@@ -57,24 +57,46 @@ std::vector<jit::KernelSpec> other_kernel_specs(const ExpertsDesc& d) {
 // A GEMM's kernel, and the others a launch of it may run as (known only at apply time): folded where the
 // weights' MX scales come with WeightView::mx_scales_at_most_two, 256 channels wide over unaligned scales
 // (unaligned_scales_tile), without `/t` where the input cannot come in the MMA's order (permuting_tile), with
-// its segment-table builder, and self-routed where the GEMM may be (may_self_route: a 16-bit layer's GEMM1, as apply
-// decides) and gemm_self_routes. `moeq compile` warms them all, as
-// load_moe_gemm loads them; `add` keeps each source once.
+// its segment-table builder, and the variants `use` names (layer_gemm_variants) where the tile admits them.
+// `moeq compile` warms them all, as load_moe_gemm loads them; `add` keeps each source once.
 template <class Add>
 void add_gemm(const Add& add, const WeightDesc& w, DType act_dtype, const GemmPlan& plan, bool prepared,
-              bool may_self_route) {
+              const GemmVariantUse& use) {
   for (const GemmTile& ordered : {plan.tile, permuting_tile(plan.tile, w)}) {
     for (const GemmTile& tile : {ordered, unaligned_scales_tile(ordered)})
       for (bool mx_scales_at_most_two : {false, true}) {
         add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, plan.input, mx_scales_at_most_two));
-        if (may_self_route && gemm_self_routes(tile, plan.input))
-          add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, plan.input, mx_scales_at_most_two, true));
+        const bool self_routes = use.self_route && gemm_self_routes(tile, plan.input);
+        if (self_routes)
+          add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, plan.input, mx_scales_at_most_two,
+                                   GemmVariant::self_routed));
+        if (use.activation.on && gemm_fuses_activation(tile, plan.input)) {
+          add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, plan.input, mx_scales_at_most_two, GemmVariant::plain,
+                                   use.activation));
+          if (self_routes)
+            add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, plan.input, mx_scales_at_most_two,
+                                     GemmVariant::self_routed, use.activation));
+        }
       }
     add(moe_gemm_segments_kernel_spec(w, act_dtype, ordered, prepared, plan.input));
   }
 }
 
 }  // namespace
+
+bool activation_epilogue_fits(const ExpertsDesc& d) {
+  const int64_t I = d.intermediate_size;
+  const bool pairs_halves = is_gated(d.activation.kind) && !d.interleaved_gate_up;
+  return d.act_format == ActFormat::none && I % 2 == 0 && (!pairs_halves || I % 16 == 0);
+}
+
+GemmVariantUse layer_gemm_variants(const ExpertsDesc& d, bool gemm1) {
+  GemmVariantUse use;
+  if (d.act_format != ActFormat::none || !gemm1) return use;
+  use.self_route = true;
+  if (activation_epilogue_fits(d)) use.activation = EpilogueActivation{true, d.activation.kind, d.interleaved_gate_up};
+  return use;
+}
 
 GemmPlan gemm_plan(const ExpertsDesc& d, const WeightDesc& w, const GemmTile& requested, int sm, bool prepared_codes,
                    bool wgmma_e4m3) {
@@ -117,7 +139,7 @@ std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std:
       const WeightDesc w = gemm1 ? d.w13() : d.w2();
       for (bool prepared : {true, false})
         for (const GemmPlan& plan : gemm_plans(d, w, tile, prepared))
-          add_gemm(add, w, d.act_dtype, plan, prepared, gemm1 && d.act_format == ActFormat::none);
+          add_gemm(add, w, d.act_dtype, plan, prepared, layer_gemm_variants(d, gemm1));
     }
   return specs;
 }
@@ -137,7 +159,7 @@ std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& d, const Tuni
       for (const GemmTile& t : tiles)
         for (bool prepared : {true, false})
           for (const GemmPlan& plan : gemm_plans(d, w, t, prepared))
-            add_gemm(add, w, d.act_dtype, plan, prepared, !second && d.act_format == ActFormat::none);
+            add_gemm(add, w, d.act_dtype, plan, prepared, layer_gemm_variants(d, !second));
     }
   return specs;
 }
@@ -152,7 +174,7 @@ void load_layer_kernels(const ExpertsDesc& d, int sm, bool wgmma_e4m3) {
       const WeightDesc w = gemm1 ? d.w13() : d.w2();
       for (bool prepared : {false, true}) {
         const GemmPlan plan = gemm_plan(d, w, tile_for_device(tile), sm, prepared, wgmma_e4m3);
-        load_moe_gemm(w, d.act_dtype, plan.tile, plan.input, gemm1 && d.act_format == ActFormat::none);
+        load_moe_gemm(w, d.act_dtype, plan.tile, plan.input, layer_gemm_variants(d, gemm1));
       }
     }
 }

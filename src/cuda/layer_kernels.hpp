@@ -26,6 +26,12 @@ GemmPlan gemm_plan(const ExpertsDesc& desc, const WeightDesc& w, const GemmTile&
 // Every plan a tile can take on some device or with some options (both FP8 per-token forms where
 // the tile admits e4m3): what the kernel lists compile.
 std::vector<GemmPlan> gemm_plans(const ExpertsDesc& desc, const WeightDesc& w, const GemmTile& tile, bool prepared_codes);
+// Whether the layer admits GEMM1's activation epilogue (MoeGemmArgs::epilogue_activation) at all: 16-bit activations,
+// an even I (GEMM2's input rows are its C rows), and I % 16 == 0 for [gate | up] rows (whole 16-channel halves).
+bool activation_epilogue_fits(const ExpertsDesc& desc);
+// The variants apply may launch a layer's GEMM1 (gemm1) or GEMM2 as: with 16-bit activations, GEMM1 self-routed and,
+// where activation_epilogue_fits, with the layer's activation in its epilogue; none for GEMM2 or quantized activations.
+GemmVariantUse layer_gemm_variants(const ExpertsDesc& desc, bool gemm1);
 
 // Every kernel the layer's experts step can launch, for any M, layout and ids dtype: routing
 // (align, permute, reduce; every ids and weights dtype), both GEMMs at every tile the planner

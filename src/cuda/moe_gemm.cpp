@@ -27,7 +27,7 @@ constexpr int kFuncAttributeMaxDynamicSharedBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX
 // function) only at a config's first use in the process.
 CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared, bool segments,
                          GemmInput input = GemmInput::values, bool mx_scales_at_most_two = false,
-                         bool self_routed = false);
+                         GemmVariant variant = GemmVariant::plain, const EpilogueActivation& activation = {});
 
 void require_aligned(CUdeviceptr p, int64_t bytes, const char* name) {
   if (p % static_cast<CUdeviceptr>(bytes) != 0)
@@ -59,10 +59,19 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
 namespace {
 
 CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared, bool segments,
-                         GemmInput input, bool mx_scales_at_most_two, bool self_routed) {
+                         GemmInput input, bool mx_scales_at_most_two, GemmVariant variant,
+                         const EpilogueActivation& activation) {
   static std::mutex mutex;
-  static std::unordered_map<uint64_t, CUfunction> tables[2];  // [self_routed]: not a bit of gemm_config_key
-  auto& table = tables[self_routed && !segments ? 1 : 0];
+  // [variant][epilogue activation: 0 none, else 1 + 2 kind + interleaved]: not bits of gemm_config_key.
+  constexpr int kActivations = 1 + 2 * 9;
+  static std::unordered_map<uint64_t, CUfunction> tables[2][kActivations];
+  static_assert(static_cast<int>(Activation::relu2_no_mul) == 8, "kActivations counts every Activation");
+  if (segments) variant = GemmVariant::plain;
+  const EpilogueActivation none{};
+  const EpilogueActivation& epilogue = segments ? none : activation;
+  const int activation_index =
+      epilogue.on ? 1 + 2 * static_cast<int>(epilogue.kind) + (epilogue.interleaved ? 1 : 0) : 0;
+  auto& table = tables[static_cast<int>(variant)][activation_index];
   const uint64_t key = gemm_config_key(w, act_dtype, tile, prepared, segments, input, mx_scales_at_most_two);
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = table.find(key); it != table.end()) return it->second;
@@ -72,7 +81,7 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
                 " bytes of shared memory; this device allows " + std::to_string(max_smem));
   const CUfunction f = jit::kernel_cache().function(
       segments ? moe_gemm_segments_kernel_spec(w, act_dtype, tile, prepared, input)
-               : moe_gemm_kernel_spec(w, act_dtype, tile, prepared, input, mx_scales_at_most_two, self_routed));
+               : moe_gemm_kernel_spec(w, act_dtype, tile, prepared, input, mx_scales_at_most_two, variant, epilogue));
   // NOTE: the 48 KB default covers static plus dynamic shared memory.
   if (!segments && smem + static_smem > 48 * 1024)
     check(driver().cuFuncSetAttribute(f, kFuncAttributeMaxDynamicSharedBytes, static_cast<int>(smem)),
@@ -84,7 +93,7 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
 }  // namespace
 
 void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& requested, GemmInput input,
-                   bool may_self_route) {
+                   const GemmVariantUse& use) {
   const GemmTile tile = tile_for_device(requested);
   // NOTE: where the tile is its own unaligned-scales tile, the second pass finds every key loaded.
   for (const GemmTile& runs : {tile, unaligned_scales_tile(tile)})
@@ -92,11 +101,17 @@ void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& request
       if (input != GemmInput::row_scaled_e4m3 || gemm_takes_e4m3(w, runs, 90, prepared))
         for (bool mx_fold : {false, true}) {  // where the word changes nothing, the same key: loaded once
           gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold);
-          if (may_self_route && gemm_self_routes(runs, input))
-            gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold, true);
+          const bool self_routes = use.self_route && gemm_self_routes(runs, input);
+          if (self_routes) gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold, GemmVariant::self_routed);
+          if (use.activation.on && gemm_fuses_activation(runs, input)) {
+            gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold, GemmVariant::plain, use.activation);
+            if (self_routes)
+              gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold, GemmVariant::self_routed,
+                            use.activation);
+          }
         }
   gemm_function(w, act_dtype, tile, false, true, input);
-  if (tile.mma_order_tokens) load_moe_gemm(w, act_dtype, permuting_tile(tile, w), input, may_self_route);
+  if (tile.mma_order_tokens) load_moe_gemm(w, act_dtype, permuting_tile(tile, w), input, use);
 }
 
 void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
@@ -140,6 +155,19 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
                   std::to_string(a.num_slots) + " <= " + std::to_string(kMaxSelfRoutedSlots) +
                   " with M <= block_m, int32 or int64 topk_ids and the expert counts");
   }
+  // The GEMM's output columns and the channels a CTA computes for them: gated [gate | up] rows with the activation in
+  // the epilogue pair block y's gate and up halves (epilogue_weight_row), so blocks of block_n / 2 outputs.
+  const bool gated = is_gated(a.activation.kind);
+  const bool pairs_halves = a.epilogue_activation && gated && !a.interleaved_gate_up;
+  if (a.epilogue_activation) {
+    const int64_t intermediate = gated ? w.n / 2 : w.n;
+    if (!gemm_fuses_activation(tile, GemmInput::values) || a.a_e4m3 || a.a_row_scales != 0 ||
+        (a.interleaved_gate_up && !gated) || (pairs_halves && intermediate % 16 != 0) ||
+        a.c_row_stride < intermediate)
+      throw Error("moe_gemm: epilogue_activation needs an 8-row direct tile over 16-bit A, a gated kind for "
+                  "interleaved rows, I % 16 == 0 for [gate | up] rows (I = " + std::to_string(intermediate) +
+                  ") and c_row_stride = " + std::to_string(a.c_row_stride) + " >= I");
+  }
   const int64_t m_blocks = a.gather ? a.sorted_capacity / a.tile.block_m : a.max_blocks;
   if (m_blocks <= 0) return;
 
@@ -176,15 +204,24 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
     p.num_local_experts = static_cast<int>(a.num_local_experts);
   }
 
+  if (a.epilogue_activation) {
+    p.activation_swiglu_alpha = a.activation.swiglu_alpha;
+    p.activation_swiglu_limit = a.activation.swiglu_limit;
+    p.activation_silu_clamp = a.activation.silu_clamp;
+  }
+
   const GemmInput input = a.a_e4m3 ? GemmInput::row_scaled_e4m3
                           : a.a_row_scales != 0 ? GemmInput::row_scaled_values
                                                 : GemmInput::values;
+  const GemmVariant variant = a.self_route ? GemmVariant::self_routed : GemmVariant::plain;
+  const EpilogueActivation epilogue{a.epilogue_activation, a.activation.kind, a.interleaved_gate_up};
   const CUfunction f =
-      gemm_function(w, a.act_dtype, tile, a.prepared_codes, false, input, a.mx_scales_at_most_two, a.self_route);
+      gemm_function(w, a.act_dtype, tile, a.prepared_codes, false, input, a.mx_scales_at_most_two, variant, epilogue);
   const int64_t smem = gemm_smem_bytes(tile, w, input);
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(m_blocks);
-  shape.grid_y = static_cast<unsigned>((w.n + tile.block_n - 1) / tile.block_n);
+  shape.grid_y = static_cast<unsigned>(pairs_halves ? (w.n / 2 + tile.block_n / 2 - 1) / (tile.block_n / 2)
+                                                    : (w.n + tile.block_n - 1) / tile.block_n);
   if (tile.persistent) {
     // One CTA per SM (a warp-specialized CTA takes an SM's registers), each looping over the tiles.
     const int64_t tiles = int64_t{shape.grid_x} * shape.grid_y;

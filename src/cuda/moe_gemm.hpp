@@ -14,6 +14,7 @@
 #include "cuda/gemm_codegen.hpp"
 #include "cuda/gemm_planner.hpp"
 #include "cuda/gemm_tile.hpp"
+#include "moeq/experts.hpp"
 #include "moeq/types.hpp"
 #include "moeq/weights.hpp"
 #include "reference/routing.hpp"
@@ -72,8 +73,27 @@ struct MoeGemmArgs {
   DType topk_ids_dtype = DType::i32;
   CUdeviceptr expert_map = 0;
   int64_t num_global_experts = 0, num_local_experts = 0;
+  // GEMM1 with the activation in its epilogue (an 8-row direct tile over 16-bit A, gemm_fuses_activation; plain or
+  // self-routed), a kernel of its own (MoeGemmCfg::kEpilogueActivation): C is GEMM2's input [rows, I] (I = N / 2 for
+  // the gated kinds, else N), what `activation` (cuda/elementwise.hpp) writes from the plain GEMM's C, bit for bit.
+  // Gated [gate | up] rows (not interleaved) need I % 16 == 0. C must not overlap A: other CTAs still read A while it
+  // is written.
+  bool epilogue_activation = false;
+  ActivationParams activation;
+  bool interleaved_gate_up = false;
 };
 constexpr int64_t kMaxSelfRoutedSlots = 32;  // one warp's lanes (self_routed_block_rows)
+// The most GEMM1 rows (slots) at which apply runs the activation epilogue (cuda_backend.cpp; PERF there).
+constexpr int64_t kActivationEpilogueMaxRows = 16;
+
+// The kernels a GEMM may launch besides its plain one (apply decides per step), which the warm lists load too (their
+// gemm_* rules admitting the tile): self-routed (self_route: a 16-bit layer's GEMM1, gemm_self_routes) and with the
+// activation in the epilogue (activation.on: its GEMM1, gemm_fuses_activation; plain and, with self_route,
+// self-routed).
+struct GemmVariantUse {
+  bool self_route = false;
+  EpilogueActivation activation;
+};
 
 void moe_gemm(const MoeGemmArgs& args, CUstream stream);
 
@@ -93,9 +113,8 @@ void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, 
 // device, for both code layouts (the layouts gemm_takes_e4m3 admits, for e4m3 input) and, where
 // gemm_folds_mx_scales, with and without MoeGemmArgs::mx_scales_at_most_two, and its
 // segment-table builder, exactly as their first launches would (shared-memory limit included),
-// so that later launches load nothing. may_self_route (a 16-bit layer's GEMM1, which apply may run self-routed):
-// also the self-routed kernels where gemm_self_routes.
+// so that later launches load nothing, and the variants `use` names where the tile admits them.
 void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& tile, GemmInput input = GemmInput::values,
-                   bool may_self_route = false);
+                   const GemmVariantUse& use = {});
 
 }  // namespace moeq::cuda

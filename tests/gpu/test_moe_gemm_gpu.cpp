@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cuda/driver.hpp"
+#include "cuda/elementwise.hpp"
 #include "cuda/moe_gemm.hpp"
 #include "cuda/routing.hpp"
 #include "io/presets.hpp"
@@ -512,6 +513,144 @@ TEST(MoeGemmGpu, SelfRoutedGemm1EqualsTheRoutedOne) {
         ASSERT_FALSE(jobs.empty());
         const ErrorStats st = compare(c, h, a_host, outputs[1], jobs);
         EXPECT_TRUE(st.finite && st.rel < 5e-3) << scheme << " " << text << " M=" << r.M << ": rel " << st.rel;
+      }
+    }
+  }
+}
+
+// A GEMM1 with the activation in its epilogue (MoeGemmArgs::epilogue_activation) writes what the plain GEMM1 and
+// `activation` write, bit for bit: [gate | up] rows with I = 96 in 128-channel halves (gate rows past I in the last
+// block) and I = 112 in 16-channel ones, interleaved rows with I = 100, a non-gated kind, the SiLU clamp, NVFP4's two
+// global scales (gate and up halves), a bias, bf16 and f16, prepared and canonical codes, self-routed and routed with
+// expert_map -1 slots, an output stride that is not 16-byte aligned (every output one by one) and one that is, with a
+// part last 8-output chunk. Rows of no local slot and columns past I stay poisoned.
+TEST(MoeGemmGpu, ActivationEpilogueEqualsGemm1ThenActivation) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  std::string why;
+  if (!jit::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  cuda::ensure_context();
+  cuda::Stream stream;
+  std::mt19937 rng(51);
+  struct Case {
+    const char* scheme;
+    const char* tile;
+    int64_t intermediate;
+    Activation kind;
+    bool interleaved;
+    float silu_clamp;
+  };
+  const std::vector<Case> cases{
+      {"mxfp4", "8x256/1x8x1/4/r", 96, Activation::silu, false, 0.0f},
+      {"mxfp4", "8x32/1x1x4/2/r", 112, Activation::silu, false, 0.75f},
+      {"mxfp4", "8x128/1x4x1/4/r", 100, Activation::swiglu_oai, true, 0.0f},
+      {"int4-g128", "8x128/1x4x1/4/o4/r", 96, Activation::gelu_tanh, false, 0.0f},
+      {"int4-g128:f16", "8x128/1x4x1/4/o4/r", 100, Activation::swiglu_step, true, 0.0f},
+      {"nvfp4", "8x64/1x2x2/4/r", 112, Activation::gelu, false, 0.0f},
+      {"fp8-block", "8x128/1x4x1/4/r", 200, Activation::relu2_no_mul, false, 0.0f},
+  };
+  struct Routing {
+    int64_t M;
+    std::vector<int32_t> ids;  // [M, 3] global ids
+    std::vector<int32_t> map;  // empty: none (global = local, 5 experts)
+  };
+  const std::vector<Routing> routings{
+      {1, {4, 2, 0}, {}},
+      {2, {6, -1, 1, 0, 9, 2}, {2, -1, 0, 4, -1, 1, 3}},
+      {3, {0, 1, 2, 1, 2, 3, 2, 3, 4}, {}},
+  };
+  for (const Case& k : cases) {
+    GemmCase c = make_case(k.scheme, k.kind == Activation::gelu ? DType::bf16 : DType::none);
+    if (c.w.format == WeightFormat::nvfp4) c.w.num_global_scales = 2;  // gate and up halves
+    const bool gated = is_gated(k.kind);
+    const int64_t I = k.intermediate;
+    c.w.n = gated ? 2 * I : I;
+    const HostWeights h = quantized_weights(c, rng);
+    const DeviceWeights dw = upload(*h.q);
+    const int64_t E = c.w.num_experts, N = c.w.n, K = c.w.k;
+    const cuda::GemmTile tile = cuda::parse_gemm_tile(k.tile);
+    ActivationParams act;
+    act.kind = k.kind;
+    act.silu_clamp = k.silu_clamp;
+    for (size_t ri = 0; ri < routings.size(); ++ri) {
+      const Routing& r = routings[ri];
+      const int64_t slots = r.M * kGatherTopK, global = r.map.empty() ? E : static_cast<int64_t>(r.map.size());
+      // Strides: I; I + 2 (rows not 16-byte aligned: every output one by one); I rounded up to a multiple of 8, plus 8
+      // (16-byte rows, so with I = 100 a part last chunk after whole ones).
+      const int64_t out_stride = ri == 1 ? I + 2 : ri == 2 ? (I + 7) / 8 * 8 + 8 : I;
+      cuda::DeviceBuffer a_d = upload_act(random_act(r.M, K, c.act, rng), K, tile);
+      cuda::DeviceBuffer ids_d = cuda::DeviceBuffer::from_host(r.ids);
+      cuda::DeviceBuffer map_d = r.map.empty() ? cuda::DeviceBuffer(4) : cuda::DeviceBuffer::from_host(r.map);
+      const cuda::CUdeviceptr map = r.map.empty() ? 0 : map_d.ptr();
+      cuda::DeviceBuffer flags(4);
+      flags.fill_bytes(0);
+      const cuda::RouteIds route{ids_d.ptr(), DType::i32, r.M, kGatherTopK, global, map, E, flags.ptr()};
+      const int64_t cap = cuda::align_capacity(slots, E, tile.block_m);
+      cuda::DeviceBuffer local(static_cast<size_t>(slots * 4)), sorted(static_cast<size_t>(cap * 4)),
+          expert_ids(static_cast<size_t>(cap / tile.block_m * 4)), padded(4);
+      for (int variant = 0; variant < 4; ++variant) {
+        const bool self = (variant & 1) != 0, prepared = (variant & 2) != 0;
+        std::vector<uint16_t> outs[2];
+        for (bool fused : {false, true}) {
+          cuda::DeviceBuffer gate_up(static_cast<size_t>(slots * N * 2)), out(static_cast<size_t>(slots * out_stride * 2));
+          gate_up.fill_bytes(0xFF);  // NaN in bf16 and f16
+          out.fill_bytes(0xFF);
+          cuda::map_and_align(route, tile.block_m, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()},
+                              stream.get());
+          cuda::MoeGemmArgs g = gemm_args(c, dw, tile, a_d.ptr(), fused ? out.ptr() : gate_up.ptr(), prepared);
+          g.gather = true;
+          g.sorted_ids = sorted.ptr();
+          g.expert_ids = expert_ids.ptr();
+          g.num_tokens_padded = padded.ptr();
+          g.num_slots = slots;
+          g.src_row_divisor = kGatherTopK;
+          g.sorted_capacity = cap;
+          g.self_route = self;
+          g.topk_ids = ids_d.ptr();
+          g.topk_ids_dtype = DType::i32;
+          g.expert_map = map;
+          g.num_global_experts = global;
+          g.num_local_experts = E;
+          if (fused) {
+            g.epilogue_activation = true;
+            g.activation = act;
+            g.interleaved_gate_up = k.interleaved;
+            g.c_row_stride = out_stride;
+          }
+          cuda::moe_gemm(g, stream.get());
+          cuda::check(cuda::driver().cuStreamSynchronize(stream.get()), "cuStreamSynchronize");
+          if (!fused) {
+            // `activation` takes dense rows: [slots, I] here, then copied into rows of out_stride.
+            cuda::DeviceBuffer dense(static_cast<size_t>(slots * I * 2));
+            cuda::activation(act, k.interleaved, c.act, gate_up.ptr(), slots, I, dense.ptr(), stream.get());
+            cuda::check(cuda::driver().cuStreamSynchronize(stream.get()), "cuStreamSynchronize");
+            const auto rows = dense.to_host<uint16_t>(static_cast<size_t>(slots * I));
+            outs[0].assign(static_cast<size_t>(slots * out_stride), 0xFFFF);
+            for (int64_t s = 0; s < slots; ++s)
+              std::copy_n(rows.begin() + s * I, I, outs[0].begin() + s * out_stride);
+          } else {
+            outs[1] = out.to_host<uint16_t>(static_cast<size_t>(slots * out_stride));
+          }
+        }
+        const std::string where = std::string(k.scheme) + " " + k.tile + " " + std::string(moeq::to_string(k.kind)) +
+                                  (k.interleaved ? " interleaved" : "") + " routing " + std::to_string(ri) +
+                                  (self ? " self-routed" : "") + (prepared ? " prepared" : " canonical");
+        int64_t local_rows = 0;
+        for (int64_t s = 0; s < slots; ++s) {
+          const int32_t id = r.ids[static_cast<size_t>(s)];
+          const bool is_local = id >= 0 && id < global && (r.map.empty() || r.map[static_cast<size_t>(id)] >= 0);
+          local_rows += is_local ? 1 : 0;
+          for (int64_t j = 0; j < out_stride; ++j) {
+            const size_t at = static_cast<size_t>(s * out_stride + j);
+            if (j >= I) {
+              ASSERT_EQ(outs[1][at], 0xFFFF) << where << ": slot " << s << " column " << j << " past I was written";
+            } else if (is_local) {
+              ASSERT_EQ(outs[1][at], outs[0][at]) << where << ": slot " << s << " output " << j;
+            } else {
+              ASSERT_EQ(outs[1][at], 0xFFFF) << where << ": slot " << s << " of no local expert was written";
+            }
+          }
+        }
+        EXPECT_GT(local_rows, 0) << where;
       }
     }
   }

@@ -559,12 +559,24 @@ TEST(GemmTiles, LayerKernelsCoverEveryPlannerPick) {
                   << scheme << " tile " << tile.to_string() << (prepared ? " prepared" : "") << ", MX scales at most 2";
               EXPECT_TRUE(sources.count(cuda::moe_gemm_segments_kernel_spec(w, d.act_dtype, tile).source))
                   << scheme << " segments of tile " << tile.to_string();
-              // GEMM1's self-routed kernel (apply launches it at the smallest M).
-              if (!gemm1 || !cuda::gemm_self_routes(tile, cuda::GemmInput::values) || d.act_format != ActFormat::none)
-                continue;
-              EXPECT_TRUE(sources.count(
-                  cuda::moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared, cuda::GemmInput::values, false, true).source))
-                  << scheme << " self-routed tile " << tile.to_string() << (prepared ? " prepared" : "");
+              // GEMM1's self-routed kernel and, where the layer admits it, its activation epilogue, plain and
+              // self-routed (apply launches them at the smallest M).
+              if (!gemm1 || d.act_format != ActFormat::none) continue;
+              if (cuda::gemm_self_routes(tile, cuda::GemmInput::values))
+                EXPECT_TRUE(sources.count(cuda::moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared,
+                                                                     cuda::GemmInput::values, false,
+                                                                     cuda::GemmVariant::self_routed)
+                                              .source))
+                    << scheme << " self-routed tile " << tile.to_string() << (prepared ? " prepared" : "");
+              const cuda::EpilogueActivation activation{true, d.activation.kind, d.interleaved_gate_up};
+              if (cuda::gemm_fuses_activation(tile, cuda::GemmInput::values))
+                for (cuda::GemmVariant variant : {cuda::GemmVariant::plain, cuda::GemmVariant::self_routed})
+                  EXPECT_TRUE(sources.count(cuda::moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared,
+                                                                       cuda::GemmInput::values, false, variant,
+                                                                       activation)
+                                                .source))
+                      << scheme << " activation-epilogue tile " << tile.to_string() << (prepared ? " prepared" : "")
+                      << (variant == cuda::GemmVariant::self_routed ? " self-routed" : "");
             }
         }
   }
@@ -684,20 +696,80 @@ TEST(GemmTiles, SelfRoutedGemm1IsAKernelOfItsOwn) {
   EXPECT_FALSE(cuda::gemm_self_routes(tile("8x128/1x4x1/4"), GemmInput::values));
   const cuda::GemmTile direct = tile("8x32/1x1x4/2/r");
   const std::string plain = cuda::moe_gemm_kernel_spec(w, DType::bf16, direct, true).source;
-  const std::string self = cuda::moe_gemm_kernel_spec(w, DType::bf16, direct, true, GemmInput::values, false, true).source;
+  const std::string self = cuda::moe_gemm_kernel_spec(w, DType::bf16, direct, true, GemmInput::values, false, cuda::GemmVariant::self_routed).source;
   EXPECT_EQ(plain.find("kSelfRouted"), std::string::npos);
   EXPECT_NE(self.find("kSelfRouted = true"), std::string::npos);
   EXPECT_NE(plain, self);
   for (const char* text : {"16x128/1x4x1/2/r", "8x128/1x4x1/4"}) {
     try {
-      cuda::moe_gemm_kernel_spec(w, DType::bf16, tile(text), true, GemmInput::values, false, true);
+      cuda::moe_gemm_kernel_spec(w, DType::bf16, tile(text), true, GemmInput::values, false, cuda::GemmVariant::self_routed);
       ADD_FAILURE() << "self-routed " << text << " was accepted";
     } catch (const Error& e) {
       EXPECT_THAT(e.what(), HasSubstr(text));
     }
   }
-  EXPECT_THROW(cuda::moe_gemm_kernel_spec(w, DType::bf16, direct, true, GemmInput::row_scaled_values, false, true),
+  EXPECT_THROW(cuda::moe_gemm_kernel_spec(w, DType::bf16, direct, true, GemmInput::row_scaled_values, false,
+                                          cuda::GemmVariant::self_routed),
                Error);
+}
+
+// GEMM1 with the activation in its epilogue (MoeGemmCfg::kEpilogueActivation) is a kernel of its own, plain or
+// self-routed, on 8-row direct tiles of block_n a multiple of 32 over 16-bit A; the kind and the interleaved rows are in
+// its source; anything else is refused by name. Only a 16-bit layer's GEMM1 asks for it (layer_gemm_variants).
+TEST(GemmTiles, ActivationEpilogueIsAGemm1KernelOfItsOwn) {
+  using cuda::EpilogueActivation;
+  using cuda::GemmInput;
+  using cuda::GemmVariant;
+  const WeightDesc w = desc_of(WeightFormat::mxfp4);
+  const auto tile = [](const char* text) { return cuda::parse_gemm_tile(text); };
+  EXPECT_TRUE(cuda::gemm_fuses_activation(tile("8x32/1x1x4/8/r"), GemmInput::values));
+  EXPECT_TRUE(cuda::gemm_fuses_activation(tile("8x64/1x2x2/4/r"), GemmInput::values));
+  EXPECT_FALSE(cuda::gemm_fuses_activation(tile("8x128/1x4x1/4/o4/r"), GemmInput::row_scaled_values));
+  EXPECT_FALSE(cuda::gemm_fuses_activation(tile("16x128/1x4x1/2/r"), GemmInput::values));
+  EXPECT_FALSE(cuda::gemm_fuses_activation(tile("8x128/1x4x1/4"), GemmInput::values));
+  const cuda::GemmTile direct = tile("8x32/1x1x4/2/r");
+  const std::string plain = cuda::moe_gemm_kernel_spec(w, DType::bf16, direct, true).source;
+  EXPECT_EQ(plain.find("kEpilogueActivation"), std::string::npos);
+  const auto source = [&](GemmVariant variant, EpilogueActivation activation) {
+    return cuda::moe_gemm_kernel_spec(w, DType::bf16, direct, true, GemmInput::values, false, variant, activation).source;
+  };
+  const std::string silu = source(GemmVariant::plain, {true, Activation::silu, false});
+  EXPECT_NE(silu.find("kEpilogueActivation = moeq_dev::ActivationKind::kSilu"), std::string::npos);
+  EXPECT_NE(silu.find("kEpilogueInterleaved = false"), std::string::npos);
+  EXPECT_NE(source(GemmVariant::plain, {true, Activation::silu, true}), silu);
+  EXPECT_NE(source(GemmVariant::plain, {true, Activation::gelu, false}), silu);
+  const std::string self = source(GemmVariant::self_routed, {true, Activation::swiglu_oai, true});
+  EXPECT_NE(self.find("kSelfRouted = true"), std::string::npos);
+  EXPECT_NE(self.find("kSwigluOai"), std::string::npos);
+  try {
+    cuda::moe_gemm_kernel_spec(w, DType::bf16, tile("16x128/1x4x1/2/r"), true, GemmInput::values, false,
+                               GemmVariant::plain, {true, Activation::silu, false});
+    ADD_FAILURE() << "an activation epilogue on 16x128/1x4x1/2/r was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("16x128/1x4x1/2/r"));
+  }
+  EXPECT_THROW(source(GemmVariant::plain, {true, Activation::relu2_no_mul, true}), Error);
+  EXPECT_THROW(cuda::moe_gemm_kernel_spec(w, DType::bf16, direct, true, GemmInput::row_scaled_values, false,
+                                          GemmVariant::plain, {true, Activation::silu, false}),
+               Error);
+  ExpertsDesc d = io::find_preset("gpt-oss-120b").desc;
+  io::apply_scheme("mxfp4", d);
+  const cuda::GemmVariantUse gemm1 = cuda::layer_gemm_variants(d, true), gemm2 = cuda::layer_gemm_variants(d, false);
+  EXPECT_TRUE(gemm1.self_route && gemm1.activation.on);
+  EXPECT_EQ(gemm1.activation.kind, d.activation.kind);
+  EXPECT_EQ(gemm1.activation.interleaved, d.interleaved_gate_up);
+  EXPECT_TRUE(!gemm2.self_route && !gemm2.activation.on);
+  io::apply_scheme("mxfp4:fp8-token", d);
+  const cuda::GemmVariantUse quantized = cuda::layer_gemm_variants(d, true);
+  EXPECT_FALSE(quantized.self_route || quantized.activation.on);
+  // An I the epilogue cannot split into whole 16-channel halves: no epilogue kernels (apply never fuses there).
+  ExpertsDesc odd = io::find_preset("qwen3-30b-a3b").desc;
+  odd.intermediate_size = 760;
+  EXPECT_FALSE(cuda::activation_epilogue_fits(odd));
+  EXPECT_FALSE(cuda::layer_gemm_variants(odd, true).activation.on);
+  EXPECT_TRUE(cuda::layer_gemm_variants(odd, true).self_route);
+  odd.intermediate_size = 768;
+  EXPECT_TRUE(cuda::activation_epilogue_fits(odd));
 }
 
 // Which tile and A operand each GEMM of a layer plans (cuda::gemm_plan): e4m3 codes only for FP8

@@ -6,6 +6,7 @@
 // the K groups' and split K's sums and the epilogue.
 // NOTE: NVRTC-safe: no standard headers.
 #include "moeq_dev/format/weights_fragment.cuh"
+#include "moeq_dev/moe/activation.cuh"
 #include "moeq_dev/ptx/cluster.cuh"
 #include "moeq_dev/ptx/cp_async.cuh"
 
@@ -41,6 +42,8 @@ struct MoeGemmParams {
   int topk_ids_int64;
   int num_global_experts;
   int num_local_experts;
+  // GEMM1 with the activation in its epilogue (gemm_activation_epilogue, kernels/moe_gemm_activation_epilogue.cuh).
+  ActivationArgs activation;
 };
 
 // Cfg::kSelfRouted where the config names it (a self-routed GEMM1's own kernel), else false.
@@ -347,11 +350,12 @@ __device__ __forceinline__ float a_row_scale(const MoeGemmParams& p, int src) {
 
 // block_row_scales (optional, shared memory): every block row's a_row_scale, fetched by the caller
 // before its main loop (the warp-specialized body), else each thread reads its rows' here.
-template <class Cfg, int kTilesN, int kTilesM, class ChannelOf>
-__device__ __forceinline__ void write_output_tile(const MoeGemmParams& p, int e, int n0,
-                                                  const float (&acc)[kTilesN][kTilesM][4], unsigned char* out_tile,
-                                                  int out_row_bytes, int token_base, int t, ChannelOf channel_of,
-                                                  const int* row_src, const float* block_row_scales = nullptr) {
+// weight_row(c): the weight row (output channel) of block-relative channel c; write_output_tile's is n0 + c.
+template <class Cfg, int kTilesN, int kTilesM, class WeightRowOf, class ChannelOf>
+__device__ __forceinline__ void write_output_tile_at(const MoeGemmParams& p, int e, WeightRowOf weight_row,
+                                                     const float (&acc)[kTilesN][kTilesM][4], unsigned char* out_tile,
+                                                     int out_row_bytes, int token_base, int t, ChannelOf channel_of,
+                                                     const int* row_src, const float* block_row_scales = nullptr) {
   const int N = p.n;
   float row_scale[kTilesM][2];
 #pragma unroll
@@ -368,7 +372,7 @@ __device__ __forceinline__ void write_output_tile(const MoeGemmParams& p, int e,
   for (int nt = 0; nt < kTilesN; ++nt)
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const int n_local = channel_of(nt, r), n = n0 + n_local;
+      const int n_local = channel_of(nt, r), n = weight_row(n_local);
       float scale = 1.0f, bias = 0.0f;
       if (n < N) {
         if constexpr (Cfg::kFormat == WeightFormatId::kFp8Channel) {
@@ -389,6 +393,15 @@ __device__ __forceinline__ void write_output_tile(const MoeGemmParams& p, int e,
                                              scale + bias);
         }
     }
+}
+
+template <class Cfg, int kTilesN, int kTilesM, class ChannelOf>
+__device__ __forceinline__ void write_output_tile(const MoeGemmParams& p, int e, int n0,
+                                                  const float (&acc)[kTilesN][kTilesM][4], unsigned char* out_tile,
+                                                  int out_row_bytes, int token_base, int t, ChannelOf channel_of,
+                                                  const int* row_src, const float* block_row_scales = nullptr) {
+  write_output_tile_at<Cfg>(p, e, [n0](int c) { return n0 + c; }, acc, out_tile, out_row_bytes, token_base, t,
+                            channel_of, row_src, block_row_scales);
 }
 
 // The output tile's rows to C (row_dst; padding rows skipped) by the CTA's T threads: 16-byte

@@ -30,6 +30,7 @@
 // as logical k 4t..4t+3 the physical 16t + 8q + [0, 4) and as 16 + 4t.. the physical 16t + 8q + 4 +
 // [0, 4), for A and B alike, so every physical k of the tile is summed once (e4m3_a_fragment).
 #include "moeq_dev/kernels/direct_pass_scales.cuh"
+#include "moeq_dev/kernels/moe_gemm_activation_epilogue.cuh"
 #include "moeq_dev/kernels/moe_gemm_common.cuh"
 #include "moeq_dev/kernels/moe_gemm_direct_shape.cuh"
 #include "moeq_dev/format/weights_fragment.cuh"
@@ -64,6 +65,8 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   // the routing kernel runs; the wait for it moves to the epilogue.
   constexpr bool self_routed = gemm_self_routed<Cfg>();
   static_assert(!self_routed || !Cfg::kRowScales, "self-routed GEMM1 reads 16-bit activations");
+  constexpr bool activation_epilogue = gemm_activation_epilogue<Cfg>();
+  static_assert(!activation_epilogue || !Cfg::kRowScales, "the activation epilogue is GEMM1's, over 16-bit A");
   if constexpr (self_routed) {
     if (!self_routed_block_rows<BM, T>(p, m_block, tid, row_src, row_dst, &block_expert)) {
       wait_prior_grid();  // NOTE: every CTA waits before it ends, so the grid never completes before the routing
@@ -80,6 +83,9 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const int warp_k = warp / Cfg::kWarpsN, warp_n = warp % Cfg::kWarpsN;
   auto lane_channel = [&](int nt, int r) { return warp_n * (BN / Cfg::kWarpsN) + nt * 16 + g + r * 8; };
+  // The weight row of a block-relative channel: n0 + c, or gate and up rows paired (epilogue_weight_row).
+  auto weight_row = [&](int c) { return epilogue_weight_row<Cfg, BN>(c, n0, N); };
+  auto lane_weight_row = [&](int nt, int r) { return weight_row(lane_channel(nt, r)); };
 
   // This lane's token rows (padding rows read the block's first row: their columns are never
   // stored, and an MMA column depends only on its own token), at its physical k 16t of the tile.
@@ -98,18 +104,18 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
 #pragma unroll
   for (int nt = 0; nt < kTilesN; ++nt) {
     if constexpr (Cfg::kPreparedCodes) {
-      const int j16 = min((n0 + lane_channel(nt, 0) - g) / 16, tiles_n16 - 1);
+      const int j16 = min((lane_weight_row(nt, 0) - g) / 16, tiles_n16 - 1);
       code_ptr[nt][0] = p.codes + (static_cast<long long>(e) * tiles_n16 + j16) * tiles_k * kPreparedBlockBytes + lane * 16;
       code_ptr[nt][1] = code_ptr[nt][0] + 512;  // 8-bit: the block's second 512 bytes
     } else {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const int n = min(n0 + lane_channel(nt, r), N - 1);
+        const int n = min(lane_weight_row(nt, r), N - 1);
         code_ptr[nt][r] = p.codes + (static_cast<long long>(e) * N + n) * row_bytes + 16 * t * S::kCodeBits / 8;
       }
     }
   }
-  const LaneScaleRows<Cfg, kTilesN> scale_rows(p.scaling, e, n0, N, K, lane_channel);
+  const LaneScaleRows<Cfg, kTilesN> scale_rows(p.scaling, e, 0, N, K, lane_weight_row);
   constexpr bool kAccScaleTile = AccumulatorScaled<Cfg>::value;
   const bool acc_scales = kAccScaleTile && (Cfg::kFormat == WeightFormatId::kFp8Block || scale_rows.group_shift >= 6);
   const int scale_k = acc_scales ? 0 : 16 * t;  // as kernels/moe_gemm_sync.cuh (the partial last tile)
@@ -390,10 +396,14 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   // NOTE: the main loop has no barrier: this one orders the row scales' stores before their reads.
   if constexpr (Cfg::kRowScales && G == 1) __syncthreads();
   if (warp_k == 0)
-    write_output_tile<Cfg>(p, e, n0, acc, out_tile, S::kOutRowBytes, 0, t, lane_channel, row_src,
-                           Cfg::kRowScales ? block_row_scales : nullptr);
+    write_output_tile_at<Cfg>(p, e, weight_row, acc, out_tile, S::kOutRowBytes, 0, t, lane_channel, row_src,
+                              Cfg::kRowScales ? block_row_scales : nullptr);
   __syncthreads();
-  store_output_rows<BM, BN, T>(p, out_tile, S::kOutRowBytes, row_dst, n0, tid);
+  if constexpr (activation_epilogue) {
+    store_activation_rows<Cfg, BM, BN, T>(p, out_tile, S::kOutRowBytes, row_dst, n0, tid);
+  } else {
+    store_output_rows<BM, BN, T>(p, out_tile, S::kOutRowBytes, row_dst, n0, tid);
+  }
 }
 
 }  // namespace moeq_dev
