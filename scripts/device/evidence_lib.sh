@@ -289,8 +289,9 @@ clocks_stop() { kill "$clocks_pid" 2>/dev/null; wait "$clocks_pid" 2>/dev/null; 
 
 # layer_steps TABLE PRESET SCHEME "M ..." "ORDER": whole steps (`moeq bench --kernel layer`, 5 trials) appended to
 # steps.txt as "TABLE WHO preset scheme M us MB %copy", one process per letter of ORDER: O = $old_build, N = $build,
-# Z = $build with MOEQ_SELF_ROUTE=0, F = $build with MOEQ_FUSED_REDUCE=0, A = $build with MOEQ_FUSED_ACTIVATION=0,
-# B = $build with both (neither fusion). TABLE planner adds --no-shipped-tuning (shipped: the shipped tables).
+# Z = $build with MOEQ_SELF_ROUTE=0, F = $build with MOEQ_FUSED_REDUCE=0 (session 51's build with session 50's fused
+# reduce; later builds ignore it), A = $build with MOEQ_FUSED_ACTIVATION=0, B = $build with both. TABLE planner adds
+# --no-shipped-tuning (shipped: the shipped tables).
 layer_steps() {
   local flags="" who bin self fused act
   [ "$1" = planner ] && flags="--no-shipped-tuning"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Session 51's call: at the smallest M, GEMM2 sums the top k itself (session 50's patch) and GEMM1 applies the
-# activation in its epilogue (this session's), on BUILD against each turned off in the same binary, and Mixtral-8x7B
+# Session 51's call (call 1 of bench/results/2026-12-06-h200-fused-epilogues.md; BUILD had session 50's fused-reduce
+# patch, since dropped, so later builds ignore MOEQ_FUSED_REDUCE): at the smallest M, GEMM2 sums the top k itself and
+# GEMM1 applies the activation in its epilogue, on BUILD against each turned off in the same binary, and Mixtral-8x7B
 # against OLD_BUILD (338ac7c: before self-routing, so its M = 4 checks session 50's rule); then the guide's bar and the
 # issue's layers with the shipped tables as time allows.
 #  1. GPU tests: each fused kernel's bit equality with its unfused pair, the self-routed GEMM1's, odd shapes with
