@@ -66,17 +66,9 @@ void add_gemm(const Add& add, const WeightDesc& w, DType act_dtype, const GemmPl
     for (const GemmTile& tile : {ordered, unaligned_scales_tile(ordered)})
       for (bool mx_scales_at_most_two : {false, true}) {
         add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, plan.input, mx_scales_at_most_two));
-        const bool self_routes = use.self_route && gemm_self_routes(tile, plan.input);
-        if (self_routes)
-          add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, plan.input, mx_scales_at_most_two,
-                                   GemmVariant::self_routed));
-        if (use.activation.on && gemm_fuses_activation(tile, plan.input)) {
-          add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, plan.input, mx_scales_at_most_two, GemmVariant::plain,
-                                   use.activation));
-          if (self_routes)
-            add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, plan.input, mx_scales_at_most_two,
-                                     GemmVariant::self_routed, use.activation));
-        }
+        for (const GemmKernelVariant& v : gemm_extra_variants(tile, plan.input, use))
+          add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, plan.input, mx_scales_at_most_two, v.variant,
+                                   v.activation));
       }
     add(moe_gemm_segments_kernel_spec(w, act_dtype, ordered, prepared, plan.input));
   }

@@ -92,6 +92,17 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
 
 }  // namespace
 
+std::vector<GemmKernelVariant> gemm_extra_variants(const GemmTile& tile, GemmInput input, const GemmVariantUse& use) {
+  std::vector<GemmKernelVariant> variants;
+  const bool self_routes = use.self_route && gemm_self_routes(tile, input);
+  if (self_routes) variants.push_back({GemmVariant::self_routed, {}});
+  if (use.activation.on && gemm_fuses_activation(tile, input)) {
+    variants.push_back({GemmVariant::plain, use.activation});
+    if (self_routes) variants.push_back({GemmVariant::self_routed, use.activation});
+  }
+  return variants;
+}
+
 void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& requested, GemmInput input,
                    const GemmVariantUse& use) {
   const GemmTile tile = tile_for_device(requested);
@@ -101,14 +112,8 @@ void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& request
       if (input != GemmInput::row_scaled_e4m3 || gemm_takes_e4m3(w, runs, 90, prepared))
         for (bool mx_fold : {false, true}) {  // where the word changes nothing, the same key: loaded once
           gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold);
-          const bool self_routes = use.self_route && gemm_self_routes(runs, input);
-          if (self_routes) gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold, GemmVariant::self_routed);
-          if (use.activation.on && gemm_fuses_activation(runs, input)) {
-            gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold, GemmVariant::plain, use.activation);
-            if (self_routes)
-              gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold, GemmVariant::self_routed,
-                            use.activation);
-          }
+          for (const GemmKernelVariant& v : gemm_extra_variants(runs, input, use))
+            gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold, v.variant, v.activation);
         }
   gemm_function(w, act_dtype, tile, false, true, input);
   if (tile.mma_order_tokens) load_moe_gemm(w, act_dtype, permuting_tile(tile, w), input, use);

@@ -9,6 +9,7 @@
 // The tile (gemm_tile.hpp), the planner's choice of it (gemm_planner.hpp) and the generated source
 // (gemm_codegen.hpp) have headers of their own, included here.
 #include <cstdint>
+#include <vector>
 
 #include "cuda/driver.hpp"
 #include "cuda/gemm_codegen.hpp"
@@ -94,6 +95,14 @@ struct GemmVariantUse {
   bool self_route = false;
   EpilogueActivation activation;
 };
+// One kernel a GEMM may run as besides its plain one.
+struct GemmKernelVariant {
+  GemmVariant variant = GemmVariant::plain;
+  EpilogueActivation activation;
+};
+// The kernels of `use` that this tile and input admit (gemm_self_routes, gemm_fuses_activation): what load_moe_gemm
+// and the warm lists (layer_kernel_specs) add beside each plain kernel.
+std::vector<GemmKernelVariant> gemm_extra_variants(const GemmTile& tile, GemmInput input, const GemmVariantUse& use);
 
 void moe_gemm(const MoeGemmArgs& args, CUstream stream);
 

@@ -215,6 +215,40 @@ std::vector<int32_t> gather_ids(int64_t M, std::mt19937& rng) {
   return ids;
 }
 
+// map_and_align's outputs for `route` at the tile's block size, and a GEMM1's gather arguments over them, self-routed
+// (from route's ids and map) or not.
+struct RoutedGemm1 {
+  cuda::RouteIds route;
+  int64_t block_m, cap;
+  cuda::DeviceBuffer local, sorted, expert_ids, padded;
+  RoutedGemm1(const cuda::RouteIds& r, const cuda::GemmTile& tile)
+      : route(r),
+        block_m(tile.block_m),
+        cap(cuda::align_capacity(r.num_slots(), r.num_experts, tile.block_m)),
+        local(static_cast<size_t>(r.num_slots() * 4)),
+        sorted(static_cast<size_t>(cap * 4)),
+        expert_ids(static_cast<size_t>(cap / tile.block_m * 4)),
+        padded(4) {}
+  void align(cuda::CUstream stream) {
+    cuda::map_and_align(route, block_m, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()}, stream);
+  }
+  void set_gather(cuda::MoeGemmArgs& g, bool self) const {
+    g.gather = true;
+    g.sorted_ids = sorted.ptr();
+    g.expert_ids = expert_ids.ptr();
+    g.num_tokens_padded = padded.ptr();
+    g.num_slots = route.num_slots();
+    g.src_row_divisor = route.top_k;
+    g.sorted_capacity = cap;
+    g.self_route = self;
+    g.topk_ids = route.topk_ids;
+    g.topk_ids_dtype = route.ids_dtype;
+    g.expert_map = route.expert_map;
+    g.num_global_experts = route.num_global_experts;
+    g.num_local_experts = route.num_experts;
+  }
+};
+
 // Indexed layout: M tokens, top_k 3 distinct experts each (gather_ids).
 // prepared: read the prepared codes; `outputs` (when given) receives the raw output;
 // only_expert >= 0: the error of that expert's rows alone.
@@ -473,31 +507,16 @@ TEST(MoeGemmGpu, SelfRoutedGemm1EqualsTheRoutedOne) {
                                                              : cuda::DeviceBuffer::from_host(ids32);
         cuda::DeviceBuffer map_d = r.map.empty() ? cuda::DeviceBuffer(4) : cuda::DeviceBuffer::from_host(r.map);
         const cuda::CUdeviceptr map = r.map.empty() ? 0 : map_d.ptr();
-        const int64_t cap = cuda::align_capacity(slots, E, tile.block_m);
-        cuda::DeviceBuffer local(static_cast<size_t>(slots * 4)), sorted(static_cast<size_t>(cap * 4)),
-            expert_ids(static_cast<size_t>(cap / tile.block_m * 4)), padded(4), flags(4);
+        cuda::DeviceBuffer flags(4);
         flags.fill_bytes(0);
-        const cuda::RouteIds route{ids_d.ptr(), r.ids_dtype, r.M, kGatherTopK, global, map, E, flags.ptr()};
+        RoutedGemm1 routed({ids_d.ptr(), r.ids_dtype, r.M, kGatherTopK, global, map, E, flags.ptr()}, tile);
         std::vector<uint16_t> outputs[2];
         for (bool self : {false, true}) {
           cuda::DeviceBuffer out(static_cast<size_t>(slots * N * 2));
           out.fill_bytes(0xFF);  // NaN in bf16: rows of no local expert stay so
-          cuda::map_and_align(route, tile.block_m, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()},
-                              stream.get());
+          routed.align(stream.get());
           cuda::MoeGemmArgs g = gemm_args(c, dw, tile, a_d.ptr(), out.ptr(), true);
-          g.gather = true;
-          g.sorted_ids = sorted.ptr();
-          g.expert_ids = expert_ids.ptr();
-          g.num_tokens_padded = padded.ptr();
-          g.num_slots = slots;
-          g.src_row_divisor = kGatherTopK;
-          g.sorted_capacity = cap;
-          g.self_route = self;
-          g.topk_ids = ids_d.ptr();
-          g.topk_ids_dtype = r.ids_dtype;
-          g.expert_map = map;
-          g.num_global_experts = global;
-          g.num_local_experts = E;
+          routed.set_gather(g, self);
           cuda::moe_gemm(g, stream.get());
           cuda::check(cuda::driver().cuStreamSynchronize(stream.get()), "cuStreamSynchronize");
           outputs[self ? 1 : 0] = out.to_host<uint16_t>(static_cast<size_t>(slots * N));
@@ -583,10 +602,7 @@ TEST(MoeGemmGpu, ActivationEpilogueEqualsGemm1ThenActivation) {
       const cuda::CUdeviceptr map = r.map.empty() ? 0 : map_d.ptr();
       cuda::DeviceBuffer flags(4);
       flags.fill_bytes(0);
-      const cuda::RouteIds route{ids_d.ptr(), DType::i32, r.M, kGatherTopK, global, map, E, flags.ptr()};
-      const int64_t cap = cuda::align_capacity(slots, E, tile.block_m);
-      cuda::DeviceBuffer local(static_cast<size_t>(slots * 4)), sorted(static_cast<size_t>(cap * 4)),
-          expert_ids(static_cast<size_t>(cap / tile.block_m * 4)), padded(4);
+      RoutedGemm1 routed({ids_d.ptr(), DType::i32, r.M, kGatherTopK, global, map, E, flags.ptr()}, tile);
       for (int variant = 0; variant < 4; ++variant) {
         const bool self = (variant & 1) != 0, prepared = (variant & 2) != 0;
         std::vector<uint16_t> outs[2];
@@ -594,22 +610,9 @@ TEST(MoeGemmGpu, ActivationEpilogueEqualsGemm1ThenActivation) {
           cuda::DeviceBuffer gate_up(static_cast<size_t>(slots * N * 2)), out(static_cast<size_t>(slots * out_stride * 2));
           gate_up.fill_bytes(0xFF);  // NaN in bf16 and f16
           out.fill_bytes(0xFF);
-          cuda::map_and_align(route, tile.block_m, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()},
-                              stream.get());
+          routed.align(stream.get());
           cuda::MoeGemmArgs g = gemm_args(c, dw, tile, a_d.ptr(), fused ? out.ptr() : gate_up.ptr(), prepared);
-          g.gather = true;
-          g.sorted_ids = sorted.ptr();
-          g.expert_ids = expert_ids.ptr();
-          g.num_tokens_padded = padded.ptr();
-          g.num_slots = slots;
-          g.src_row_divisor = kGatherTopK;
-          g.sorted_capacity = cap;
-          g.self_route = self;
-          g.topk_ids = ids_d.ptr();
-          g.topk_ids_dtype = DType::i32;
-          g.expert_map = map;
-          g.num_global_experts = global;
-          g.num_local_experts = E;
+          routed.set_gather(g, self);
           if (fused) {
             g.epilogue_activation = true;
             g.activation = act;
