@@ -291,10 +291,12 @@ clocks_stop() { kill "$clocks_pid" 2>/dev/null; wait "$clocks_pid" 2>/dev/null; 
 # steps.txt as "TABLE WHO preset scheme M us MB %copy", one process per letter of ORDER: O = $old_build, N = $build,
 # Z = $build with MOEQ_SELF_ROUTE=0, F = $build with MOEQ_FUSED_REDUCE=0 (session 51's build with session 50's fused
 # reduce; later builds ignore it), A = $build with MOEQ_FUSED_ACTIVATION=0, B = $build with both. TABLE planner adds
-# --no-shipped-tuning (shipped: the shipped tables).
+# --no-shipped-tuning (shipped: the shipped tables); a TABLE ending in .json adds --tuning TABLE (its rows replace the
+# shipped table's at the M they cover) and is recorded by its file name.
 layer_steps() {
   local flags="" who bin self fused act
   [ "$1" = planner ] && flags="--no-shipped-tuning"
+  case "$1" in *.json) flags="--tuning $1" ;; esac
   for who in $5; do
     bin="$build/moeq" self=1 fused=1 act=1
     [ "$who" = O ] && bin="$old_build/moeq"
@@ -306,7 +308,7 @@ layer_steps() {
     MOEQ_SELF_ROUTE=$self MOEQ_FUSED_REDUCE=$fused MOEQ_FUSED_ACTIVATION=$act timeout 60 "$bin" bench --trials 5 \
       --kernel layer $flags --preset "$2" --scheme "$3" -M $4 >"$out/o.tmp" 2>&1
     grep -E '^layer  [a-z]' "$out/o.tmp" | grep -v '^layer  preset' |
-      awk -v w="$who" -v t="$1" '{print t, w, $2, $3, $4, $5, $6, $8}' >>"$out/steps.txt"
+      awk -v w="$who" -v t="$(basename "$1")" '{print t, w, $2, $3, $4, $5, $6, $8}' >>"$out/steps.txt"
     grep -E "^copy" "$out/o.tmp" | head -1
   done
   echo "steps $1 $2 $3 $(($(date +%s) - t0)) s"
@@ -333,12 +335,18 @@ layer_verify() {
 # self_route_gpu_tests: the self-routed GEMM1's bit-equality test, the routing's edge cases, graph capture and the
 # warm-up test with $build into gpu_tests.txt, and their summary.
 self_route_gpu_tests() {
+  filtered_gpu_tests 'MoeGemmGpu.SelfRouted*:ExpertsGpu.OddShapesExpertMapAndBias:ExpertsGpu.BadRoutingValues*:ExpertsGpu.GraphCapture*' 150
+}
+
+# filtered_gpu_tests FILTER SECONDS: moeq_gpu_tests of that gtest filter and the warm-up test with $build into
+# gpu_tests.txt, and their summary.
+filtered_gpu_tests() {
   {
-    timeout 150 "$build/moeq_gpu_tests" --gtest_filter='MoeGemmGpu.SelfRouted*:ExpertsGpu.OddShapesExpertMapAndBias:ExpertsGpu.BadRoutingValues*:ExpertsGpu.GraphCapture*'
+    timeout "$2" "$build/moeq_gpu_tests" --gtest_filter="$1"
     echo "gpu tests rc=$?"
     timeout 60 "$build/moeq_gpu_warmup_test"
     echo "warmup test rc=$?"
   } >"$out/gpu_tests.txt" 2>&1
   echo "gpu tests $(($(date +%s) - t0)) s"
-  grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|rc=" "$out/gpu_tests.txt" | head -12
+  grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|rc=" "$out/gpu_tests.txt" | head -14
 }

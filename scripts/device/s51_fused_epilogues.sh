@@ -21,14 +21,7 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 end=$((t0 + ${CALL_SECONDS:-550}))
 left() { echo $((end - $(date +%s))); }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv,noheader
-{
-  timeout 240 "$build/moeq_gpu_tests" --gtest_filter='MoeGemmGpu.FusedReduce*:MoeGemmGpu.ActivationEpilogue*:MoeGemmGpu.SelfRouted*:ExpertsGpu.OddShapes*:ExpertsGpu.BadRoutingValues*:ExpertsGpu.GraphCapture*'
-  echo "gpu tests rc=$?"
-  timeout 60 "$build/moeq_gpu_warmup_test"
-  echo "warmup test rc=$?"
-} >"$out/gpu_tests.txt" 2>&1
-echo "gpu tests $(($(date +%s) - t0)) s"
-grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|rc=" "$out/gpu_tests.txt" | head -14
+filtered_gpu_tests 'MoeGemmGpu.FusedReduce*:MoeGemmGpu.ActivationEpilogue*:MoeGemmGpu.SelfRouted*:ExpertsGpu.OddShapes*:ExpertsGpu.BadRoutingValues*:ExpertsGpu.GraphCapture*' 240
 # The activation epilogue runs wherever GEMM1 has an 8-row direct tile: the INT4 table's up to M = 160.
 layer_steps shipped qwen3-30b-a3b mxfp4 "1 2 16 64" "B F A N N A F B"
 layer_steps shipped gpt-oss-120b mxfp4 "1 2 16" "B F A N N A F B"

@@ -193,23 +193,25 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
       // and writes GEMM2's input itself (MoeGemmArgs::epilogue_activation): one kernel boundary and a pass over
       // [rows, N13] fewer. Session 51 (H200, whole steps against MOEQ_FUSED_ACTIVATION=0): -0.7 to -1.2 us at 4-16
       // rows (Qwen3-30B-A3B M = 1-2, gpt-oss-120b M = 1-2), but +4.0 us at gpt-oss-120b M = 16 (64 rows), so it stays
-      // off above kActivationEpilogueMaxRows.
+      // off above kActivationEpilogueMaxRows. Nor where the epilogue's registers cost the kernel a CTA an SM
+      // (activation_epilogue_keeps_occupancy: Mixtral-8x7B M = 1 lost 6.3 us of 77 on the H100, session 52).
       // NOTE: not where GEMM2 takes its input in the MMA's order (`/t`), nor where activation_output overlaps GEMM1's
       // A (the contiguous layout's permuted rows share its workspace): it is written while other CTAs still read A.
       static const bool fused_activation_enabled = cuda::env_integer("MOEQ_FUSED_ACTIVATION", 0, 1, 1) != 0;
       const CUdeviceptr a_begin = g1.a, a_end = g1.a + static_cast<CUdeviceptr>(((rows_in - 1) * g1.a_row_stride + K) * elem);
       const CUdeviceptr act_end = activation_output + static_cast<CUdeviceptr>(rows * I * elem);
       const bool overlaps_a = rows_in > 0 && rows > 0 && a_begin < act_end && activation_output < a_end;
+      cuda::MoeGemmArgs fused = g1;
+      fused.epilogue_activation = true;
+      fused.activation = d.activation;
+      fused.interleaved_gate_up = d.interleaved_gate_up;
+      fused.c = activation_output;
+      fused.c_row_stride = I;
       const bool fuse_activation = fused_activation_enabled && rows <= cuda::kActivationEpilogueMaxRows &&
                                    !g2.tile.mma_order_tokens && !overlaps_a && cuda::activation_epilogue_fits(d) &&
-                                   cuda::gemm_fuses_activation(cuda::tile_for_device(g1.tile), input1);
-      if (fuse_activation) {
-        g1.epilogue_activation = true;
-        g1.activation = d.activation;
-        g1.interleaved_gate_up = d.interleaved_gate_up;
-        g1.c = activation_output;
-        g1.c_row_stride = I;
-      }
+                                   cuda::gemm_fuses_activation(cuda::tile_for_device(g1.tile), input1) &&
+                                   cuda::activation_epilogue_keeps_occupancy(fused);
+      if (fuse_activation) g1 = fused;
       cuda::moe_gemm(g1, stream);
       if (!fuse_activation)
         cuda::activation(d.activation, d.interleaved_gate_up, c, g1.c, rows, I, activation_output, stream,

@@ -344,6 +344,7 @@ DeviceInfo current_device_info() {
   info.l2_bytes = attribute(device_attr::kL2CacheSize, "L2 cache size");
   info.max_smem_per_block_optin =
       attribute(device_attr::kMaxSharedMemoryPerBlockOptin, "max shared memory per block (optin)");
+  info.max_registers_per_sm = attribute(device_attr::kMaxRegistersPerMultiprocessor, "max registers per multiprocessor");
   return info;
 }
 

@@ -32,6 +32,7 @@ constexpr int kL2CacheSize = 38;                      // CU_DEVICE_ATTRIBUTE_L2_
 constexpr int kComputeCapabilityMajor = 75;           // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kComputeCapabilityMinor = 76;           // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
 constexpr int kMaxSharedMemoryPerBlockOptin = 97;     // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+constexpr int kMaxRegistersPerMultiprocessor = 82;    // CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR
 }  // namespace device_attr
 
 // CUfunction_attribute values.
@@ -148,6 +149,7 @@ struct DeviceInfo {
   int num_sms = 0;
   int64_t l2_bytes = 0;
   int max_smem_per_block_optin = 0;  // bytes a block may opt into (cuFuncSetAttribute)
+  int max_registers_per_sm = 0;
 };
 // Attributes of the selected device, queried from the driver (never hard-coded).
 DeviceInfo current_device_info();

@@ -119,6 +119,39 @@ void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& request
   if (tile.mma_order_tokens) load_moe_gemm(w, act_dtype, permuting_tile(tile, w), input, use);
 }
 
+int ctas_per_sm_for_registers(int registers, int threads, int registers_per_sm) {
+  const int per_warp = (std::max(registers, 1) * 32 + 255) / 256 * 256, warps = (std::max(threads, 1) + 31) / 32;
+  return registers_per_sm / per_warp / warps;
+}
+
+namespace {
+
+int ctas_per_sm_by_registers(CUfunction f, int threads) {
+  int registers = 0;
+  check(driver().cuFuncGetAttribute(&registers, func_attr::kNumRegs, f), "cuFuncGetAttribute(registers)");
+  return ctas_per_sm_for_registers(registers, threads, process_device_info().max_registers_per_sm);
+}
+
+}  // namespace
+
+bool activation_epilogue_keeps_occupancy(const MoeGemmArgs& a) {
+  const GemmTile tile = tile_for_scales(tile_for_device(a.tile), a.weights.scales);
+  const GemmVariant variant = a.self_route ? GemmVariant::self_routed : GemmVariant::plain;
+  const EpilogueActivation epilogue{true, a.activation.kind, a.interleaved_gate_up};
+  const CUfunction plain = gemm_function(a.weights_desc, a.act_dtype, tile, a.prepared_codes, false, GemmInput::values,
+                                         a.mx_scales_at_most_two, variant);
+  const CUfunction fused = gemm_function(a.weights_desc, a.act_dtype, tile, a.prepared_codes, false, GemmInput::values,
+                                         a.mx_scales_at_most_two, variant, epilogue);
+  static std::mutex mutex;
+  static std::unordered_map<CUfunction, bool> verdicts;  // by the fused kernel, whose key names its plain twin
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (const auto known = verdicts.find(fused); known != verdicts.end()) return known->second;
+  const int threads = static_cast<int>(tile.threads());
+  const bool keeps = ctas_per_sm_by_registers(fused, threads) >= ctas_per_sm_by_registers(plain, threads);
+  verdicts.emplace(fused, keeps);
+  return keeps;
+}
+
 void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   const WeightDesc& w = a.weights_desc;
   auto reasons = moe_gemm_reasons(w, a.act_dtype);

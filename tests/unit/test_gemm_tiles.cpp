@@ -772,6 +772,19 @@ TEST(GemmTiles, ActivationEpilogueIsAGemm1KernelOfItsOwn) {
   EXPECT_TRUE(cuda::activation_epilogue_fits(odd));
 }
 
+// The register occupancy apply compares before running GEMM1's activation epilogue
+// (activation_epilogue_keeps_occupancy): the register file is allocated per warp in 256-register units. The pairs
+// are session 52's ptxas counts (sm_90a, 65536 registers an SM).
+TEST(GemmTiles, CtasPerSmForRegistersCountsWholeWarpAllocations) {
+  EXPECT_EQ(cuda::ctas_per_sm_for_registers(56, 128, 65536), 9);   // gpt-oss-120b 8x64/1x4x1/2/r, plain
+  EXPECT_EQ(cuda::ctas_per_sm_for_registers(62, 128, 65536), 8);   // ... with the epilogue
+  EXPECT_EQ(cuda::ctas_per_sm_for_registers(128, 256, 65536), 2);  // Mixtral-8x7B 8x256/1x8x1/4/r, plain
+  EXPECT_EQ(cuda::ctas_per_sm_for_registers(145, 256, 65536), 1);  // ... with the epilogue
+  EXPECT_EQ(cuda::ctas_per_sm_for_registers(121, 128, 65536), 4);  // 121 rounds up to 128 a thread
+  EXPECT_EQ(cuda::ctas_per_sm_for_registers(255, 384, 65536), 0);  // does not fit at all
+  EXPECT_EQ(cuda::ctas_per_sm_for_registers(32, 100, 65536), 16);  // a part warp takes a whole warp's registers
+}
+
 // Which tile and A operand each GEMM of a layer plans (cuda::gemm_plan): e4m3 codes only for FP8
 // per-token activations with FP8 per-channel weights on a direct tile (sm_89+) or canonical MXFP4
 // codes on a warp-specialized tile (sm_90+, K % 128 == 0; 128 channels), else the
