@@ -6,6 +6,8 @@
 #     takes the loss.
 #     Then whole steps N A A N of Mixtral M = 1-8, Qwen3-30B-A3B MXFP4 and gpt-oss-120b M = 1 / 2 with BUILD, whose apply
 #     skips the epilogue where its registers cost a CTA an SM (activation_epilogue_keeps_occupancy).
+#     GPU tests (the epilogue's bit equality, odd shapes and graph capture through apply) and `moeq verify` of those
+#     layers at M = 1-4 with BUILD.
 #  2. Issue 6's GEMM2 losses at gpt-oss-120b M = 256 / 640 / 1024 (1.01x / 1.13x / 1.06x Humming's in call 2): GEMM2 on
 #     the tiles its shipped table holds, to tell whether a table row or the kernel is short.
 #  3. On an H200 only: Qwen3-30B-A3B INT4-g128 whole steps O C C O at M = 192 / 256 (C: a (1280, 2048] row on
@@ -27,6 +29,8 @@ for m in 1 2 4 8; do
       paste -sd' ')"
   done
 done
+filtered_gpu_tests 'MoeGemmGpu.ActivationEpilogue*:ExpertsGpu.OddShapes*:ExpertsGpu.GraphCapture*' 150
+layer_verify "mixtral-8x7b mxfp4 1 2 4" "qwen3-30b-a3b mxfp4 1 2" "gpt-oss-120b mxfp4 1 2"
 layer_steps shipped mixtral-8x7b mxfp4 "1 2 4 8" "N A A N"
 layer_steps shipped qwen3-30b-a3b mxfp4 "1 2" "N A A N"
 layer_steps shipped gpt-oss-120b mxfp4 "1 2" "N A A N"
