@@ -2,7 +2,7 @@
 # Session 52, after call 1 (H100): Mixtral-8x7B MXFP4 steps lost 2.1-6.3 us at M = 1-4 with GEMM1's activation epilogue
 # (the landed rule) against MOEQ_FUSED_ACTIVATION=0. ptxas here: its M = 1 tile (8x256/1x8x1/4/r) has 128 registers
 # plain, 145 with the epilogue (prepared codes, at most two MX scales): one CTA an SM instead of two.
-#  1. ncu kernel durations of `moeq run` (Mixtral MXFP4, M = 1 / 2 / 4 / 8), epilogue on (N) and off (A): which kernel
+#  1. ncu kernel durations of `moeq run` (Mixtral MXFP4, M = 1 / 2 / 4), epilogue on (N) and off (A): which kernel
 #     takes the loss.
 #     Then whole steps N A A N of Mixtral M = 1-8, Qwen3-30B-A3B MXFP4 and gpt-oss-120b M = 1 / 2 with BUILD, whose apply
 #     skips the epilogue where its registers cost a CTA an SM (activation_epilogue_keeps_occupancy).
@@ -18,7 +18,7 @@ device_setup "$1"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv,noheader
-for m in 1 2 4 8; do
+for m in 1 2 4; do
   for who in N A; do
     act=1
     [ "$who" = A ] && act=0
