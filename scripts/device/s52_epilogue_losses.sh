@@ -11,7 +11,7 @@
 #  2. Issue 6's GEMM2 losses at gpt-oss-120b M = 256 / 640 / 1024 (1.01x / 1.13x / 1.06x Humming's in call 2): GEMM2 on
 #     the tiles its shipped table holds, to tell whether a table row or the kernel is short.
 #  3. On an H200 only: Qwen3-30B-A3B INT4-g128 whole steps O C C O at M = 192 / 256 (C: a (1280, 2048] row on
-#     24x256/1x8x1/4/o2/p/t, -3.9% / -2.5% on the H100 in call 1).
+#     24x256/1x8x1/4/o2/p/t, -3.5% / -2.7% on the H100 in call 1).
 # Usage: s52_epilogue_losses.sh BUILD   (env OUT, MOEQ_CACHE_DIR)
 . "$(dirname "$0")/evidence_lib.sh"
 device_setup "$1"
