@@ -111,6 +111,9 @@ void moe_gemm(const MoeGemmArgs& args, CUstream stream);
 // epilogue, so one CTA an SM instead of two: its step lost 6.3 us (77.1 -> 83.4); gpt-oss-120b's 8x64/1x4x1/2/r, 56
 // -> 62, nine CTAs -> eight, was session 51's +4.0 us at M = 16.
 // NOTE: registers only: the two kernels share the tile's shared memory and threads, so their other limits are the same.
+// Where another limit binds both (threads, shared memory, CTAs an SM), fewer register-bound CTAs may not lose any, and
+// the answer is conservative (no fusion). The direct tiles seen so far take 56-244 registers (ptxas, session 52),
+// where registers bind.
 bool activation_epilogue_keeps_occupancy(const MoeGemmArgs& args);
 // CTAs of `threads` threads whose `registers` each an SM's register file holds: it is allocated per warp, in units of
 // 256 registers.
