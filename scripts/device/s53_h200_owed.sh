@@ -10,6 +10,7 @@
 #     SM on the H100).
 #  4. gpt-oss-120b rows (2048, 2560] on the (2560, 3072] row's tiles (GEMM2 32x512/1x8x1/8/p/t: -2.2% GEMM2 at M = 640 on
 #     the H100), whole steps O G G O at M = 576 / 640.
+#  5. Qwen3-30B-A3B MXFP4 GEMM2 at M = 4096 (1.116x Humming's on the H100, K = 768) on nine warp-specialized tiles.
 # Usage: s53_h200_owed.sh BUILD   (env OUT, MOEQ_CACHE_DIR)
 . "$(dirname "$0")/evidence_lib.sh"
 device_setup "$1"
@@ -43,5 +44,10 @@ for who in O G G O; do
   [ "$who" = G ] && table="$tables/s53_gpt_oss_gemm2_32x512.json"
   layer_steps "$table" gpt-oss-120b mxfp4 "576 640" N
 done
+# shellcheck disable=SC2086
+timeout 90 "$build/moeq" bench --trials 7 --kernel gemm2 --preset qwen3-30b-a3b --scheme mxfp4 -M 4096 --tile \
+  144x256/1x8x1/4/p/t 128x256/1x8x1/4/p/t 96x256/1x8x1/4/p/s/t 96x256/1x8x1/4/p/t 80x256/1x8x1/6/p/s/t \
+  64x256/1x8x1/8/p/t 144x256/1x8x1/3/p/s/t 128x256/1x8x1/6/p/t 96x256/1x8x1/6/p/t >"$out/mxfp4_4096_gemm2.txt" 2>&1
+echo "mxfp4 4096 gemm2 rc=$? $(($(date +%s) - t0)) s"
 rm -f "$out/o.tmp"
 echo "done $(($(date +%s) - t0)) s"
