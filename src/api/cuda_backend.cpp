@@ -201,17 +201,18 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
       const CUdeviceptr a_begin = g1.a, a_end = g1.a + static_cast<CUdeviceptr>(((rows_in - 1) * g1.a_row_stride + K) * elem);
       const CUdeviceptr act_end = activation_output + static_cast<CUdeviceptr>(rows * I * elem);
       const bool overlaps_a = rows_in > 0 && rows > 0 && a_begin < act_end && activation_output < a_end;
-      cuda::MoeGemmArgs fused = g1;
-      fused.epilogue_activation = true;
-      fused.activation = d.activation;
-      fused.interleaved_gate_up = d.interleaved_gate_up;
-      fused.c = activation_output;
-      fused.c_row_stride = I;
-      const bool fuse_activation = fused_activation_enabled && rows <= cuda::kActivationEpilogueMaxRows &&
-                                   !g2.tile.mma_order_tokens && !overlaps_a && cuda::activation_epilogue_fits(d) &&
-                                   cuda::gemm_fuses_activation(cuda::tile_for_device(g1.tile), input1) &&
-                                   cuda::activation_epilogue_keeps_occupancy(fused);
-      if (fuse_activation) g1 = fused;
+      const bool fuse_activation =
+          fused_activation_enabled && rows <= cuda::kActivationEpilogueMaxRows && !g2.tile.mma_order_tokens &&
+          !overlaps_a && cuda::activation_epilogue_fits(d) &&
+          cuda::gemm_fuses_activation(cuda::tile_for_device(g1.tile), input1) &&
+          cuda::activation_epilogue_keeps_occupancy(g1, {true, d.activation.kind, d.interleaved_gate_up});
+      if (fuse_activation) {
+        g1.epilogue_activation = true;
+        g1.activation = d.activation;
+        g1.interleaved_gate_up = d.interleaved_gate_up;
+        g1.c = activation_output;
+        g1.c_row_stride = I;
+      }
       cuda::moe_gemm(g1, stream);
       if (!fuse_activation)
         cuda::activation(d.activation, d.interleaved_gate_up, c, g1.c, rows, I, activation_output, stream,

@@ -126,6 +126,21 @@ int ctas_per_sm_for_registers(int registers, int threads, int registers_per_sm) 
 
 namespace {
 
+// The tile moe_gemm launches `a` on (as the device runs it, for its weights' scales).
+GemmTile launched_tile(const MoeGemmArgs& a) { return tile_for_scales(tile_for_device(a.tile), a.weights.scales); }
+
+// What A holds for `a`.
+GemmInput launched_input(const MoeGemmArgs& a) {
+  return a.a_e4m3 ? GemmInput::row_scaled_e4m3 : a.a_row_scales != 0 ? GemmInput::row_scaled_values : GemmInput::values;
+}
+
+// The kernel moe_gemm launches for `a` on `tile` (launched_tile), with `epilogue` in its epilogue.
+CUfunction launched_function(const MoeGemmArgs& a, const GemmTile& tile, const EpilogueActivation& epilogue) {
+  const GemmVariant variant = a.self_route ? GemmVariant::self_routed : GemmVariant::plain;
+  return gemm_function(a.weights_desc, a.act_dtype, tile, a.prepared_codes, false, launched_input(a),
+                       a.mx_scales_at_most_two, variant, epilogue);
+}
+
 int ctas_per_sm_by_registers(CUfunction f, int threads) {
   int registers = 0;
   check(driver().cuFuncGetAttribute(&registers, func_attr::kNumRegs, f), "cuFuncGetAttribute(registers)");
@@ -134,14 +149,9 @@ int ctas_per_sm_by_registers(CUfunction f, int threads) {
 
 }  // namespace
 
-bool activation_epilogue_keeps_occupancy(const MoeGemmArgs& a) {
-  const GemmTile tile = tile_for_scales(tile_for_device(a.tile), a.weights.scales);
-  const GemmVariant variant = a.self_route ? GemmVariant::self_routed : GemmVariant::plain;
-  const EpilogueActivation epilogue{true, a.activation.kind, a.interleaved_gate_up};
-  const CUfunction plain = gemm_function(a.weights_desc, a.act_dtype, tile, a.prepared_codes, false, GemmInput::values,
-                                         a.mx_scales_at_most_two, variant);
-  const CUfunction fused = gemm_function(a.weights_desc, a.act_dtype, tile, a.prepared_codes, false, GemmInput::values,
-                                         a.mx_scales_at_most_two, variant, epilogue);
+bool activation_epilogue_keeps_occupancy(const MoeGemmArgs& a, const EpilogueActivation& epilogue) {
+  const GemmTile tile = launched_tile(a);
+  const CUfunction plain = launched_function(a, tile, {}), fused = launched_function(a, tile, epilogue);
   static std::mutex mutex;
   static std::unordered_map<CUfunction, bool> verdicts;  // by the fused kernel, whose key names its plain twin
   const std::lock_guard<std::mutex> lock(mutex);
@@ -156,7 +166,7 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   const WeightDesc& w = a.weights_desc;
   auto reasons = moe_gemm_reasons(w, a.act_dtype);
   for (auto& reason : gemm_tile_reasons(a.tile, w)) reasons.push_back(reason);
-  const GemmTile tile = tile_for_scales(tile_for_device(a.tile), a.weights.scales);
+  const GemmTile tile = launched_tile(a);
   if (!reasons.empty()) throw Error("moe_gemm: " + reasons.front());
   if (a.max_ctas < 0) throw Error("moe_gemm: max_ctas = " + std::to_string(a.max_ctas) + " is negative");
   if (a.a == 0 || a.c == 0 || a.weights.codes == 0 || a.weights.scales == 0 ||
@@ -248,13 +258,9 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
     p.activation_silu_clamp = a.activation.silu_clamp;
   }
 
-  const GemmInput input = a.a_e4m3 ? GemmInput::row_scaled_e4m3
-                          : a.a_row_scales != 0 ? GemmInput::row_scaled_values
-                                                : GemmInput::values;
-  const GemmVariant variant = a.self_route ? GemmVariant::self_routed : GemmVariant::plain;
-  const EpilogueActivation epilogue{a.epilogue_activation, a.activation.kind, a.interleaved_gate_up};
+  const GemmInput input = launched_input(a);
   const CUfunction f =
-      gemm_function(w, a.act_dtype, tile, a.prepared_codes, false, input, a.mx_scales_at_most_two, variant, epilogue);
+      launched_function(a, tile, EpilogueActivation{a.epilogue_activation, a.activation.kind, a.interleaved_gate_up});
   const int64_t smem = gemm_smem_bytes(tile, w, input);
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(m_blocks);

@@ -105,8 +105,8 @@ struct GemmKernelVariant {
 std::vector<GemmKernelVariant> gemm_extra_variants(const GemmTile& tile, GemmInput input, const GemmVariantUse& use);
 
 void moe_gemm(const MoeGemmArgs& args, CUstream stream);
-// Whether GEMM1 with the activation in its epilogue (args as moe_gemm would run it with epilogue_activation, activation
-// and interleaved_gate_up set) fits as many CTAs on an SM, by registers, as the kernel without it. Loads both kernels.
+// Whether GEMM1 with `epilogue` in its epilogue fits as many CTAs on an SM, by registers, as the plain kernel moe_gemm
+// runs for `args` (epilogue_activation off). Loads both kernels.
 // PERF: session 52 (H100): Mixtral-8x7B's M = 1 tile (8x256/1x8x1/4/r) takes 128 registers plain, 145 with the
 // epilogue, so one CTA an SM instead of two: its step lost 6.3 us (77.1 -> 83.4); gpt-oss-120b's 8x64/1x4x1/2/r, 56
 // -> 62, nine CTAs -> eight, was session 51's +4.0 us at M = 16.
@@ -114,7 +114,7 @@ void moe_gemm(const MoeGemmArgs& args, CUstream stream);
 // Where another limit binds both (threads, shared memory, CTAs an SM), fewer register-bound CTAs may not lose any, and
 // the answer is conservative (no fusion). The direct tiles seen so far take 56-244 registers (ptxas, session 52),
 // where registers bind.
-bool activation_epilogue_keeps_occupancy(const MoeGemmArgs& args);
+bool activation_epilogue_keeps_occupancy(const MoeGemmArgs& args, const EpilogueActivation& epilogue);
 // CTAs of `threads` threads whose `registers` each an SM's register file holds: it is allocated per warp, in units of
 // 256 registers.
 int ctas_per_sm_for_registers(int registers, int threads, int registers_per_sm);
