@@ -79,6 +79,7 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
   if (ws_diag != 0 && tile.producer && tile.wgmma) s << "  static constexpr int kDiagWs = " << ws_diag << ";\n";
   // NOTE: named only where true, so that the other kernels' sources stay what they were.
   if (variant == GemmVariant::self_routed) s << "  static constexpr bool kSelfRouted = true;\n";
+  if (w.bias_dtype != DType::none) s << "  static constexpr bool kBias = true;\n";
   if (activation.on)
     s << "  static constexpr moeq_dev::ActivationKind kEpilogueActivation = moeq_dev::ActivationKind::"
       << elementwise_detail::activation_enum(activation.kind) << ";\n"

@@ -17,7 +17,8 @@ namespace moeq::cuda {
 // variant: the self-routed GEMM1's kernel (MoeGemmArgs::self_route), only where gemm_self_routes (else moeq::Error);
 // activation (on): a GEMM1's kernel that applies it in the epilogue (MoeGemmArgs::epilogue_activation), plain or
 // self-routed, only where gemm_fuses_activation (else moeq::Error). Neither is part of gemm_config_key (its 64 bits are
-// spent): moe_gemm keys the variants apart.
+// spent): moe_gemm keys the variants apart, and whether w has a bias (the source names it: the epilogue loads the
+// bias first) too.
 jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile, bool prepared_codes = false,
                                      GemmInput input = GemmInput::values, bool mx_scales_at_most_two = false,
                                      GemmVariant variant = GemmVariant::plain,

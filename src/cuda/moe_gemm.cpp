@@ -62,16 +62,16 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
                          GemmInput input, bool mx_scales_at_most_two, GemmVariant variant,
                          const EpilogueActivation& activation) {
   static std::mutex mutex;
-  // [variant][epilogue activation: 0 none, else 1 + 2 kind + interleaved]: not bits of gemm_config_key.
+  // [bias][variant][epilogue activation: 0 none, else 1 + 2 kind + interleaved]: not bits of gemm_config_key.
   constexpr int kActivations = 1 + 2 * 9;
-  static std::unordered_map<uint64_t, CUfunction> tables[2][kActivations];
+  static std::unordered_map<uint64_t, CUfunction> tables[2][2][kActivations];
   static_assert(static_cast<int>(Activation::relu2_no_mul) == 8, "kActivations counts every Activation");
   if (segments) variant = GemmVariant::plain;
   const EpilogueActivation none{};
   const EpilogueActivation& epilogue = segments ? none : activation;
   const int activation_index =
       epilogue.on ? 1 + 2 * static_cast<int>(epilogue.kind) + (epilogue.interleaved ? 1 : 0) : 0;
-  auto& table = tables[static_cast<int>(variant)][activation_index];
+  auto& table = tables[w.bias_dtype != DType::none ? 1 : 0][static_cast<int>(variant)][activation_index];
   const uint64_t key = gemm_config_key(w, act_dtype, tile, prepared, segments, input, mx_scales_at_most_two);
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = table.find(key); it != table.end()) return it->second;

@@ -638,6 +638,41 @@ TEST(GemmTiles, ConfigKeyIdentifiesTheGeneratedSource) {
   EXPECT_EQ(text_of_key.size(), key_of_text.size());
 }
 
+// A bias changes a GEMM's source by one line (Cfg::kBias: its epilogue loads every channel's bias before using any), so
+// the kernels of weights without one keep the source, and the cache entries, they had; moe_gemm keys the two apart
+// beside gemm_config_key, which has no bit for it.
+TEST(GemmTiles, BiasNamesOneLineOfTheSource) {
+  const std::string line = "  static constexpr bool kBias = true;\n";
+  int checked = 0;
+  for (WeightFormat f : {WeightFormat::mxfp4, WeightFormat::int4, WeightFormat::fp8_channel, WeightFormat::nvfp4})
+    for (const char* text : {"8x64/1x4x1/2/r", "32x512/1x8x1/8/p/t", "128x256/1x8x1/4/p", "64x128/2x2x1/4"}) {
+      const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
+      WeightDesc plain = desc_of(f);
+      if (f == WeightFormat::int4) plain.scale_dtype = DType::bf16;
+      if (!cuda::gemm_tile_reasons(tile, plain).empty()) continue;
+      for (bool segments : {false, true}) {
+        auto source = [&](const WeightDesc& w) {
+          return segments ? cuda::moe_gemm_segments_kernel_spec(w, DType::bf16, tile).source
+                          : cuda::moe_gemm_kernel_spec(w, DType::bf16, tile).source;
+        };
+        const std::string without = source(plain);
+        EXPECT_EQ(without.find("kBias"), std::string::npos) << text;
+        for (DType bias : {DType::f32, DType::bf16, DType::f16}) {
+          WeightDesc w = plain;
+          w.bias_dtype = bias;
+          std::string with = source(w);
+          const size_t at = with.find(line);
+          ASSERT_NE(at, std::string::npos) << text << " " << to_string(bias);
+          EXPECT_EQ(with.erase(at, line.size()), without) << text;
+          EXPECT_EQ(cuda::gemm_config_key(w, DType::bf16, tile, false, segments),
+                    cuda::gemm_config_key(plain, DType::bf16, tile, false, segments));
+          ++checked;
+        }
+      }
+    }
+  EXPECT_GE(checked, 4 * 2 * 3);
+}
+
 // Which kernels take the MX scales word (cuda::gemm_folds_mx_scales), written out against the
 // kernels' own rules: the warp-specialized body (moe_gemm_ws_consumers.cuh) with either code layout, the
 // voting mma.sync and direct tiles (kVoteFold: prepared codes, no wgmma) only with prepared codes;

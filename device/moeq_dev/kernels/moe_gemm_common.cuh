@@ -69,6 +69,24 @@ __device__ __forceinline__ float load_bias_value(const void* bias, long long ind
   return dtype == 2 ? bf16_to_f32(bits) : f16_to_f32(bits);
 }
 
+// Cfg::kBias, named only for weights with a bias (so the other kernels' sources stay what they were): the epilogue
+// loads every channel's bias before it uses any (write_output_tile_at).
+template <class C, class = void>
+struct CfgBias {
+  static constexpr bool value = false;
+};
+template <class C>
+struct CfgBias<C, decltype(void(C::kBias))> {
+  static constexpr bool value = C::kBias;
+};
+
+// A bias element's value from its bits as loaded (f32: all 32; bf16, f16: the low 16; none: 0).
+__device__ __forceinline__ float bias_value(unsigned bits, int dtype) {
+  if (dtype == 0) return 0.0f;
+  if (dtype == 1) return __uint_as_float(bits);
+  return dtype == 2 ? bf16_to_f32(static_cast<unsigned short>(bits)) : f16_to_f32(static_cast<unsigned short>(bits));
+}
+
 template <bool kBf16>
 __device__ __forceinline__ unsigned short to_act_bits(float x) {
   return kBf16 ? f32_to_bf16_rn(x) : f32_to_f16_rn(x);
@@ -368,6 +386,54 @@ __device__ __forceinline__ void write_output_tile_at(const MoeGemmParams& p, int
         row_scale[mt][i] = block_row_scales != nullptr ? block_row_scales[r] : a_row_scale(p, row_src[r]);
       }
     }
+  if constexpr (CfgBias<Cfg>::value) {
+    // PERF: loaded and used pair by pair (below), ptxas keeps the loads in order, each in the region of its branch on
+    // the bias dtype: one global-load latency per (nt, r). On gpt-oss-120b's GEMM2 (f32 bias) at M = 640,
+    // 32x512/1x8x1/8/p/t, the uses of those 8 loads took ~6% of the consumer warps' stall samples (ncu source
+    // counters, H100, session 53); loaded first, its GEMMs ran 0.3-2.9% faster and its steps 0.3-2.3%
+    // (bench/results/2026-12-06-h100-bias-epilogue.md, call 7).
+    float scale[kTilesN][2];
+    unsigned bias_bits[kTilesN][2];
+#pragma unroll
+    for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int n = weight_row(channel_of(nt, r));
+        scale[nt][r] = 1.0f;
+        bias_bits[nt][r] = 0;
+        if (n < N) {
+          if constexpr (Cfg::kFormat == WeightFormatId::kFp8Channel) {
+            scale[nt][r] = static_cast<const float*>(p.scaling.scales)[static_cast<long long>(e) * N + n];
+          } else if constexpr (Cfg::kFormat == WeightFormatId::kNvfp4) {
+            const int halves = p.scaling.num_global_scales;
+            scale[nt][r] = p.scaling.global_scales[e * halves + (halves == 2 && n >= N / 2 ? 1 : 0)];
+          }
+          const long long index = static_cast<long long>(e) * N + n;
+          if (p.bias_dtype == 1)
+            bias_bits[nt][r] = static_cast<const unsigned*>(p.bias)[index];
+          else if (p.bias_dtype != 0)
+            bias_bits[nt][r] = static_cast<const unsigned short*>(p.bias)[index];
+        }
+      }
+#pragma unroll
+    for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int n_local = channel_of(nt, r);
+        const float bias = bias_value(bias_bits[nt][r], p.bias_dtype);
+#pragma unroll
+        for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            const int token = token_base + mt * 8 + 2 * t + i;
+            *reinterpret_cast<unsigned short*>(out_tile + token * out_row_bytes + n_local * 2) = to_act_bits<Cfg::kActBf16>(
+                (Cfg::kRowScales ? acc[nt][mt][2 * r + i] * row_scale[mt][i] : acc[nt][mt][2 * r + i]) * scale[nt][r] + bias);
+          }
+      }
+    return;
+  }
+  // NOTE: without a bias, the loop the kernels were tuned on: loading the scales first changed the machine code of
+  // every kernel's main loop, and Qwen3-30B-A3B MXFP4 steps (no bias) ran ~1% slower (session 53).
 #pragma unroll
   for (int nt = 0; nt < kTilesN; ++nt)
 #pragma unroll
