@@ -70,7 +70,7 @@ __device__ __forceinline__ float load_bias_value(const void* bias, long long ind
 }
 
 // Cfg::kBias, named only for weights with a bias (so the other kernels' sources stay what they were): the epilogue
-// loads every channel's bias before it uses any (write_output_tile_at).
+// loads every channel's bias (and FP8 per-channel scale) before it uses any (write_output_tile_at).
 template <class C, class = void>
 struct CfgBias {
   static constexpr bool value = false;
@@ -386,12 +386,13 @@ __device__ __forceinline__ void write_output_tile_at(const MoeGemmParams& p, int
         row_scale[mt][i] = block_row_scales != nullptr ? block_row_scales[r] : a_row_scale(p, row_src[r]);
       }
     }
-  if constexpr (CfgBias<Cfg>::value) {
+  if constexpr (CfgBias<Cfg>::value || Cfg::kFormat == WeightFormatId::kFp8Channel) {
     // PERF: loaded and used pair by pair (below), ptxas keeps the loads in order, each in the region of its branch on
     // the bias dtype: one global-load latency per (nt, r). On gpt-oss-120b's GEMM2 (f32 bias) at M = 640,
     // 32x512/1x8x1/8/p/t, the uses of those 8 loads took ~6% of the consumer warps' stall samples (ncu source
-    // counters, H100, session 53); loaded first, its GEMMs ran 0.3-2.9% faster and its steps 0.3-2.3%
-    // (bench/results/2026-12-06-h100-bias-epilogue.md, call 7).
+    // counters, H100, session 53); loaded first, its GEMMs ran 0.3-2.9% faster and its steps 0.3-2.3%. FP8 per-channel
+    // scales are loaded the same way: Qwen3-30B-A3B fp8-channel GEMMs -0.2% to -3.8%, steps -0.2% to -2.6%
+    // (bench/results/2026-12-06-h100-bias-epilogue.md, calls 7 and 8).
     float scale[kTilesN][2];
     unsigned bias_bits[kTilesN][2];
 #pragma unroll
@@ -432,8 +433,8 @@ __device__ __forceinline__ void write_output_tile_at(const MoeGemmParams& p, int
       }
     return;
   }
-  // NOTE: without a bias, the loop the kernels were tuned on: loading the scales first changed the machine code of
-  // every kernel's main loop, and Qwen3-30B-A3B MXFP4 steps (no bias) ran ~1% slower (session 53).
+  // NOTE: without a bias or channel scales, the loop the kernels were tuned on: loading first changed the machine code
+  // of every kernel's main loop, and Qwen3-30B-A3B MXFP4 steps (no bias) ran ~1% slower (session 53).
 #pragma unroll
   for (int nt = 0; nt < kTilesN; ++nt)
 #pragma unroll
