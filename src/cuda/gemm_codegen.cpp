@@ -228,6 +228,15 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
                     GemmVariant::plain, EpilogueActivation{true, kind, interleaved});
         break;
       }
+    // A bias (Cfg::kBias: the epilogue loads the bias first) on each format's first and last planner tile (a direct and a
+    // warp-specialized body where the format has them), bf16, prepared codes.
+    WeightDesc biased = w;
+    biased.bias_dtype = DType::f32;
+    const std::vector<GemmTile> tiles = planner_tiles(f);
+    if (!tiles.empty()) {
+      add(biased, DType::bf16, tiles.front(), true);
+      add(biased, DType::bf16, tiles.back(), true);
+    }
   }
   return specs;
 }

@@ -120,7 +120,7 @@ std::vector<GemmTile> layer_tiles_legal_for(const ExpertsDesc& desc, const std::
 
 std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std::vector<GemmTile>& extra_tiles) {
   std::vector<jit::KernelSpec> specs = other_kernel_specs(d);
-  // NOTE: GEMM1's and GEMM2's configs usually give the same text (N, K and the bias are
+  // NOTE: GEMM1's and GEMM2's configs usually give the same text (N, K and the bias dtype are
   // run-time), and `moeq compile` would count the copy as a cache hit: each spec once.
   std::set<std::string> seen;
   const auto add = [&](jit::KernelSpec spec) {

@@ -390,9 +390,9 @@ __device__ __forceinline__ void write_output_tile_at(const MoeGemmParams& p, int
     // PERF: loaded and used pair by pair (below), ptxas keeps the loads in order, each in the region of its branch on
     // the bias dtype: one global-load latency per (nt, r). On gpt-oss-120b's GEMM2 (f32 bias) at M = 640,
     // 32x512/1x8x1/8/p/t, the uses of those 8 loads took ~6% of the consumer warps' stall samples (ncu source
-    // counters, H100, session 53); loaded first, its GEMMs ran 0.3-2.9% faster and its steps 0.3-2.3%. FP8 per-channel
-    // scales are loaded the same way: Qwen3-30B-A3B fp8-channel GEMMs -0.1% to -3.8%, steps -0.2% to -2.6%
-    // (bench/results/2026-12-06-h100-bias-epilogue.md, calls 7 and 8).
+    // counters, H100, session 53); loaded first, gpt-oss-120b's GEMMs on its shipped table's tiles ran 0.3-2.9% faster
+    // and its steps 0.3-2.3%. FP8 per-channel scales are loaded the same way: Qwen3-30B-A3B fp8-channel GEMMs -0.1% to
+    // -3.8%, steps -0.2% to -2.6% (bench/results/2026-12-06-h100-bias-epilogue.md, calls 7 and 8).
     float scale[kTilesN][2];
     unsigned bias_bits[kTilesN][2];
 #pragma unroll
