@@ -343,7 +343,8 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
   // the remaining formats and INT4 with zero points or one scale per channel (scales on the
   // accumulators; per channel with a partial last K tile) on a few tiles: unusual warp layouts,
   // an 8-row block, the few-rows tile and the planner's direct-load tiles. Biases (f32, bf16,
-  // f16) ride on three of them.
+  // f16) ride on three of them, and FP8 per channel runs twice, with a bias the second time (its epilogue
+  // loads channel scales and bias first, write_output_tile_at).
   struct Plan {
     const char* scheme;
     bool all_tiles;
@@ -353,6 +354,7 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
                            Plan{"fp8-block", true, DType::f32}, Plan{"nvfp4", false, DType::none},
                            Plan{"int8-ch", false, DType::none}, Plan{"int4-g32-zp", false, DType::none},
                            Plan{"mxfp8", false, DType::none}, Plan{"fp8-channel", false, DType::none},
+                           Plan{"fp8-channel", false, DType::bf16},
                            Plan{"mxfp4:f16", false, DType::f16}, Plan{"int4-g64-zp", false, DType::none},
                            Plan{"int4-ch", false, DType::none}, Plan{"int4-g128:f16", false, DType::none}}) {
     const GemmCase c = make_case(plan.scheme, plan.bias);
