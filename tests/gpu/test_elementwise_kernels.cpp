@@ -18,6 +18,7 @@
 #include "cuda/driver.hpp"
 #include "cuda/elementwise.hpp"
 #include "cuda/launch.hpp"
+#include "common/parallel.hpp"
 #include "jit/compiler.hpp"
 #include "moeq/error.hpp"
 #include "reference/activation.hpp"
@@ -478,6 +479,23 @@ TEST(ElementwiseGpu, QuantizeToValuesEqualsQuantizeThenDequantize) {
 // (I = 512 and 768: FP8 per token's special path).
 TEST(ElementwiseGpu, ActivationQuantizeEqualsActivationThenQuantize) {
   SKIP_WITHOUT_DEVICE();
+  {
+    // PERF: the loops below launch 84 fused configs and their unfused pairs; compiled on a thread per core first (the
+    // launches then find them in the disk cache) instead of one program after another at the first launch of each,
+    // which took 145 s of an H100 machine's device call (session 54).
+    std::vector<moeq::jit::KernelSpec> specs;
+    for (const DType dt : {DType::bf16, DType::f16})
+      for (const Activation kind : moeq::all_values<Activation>())
+        for (const bool interleaved : {false, true}) {
+          if (interleaved && !moeq::is_gated(kind)) continue;
+          specs.push_back(cu::activation_kernel_spec(kind, interleaved, dt));
+          for (const ActFormat fmt : {ActFormat::fp8_token, ActFormat::mxfp8, ActFormat::mxfp4}) {
+            specs.push_back(cu::quantize_kernel_spec(fmt, dt, true));
+            specs.push_back(cu::activation_quantize_kernel_spec(kind, interleaved, fmt, dt));
+          }
+        }
+    moeq::jit::kernel_cache().lookup_all(specs, moeq::jit::current_arch(), moeq::hardware_threads());
+  }
   cu::Stream stream;
   std::mt19937 rng(41);
   std::normal_distribution<float> normal(0.0f, 2.0f);

@@ -15,11 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "common/parallel.hpp"
 #include "cuda/driver.hpp"
 #include "cuda/elementwise.hpp"
+#include "cuda/gemm_codegen.hpp"
 #include "cuda/moe_gemm.hpp"
 #include "cuda/routing.hpp"
 #include "io/presets.hpp"
+#include "jit/compiler.hpp"
 #include "jit/nvrtc.hpp"
 #include "moeq/error.hpp"
 #include "moeq/weights.hpp"
@@ -367,6 +370,11 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
       cuda::check(cuda::driver().cuMemcpyDtoH_v2(device.data(), dw.prepared_codes, device.size()), "cuMemcpyDtoH");
       EXPECT_TRUE(host == device) << plan.scheme << ": prepare_codes (GPU) differs from prepare_codes_host";
     }
+    // This plan's tiles, then their kernels compiled on a thread per core before the first launch (PERF: moe_gemm
+    // compiles what the disk cache lacks one program after another; the plans with a bias name kernels
+    // scripts/device/warm_parallel.sh does not list, and session 54's call spent over 350 s in this test unfinished).
+    std::vector<cuda::GemmTile> tiles;
+    std::vector<jit::KernelSpec> specs;
     for (const cuda::GemmTile& tile : cuda::gemm_tile_candidates()) {
       const std::string text = tile.to_string();
       // MOEQ_TEST_TILES="T1 T2 ...": only those candidates, every scheme (a quick device check of
@@ -388,7 +396,15 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
       // Direct rings past 4 deep hold 4-bit codes only (CandidatesAndPlannerTilesAreLegalForEveryFormat).
       if ((tile.block_n == 512 || tile.mma_order_tokens || tile.direct) && !cuda::gemm_tile_reasons(tile, c.w).empty())
         continue;
-      if (selected) std::printf("candidate %s %s\n", plan.scheme, text.c_str());
+      tiles.push_back(tile);
+      const cuda::GemmTile launched = cuda::tile_for_device(tile);
+      for (bool prepared : {false, true}) specs.push_back(cuda::moe_gemm_kernel_spec(c.w, c.act, launched, prepared));
+      specs.push_back(cuda::moe_gemm_segments_kernel_spec(c.w, c.act, launched, false));
+    }
+    jit::kernel_cache().lookup_all(specs, jit::current_arch(), hardware_threads());
+    for (const cuda::GemmTile& tile : tiles) {
+      const std::string text = tile.to_string();
+      if (std::getenv("MOEQ_TEST_TILES") != nullptr) std::printf("candidate %s %s\n", plan.scheme, text.c_str());
       // M = 250: ~190 rows per expert, whole blocks of 48 to 144 rows and a part one.
       for (int64_t M : {int64_t{1}, int64_t{45}, int64_t{tile.block_m >= 48 ? 250 : 0}}) {
         if (M == 0) continue;
