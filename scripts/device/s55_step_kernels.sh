@@ -13,7 +13,9 @@ shift
 out="${OUT:-/tmp/moeq-out}"
 mkdir -p "$out"
 metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
-for m in "${@:-640 1024}"; do
+ms=("$@")
+[ ${#ms[@]} -eq 0 ] && ms=(640 1024)
+for m in "${ms[@]}"; do
   MOEQ_FUSED_ACTIVATION="${FUSED:-1}" timeout 200 ncu --clock-control none --csv --metrics "$metrics" \
     "$moeq" run --preset gpt-oss-120b --scheme mxfp4 -M "$m" >"$out/step_$m.csv" 2>&1
   echo "step M=$m rc=$?"
