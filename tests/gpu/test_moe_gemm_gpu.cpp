@@ -375,12 +375,12 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
     // scripts/device/warm_parallel.sh does not list, and session 54's call spent over 350 s in this test unfinished).
     std::vector<cuda::GemmTile> tiles;
     std::vector<jit::KernelSpec> specs;
+    // MOEQ_TEST_TILES="T1 T2 ...": only those candidates, every scheme (a quick device check of
+    // the kernels a change touches; the full run is the evidence).
+    const char* only = std::getenv("MOEQ_TEST_TILES");
+    const bool selected = only != nullptr;
     for (const cuda::GemmTile& tile : cuda::gemm_tile_candidates()) {
       const std::string text = tile.to_string();
-      // MOEQ_TEST_TILES="T1 T2 ...": only those candidates, every scheme (a quick device check of
-      // the kernels a change touches; the full run is the evidence).
-      const char* only = std::getenv("MOEQ_TEST_TILES");
-      const bool selected = only != nullptr;
       if (selected && (" " + std::string(only) + " ").find(" " + text + " ") == std::string::npos) continue;
       const bool few_tiles_tile = text == "16x32/1x2x4/8" || text == "32x128/1x4x2/8" || text == "64x256/2x4x1/3" ||
                                   text == "8x128/1x4x1/4" || text == "8x32/1x1x4/16" || text == "8x128/1x4x1/4/k2" ||
@@ -404,7 +404,7 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
     jit::kernel_cache().lookup_all(specs, jit::current_arch(), hardware_threads());
     for (const cuda::GemmTile& tile : tiles) {
       const std::string text = tile.to_string();
-      if (std::getenv("MOEQ_TEST_TILES") != nullptr) std::printf("candidate %s %s\n", plan.scheme, text.c_str());
+      if (selected) std::printf("candidate %s %s\n", plan.scheme, text.c_str());
       // M = 250: ~190 rows per expert, whole blocks of 48 to 144 rows and a part one.
       for (int64_t M : {int64_t{1}, int64_t{45}, int64_t{tile.block_m >= 48 ? 250 : 0}}) {
         if (M == 0) continue;
