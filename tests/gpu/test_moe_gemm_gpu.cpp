@@ -444,13 +444,29 @@ TEST(MoeGemmGpu, PersistentTilesEqualOneTilePerCta) {
     const DeviceWeights dw = upload(*h.q);
     // The tuning candidates, and the deeper rings the shipped tables run where 4-bit codes leave room
     // (64 rows with 8 stages, 80 with 6, 144 with 3); a tile too large for the scheme's codes is skipped.
+    // MOEQ_TEST_TILES: only those of the list (a quick device check).
+    const char* only = std::getenv("MOEQ_TEST_TILES");
+    std::vector<std::string> texts;
+    std::vector<jit::KernelSpec> specs;
     for (const char* text : {"80x256/1x8x1/6/p/s", "144x256/1x8x1/3/p/s", "64x256/1x8x1/8/p/s", "80x256/1x8x1/5/p/s",
                              "128x256/1x8x1/3/p/s", "64x256/1x8x1/6/p/s", "96x256/1x8x1/4/p/s", "48x256/1x8x1/6/p/s"}) {
-      // MOEQ_TEST_TILES: only those of the list (a quick device check).
-      const char* only = std::getenv("MOEQ_TEST_TILES");
       if (only != nullptr && (" " + std::string(only) + " ").find(" " + std::string(text) + " ") == std::string::npos) continue;
-      if (!cuda::gemm_tile_reasons(cuda::parse_gemm_tile(text), c.w).empty()) continue;
-      std::printf("persistent %s %s\n", scheme, text);
+      const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
+      if (!cuda::gemm_tile_reasons(tile, c.w).empty()) continue;
+      texts.push_back(text);
+      cuda::GemmTile one_per_cta = tile;
+      one_per_cta.persistent = false;
+      for (const cuda::GemmTile& t : {tile, one_per_cta}) {
+        const cuda::GemmTile launched = cuda::tile_for_device(t);
+        for (bool prepared : {false, true}) specs.push_back(cuda::moe_gemm_kernel_spec(c.w, c.act, launched, prepared));
+        specs.push_back(cuda::moe_gemm_segments_kernel_spec(c.w, c.act, launched, false));
+      }
+    }
+    // PERF: the scheme's kernels compiled on a thread per core first: moe_gemm compiles what the disk cache lacks one
+    // program after another, and session 55's call stopped this test after 39 of its cases.
+    jit::kernel_cache().lookup_all(specs, jit::current_arch(), hardware_threads());
+    for (const std::string& text : texts) {
+      std::printf("persistent %s %s\n", scheme, text.c_str());
       std::fflush(stdout);
       const cuda::GemmTile persistent = cuda::parse_gemm_tile(text);
       cuda::GemmTile one_per_cta = persistent;
