@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# docs/experiments/2026-12-06-ws-activation-epilogue.patch, second run (one call): the activation in a warp-specialized
+# docs/experiments/2026-12-06-ws-activation-epilogue.patch, second run (two calls): the activation in a warp-specialized
 # GEMM1's epilogue, now reading the output tile in 16-byte shared loads. Session 55 measured the first version correct
 # and not faster: its epilogue read the tile in sixteen 2-byte loads a chunk, conflicted 8 ways in the shared banks
 # (ncu: fused GEMM1 630.8 us against 594.0 + 26.1 for GEMM1 and the activation, gpt-oss-120b M = 1024).
@@ -14,9 +14,12 @@
 #    brings back few files).
 # Prediction (H100): the fused GEMM1 within ~5 us of the plain one, so steps -2% to -3% at gpt-oss-120b M = 1024 and
 # Qwen3 M = 640-1024 (the activation kernel's 15-26 us); the direct tiles' steps at M <= 16 unchanged to -0.5 us.
-# Usage: s56_ws_epilogue_vector_loads.sh BUILD   (env OUT, MOEQ_CACHE_DIR; pack scripts/device/lists/s56_pack.txt)
-# Parts 1 and 2 are session 55's script, run on this build.
-bash "$(dirname "$0")/s55_ws_activation_epilogue.sh" "$1"
+# PART 1 = parts 1 and 2 above (session 55's script on this build: ~410 s on the H100), PART 2 = the rest (~150 s), both
+# by default. Two calls on one warm machine: the second carries nothing, so the first's unpacked cache stays there.
+# Usage: s56_ws_epilogue_vector_loads.sh BUILD [PART]   (env OUT, MOEQ_CACHE_DIR; pack scripts/device/lists/s56_pack.txt)
+part="${2:-all}"
+[ "$part" = 2 ] || bash "$(dirname "$0")/s55_ws_activation_epilogue.sh" "$1"
+[ "$part" = 1 ] && exit 0
 . "$(dirname "$0")/evidence_lib.sh"
 device_setup "$1"
 # O: main's binary, from a folder of its own (layer_steps runs $old_build/moeq).
