@@ -335,6 +335,23 @@ std::string wgmma_skip_reason() {
   return "";
 }
 
+// The kernels run_gather and run_masked launch for a tile (canonical and prepared codes, and the masked layout's
+// segment-table builder), for jit::KernelCache::lookup_all to compile on a thread per core before the first launch.
+// PERF: moe_gemm compiles what the disk cache lacks one program after another (session 54's call spent over 350 s in
+// the tile-candidate test unfinished, session 55's stopped the persistent test after 39 cases).
+void add_gather_and_masked_specs(const GemmCase& c, const cuda::GemmTile& tile, std::vector<jit::KernelSpec>& specs) {
+  const cuda::GemmTile launched = cuda::tile_for_device(tile);
+  for (bool prepared : {false, true}) specs.push_back(cuda::moe_gemm_kernel_spec(c.w, c.act, launched, prepared));
+  specs.push_back(cuda::moe_gemm_segments_kernel_spec(c.w, c.act, launched, false));
+}
+
+// MOEQ_TEST_TILES="T1 T2 ...": whether it is unset or names this tile (a quick device check of the kernels a change
+// touches; the full run is the evidence).
+bool tile_selected(const std::string& text) {
+  const char* only = std::getenv("MOEQ_TEST_TILES");
+  return only == nullptr || (" " + std::string(only) + " ").find(" " + text + " ") != std::string::npos;
+}
+
 TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
   if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   std::string why;
@@ -370,18 +387,14 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
       cuda::check(cuda::driver().cuMemcpyDtoH_v2(device.data(), dw.prepared_codes, device.size()), "cuMemcpyDtoH");
       EXPECT_TRUE(host == device) << plan.scheme << ": prepare_codes (GPU) differs from prepare_codes_host";
     }
-    // This plan's tiles, then their kernels compiled on a thread per core before the first launch (PERF: moe_gemm
-    // compiles what the disk cache lacks one program after another; the plans with a bias name kernels
-    // scripts/device/warm_parallel.sh does not list, and session 54's call spent over 350 s in this test unfinished).
+    // This plan's tiles (MOEQ_TEST_TILES: only those, every scheme), then their kernels compiled before the first
+    // launch (the plans with a bias name kernels scripts/device/warm_parallel.sh does not list).
     std::vector<cuda::GemmTile> tiles;
     std::vector<jit::KernelSpec> specs;
-    // MOEQ_TEST_TILES="T1 T2 ...": only those candidates, every scheme (a quick device check of
-    // the kernels a change touches; the full run is the evidence).
-    const char* only = std::getenv("MOEQ_TEST_TILES");
-    const bool selected = only != nullptr;
+    const bool selected = std::getenv("MOEQ_TEST_TILES") != nullptr;
     for (const cuda::GemmTile& tile : cuda::gemm_tile_candidates()) {
       const std::string text = tile.to_string();
-      if (selected && (" " + std::string(only) + " ").find(" " + text + " ") == std::string::npos) continue;
+      if (!tile_selected(text)) continue;
       const bool few_tiles_tile = text == "16x32/1x2x4/8" || text == "32x128/1x4x2/8" || text == "64x256/2x4x1/3" ||
                                   text == "8x128/1x4x1/4" || text == "8x32/1x1x4/16" || text == "8x128/1x4x1/4/k2" ||
                                   text == "8x32/1x1x4/16/k4" || text == "64x128/1x4x1/4/w" ||
@@ -397,9 +410,7 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
       if ((tile.block_n == 512 || tile.mma_order_tokens || tile.direct) && !cuda::gemm_tile_reasons(tile, c.w).empty())
         continue;
       tiles.push_back(tile);
-      const cuda::GemmTile launched = cuda::tile_for_device(tile);
-      for (bool prepared : {false, true}) specs.push_back(cuda::moe_gemm_kernel_spec(c.w, c.act, launched, prepared));
-      specs.push_back(cuda::moe_gemm_segments_kernel_spec(c.w, c.act, launched, false));
+      add_gather_and_masked_specs(c, tile, specs);
     }
     jit::kernel_cache().lookup_all(specs, jit::current_arch(), hardware_threads());
     for (const cuda::GemmTile& tile : tiles) {
@@ -444,26 +455,18 @@ TEST(MoeGemmGpu, PersistentTilesEqualOneTilePerCta) {
     const DeviceWeights dw = upload(*h.q);
     // The tuning candidates, and the deeper rings the shipped tables run where 4-bit codes leave room
     // (64 rows with 8 stages, 80 with 6, 144 with 3); a tile too large for the scheme's codes is skipped.
-    // MOEQ_TEST_TILES: only those of the list (a quick device check).
-    const char* only = std::getenv("MOEQ_TEST_TILES");
+    // MOEQ_TEST_TILES: only those of the list. Each tile's kernels, persistent and not, are compiled first.
     std::vector<std::string> texts;
     std::vector<jit::KernelSpec> specs;
     for (const char* text : {"80x256/1x8x1/6/p/s", "144x256/1x8x1/3/p/s", "64x256/1x8x1/8/p/s", "80x256/1x8x1/5/p/s",
                              "128x256/1x8x1/3/p/s", "64x256/1x8x1/6/p/s", "96x256/1x8x1/4/p/s", "48x256/1x8x1/6/p/s"}) {
-      if (only != nullptr && (" " + std::string(only) + " ").find(" " + std::string(text) + " ") == std::string::npos) continue;
-      const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
-      if (!cuda::gemm_tile_reasons(tile, c.w).empty()) continue;
+      cuda::GemmTile tile = cuda::parse_gemm_tile(text);
+      if (!tile_selected(text) || !cuda::gemm_tile_reasons(tile, c.w).empty()) continue;
       texts.push_back(text);
-      cuda::GemmTile one_per_cta = tile;
-      one_per_cta.persistent = false;
-      for (const cuda::GemmTile& t : {tile, one_per_cta}) {
-        const cuda::GemmTile launched = cuda::tile_for_device(t);
-        for (bool prepared : {false, true}) specs.push_back(cuda::moe_gemm_kernel_spec(c.w, c.act, launched, prepared));
-        specs.push_back(cuda::moe_gemm_segments_kernel_spec(c.w, c.act, launched, false));
-      }
+      add_gather_and_masked_specs(c, tile, specs);
+      tile.persistent = false;
+      add_gather_and_masked_specs(c, tile, specs);
     }
-    // PERF: the scheme's kernels compiled on a thread per core first: moe_gemm compiles what the disk cache lacks one
-    // program after another, and session 55's call stopped this test after 39 of its cases.
     jit::kernel_cache().lookup_all(specs, jit::current_arch(), hardware_threads());
     for (const std::string& text : texts) {
       std::printf("persistent %s %s\n", scheme, text.c_str());
