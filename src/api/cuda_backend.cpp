@@ -195,17 +195,19 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
       // rows (Qwen3-30B-A3B M = 1-2, gpt-oss-120b M = 1-2), but +4.0 us at gpt-oss-120b M = 16 (64 rows), so it stays
       // off above kActivationEpilogueMaxRows. Nor where the epilogue's registers cost the kernel a CTA an SM
       // (activation_epilogue_keeps_occupancy: Mixtral-8x7B M = 1 lost 6.3 us of 77 on the H100, session 52).
-      // NOTE: not where GEMM2 takes its input in the MMA's order (`/t`), nor where activation_output overlaps GEMM1's
-      // A (the contiguous layout's permuted rows share its workspace): it is written while other CTAs still read A.
+      // A warp-specialized GEMM1 takes it at any M: its epilogue writes the activation in its own tokens' order, so only
+      // where GEMM2 reads that order (both `/t` or neither).
+      // NOTE: not where activation_output overlaps GEMM1's A (the contiguous layout's permuted rows share its
+      // workspace): it is written while other CTAs still read A.
       static const bool fused_activation_enabled = cuda::env_integer("MOEQ_FUSED_ACTIVATION", 0, 1, 1) != 0;
       const CUdeviceptr a_begin = g1.a, a_end = g1.a + static_cast<CUdeviceptr>(((rows_in - 1) * g1.a_row_stride + K) * elem);
       const CUdeviceptr act_end = activation_output + static_cast<CUdeviceptr>(rows * I * elem);
       const bool overlaps_a = rows_in > 0 && rows > 0 && a_begin < act_end && activation_output < a_end;
       const bool fuse_activation =
-          fused_activation_enabled && rows <= cuda::kActivationEpilogueMaxRows && !g2.tile.mma_order_tokens &&
-          !overlaps_a && cuda::activation_epilogue_fits(d) &&
-          cuda::gemm_fuses_activation(cuda::tile_for_device(g1.tile), input1) &&
-          cuda::activation_epilogue_keeps_occupancy(g1, {true, d.activation.kind, d.interleaved_gate_up});
+          fused_activation_enabled &&
+          cuda::step_fuses_activation(d, cuda::tile_for_device(g1.tile), input1, g2.tile, rows, overlaps_a, [&] {
+            return cuda::activation_epilogue_keeps_occupancy(g1, {true, d.activation.kind, d.interleaved_gate_up});
+          });
       if (fuse_activation) {
         g1.epilogue_activation = true;
         g1.activation = d.activation;

@@ -34,9 +34,11 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
   if (variant == GemmVariant::self_routed && !gemm_self_routes(tile, input))
     throw Error("moe_gemm: a self-routed GEMM1 needs an 8-row direct tile over 16-bit A, not " + tile.to_string() +
                 (input != GemmInput::values ? " over quantized A" : ""));
-  if (activation.on && !gemm_fuses_activation(tile, input))
-    throw Error("moe_gemm: a GEMM1 with the activation in its epilogue needs an 8-row direct tile over 16-bit A, not " +
-                tile.to_string() + (input != GemmInput::values ? " over quantized A" : ""));
+  if (activation.on && !gemm_fuses_activation(tile, input, activation))
+    throw Error("moe_gemm: a GEMM1 with the activation in its epilogue needs 16-bit A and an 8-row direct or a "
+                "warp-specialized wgmma tile; not " +
+                std::string(moeq::to_string(activation.kind)) + (activation.interleaved ? " (interleaved)" : "") +
+                " on " + tile.to_string() + (input != GemmInput::values ? " over quantized A" : ""));
   if (activation.on && activation.interleaved && !is_gated(activation.kind))
     throw Error(std::string("moe_gemm: interleaved gate / up rows need a gated activation, not ") +
                 std::string(moeq::to_string(activation.kind)));
@@ -217,7 +219,7 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
     // GEMM1 with the activation in its epilogue (gemm_fuses_activation): self-routed SiLU on each format's first such
     // tile; every kind (and the interleaved gated rows) plain on MXFP4's, bf16 and f16.
     for (const GemmTile& tile : planner_tiles(f))
-      if (gemm_fuses_activation(tile, GemmInput::values)) {
+      if (tile.direct && gemm_fuses_activation(tile, GemmInput::values, EpilogueActivation{true, Activation::silu, false})) {
         add(w, DType::bf16, tile, true, GemmInput::values, false, GemmVariant::self_routed,
             EpilogueActivation{true, Activation::silu, false});
         if (f == WeightFormat::mxfp4)
@@ -238,6 +240,33 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
       add(biased, DType::bf16, tiles.back(), true);
     }
   }
+  // The activation epilogue on warp-specialized tiles (gemm_fuses_activation): MXFP4's gpt-oss-120b rows (interleaved
+  // SwiGLU-OAI with a bias) on a two-CTA `/t`, a 512-channel `/t` and a persistent tile; a non-gated kind in f16;
+  // [gate | up] SiLU rows (the copy warps load them paired) on canonical and prepared codes, the 512-channel staged
+  // scales, and the 8-bit prepared codes' bulk copies (MXFP8).
+  WeightDesc fused = mx;
+  fused.bias_dtype = DType::bf16;
+  for (const char* text : {"24x256/1x8x1/4/o2/p/t", "48x512/1x8x1/6/p/t", "80x256/1x8x1/6/p/s/t"})
+    add(fused, DType::bf16, parse_gemm_tile(text), true, GemmInput::values, true, GemmVariant::plain,
+        EpilogueActivation{true, Activation::swiglu_oai, true});
+  add(mx, DType::f16, parse_gemm_tile("128x256/1x8x1/4/p"), false, GemmInput::values, false, GemmVariant::plain,
+      EpilogueActivation{true, Activation::relu2_no_mul, false});
+  const EpilogueActivation halves{true, Activation::silu, false};
+  for (bool prepared : {false, true}) {
+    add(mx, DType::bf16, parse_gemm_tile("64x256/1x8x1/8/p/t"), prepared, GemmInput::values, false, GemmVariant::plain,
+        halves);
+    add(mx, DType::bf16, parse_gemm_tile("48x512/1x8x1/6/p/t"), prepared, GemmInput::values, false, GemmVariant::plain,
+        halves);
+  }
+  WeightDesc mxfp8_halves;
+  mxfp8_halves.format = WeightFormat::mxfp8;
+  add(mxfp8_halves, DType::bf16, parse_gemm_tile("64x256/1x8x1/4/p/t"), true, GemmInput::values, false,
+      GemmVariant::plain, halves);
+  WeightDesc int4_halves;
+  int4_halves.format = WeightFormat::int4;
+  int4_halves.scale_dtype = DType::bf16;
+  add(int4_halves, DType::bf16, parse_gemm_tile("80x256/1x8x1/6/p/s/t"), true, GemmInput::values, false,
+      GemmVariant::plain, halves);
   return specs;
 }
 

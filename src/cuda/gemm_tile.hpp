@@ -75,9 +75,6 @@ bool gemm_self_routes(const GemmTile& tile, GemmInput input);
 // A config's kernels besides the plain one, each a source of its own (moe_gemm_kernel_spec): the self-routed GEMM1
 // (gemm_self_routes).
 enum class GemmVariant : uint8_t { plain, self_routed };
-// Whether a GEMM1 of this tile and input may apply the activation in its epilogue (MoeGemmArgs::epilogue_activation):
-// an 8-row direct tile over 16-bit activations whose channels split into whole 16-channel halves (block_n % 32 == 0).
-bool gemm_fuses_activation(const GemmTile& tile, GemmInput input);
 // The activation a GEMM1 kernel applies in its epilogue (on), part of its source like GemmVariant (a plain or a
 // self-routed GEMM1 may take one): the kind and whether the w13 rows are interleaved gate / up pairs.
 struct EpilogueActivation {
@@ -85,6 +82,14 @@ struct EpilogueActivation {
   Activation kind = Activation::silu;
   bool interleaved = false;
 };
+// Whether a GEMM1 of this tile and input may apply `activation` in its epilogue (MoeGemmArgs::epilogue_activation),
+// over 16-bit activations:
+// - an 8-row direct tile whose channels split into whole 16-channel halves (block_n % 32 == 0), any kind and rows;
+// - a warp-specialized wgmma tile (`/p`, persistent or not), any kind and rows: with [gate | up] rows its copy warps
+//   load the block's gate rows and then the same up rows (epilogue_weight_row). A `/t` one writes its outputs in the
+//   MMA's K order (GEMM2's `/t` input; I % 64 == 0).
+// `activation` is the kind and row layout asked for (every one is admitted today).
+bool gemm_fuses_activation(const GemmTile& tile, GemmInput input, const EpilogueActivation& activation);
 
 // Every reason the tile is not a legal kernel config (shapes, warps, shared memory); empty if legal.
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);

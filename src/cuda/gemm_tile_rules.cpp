@@ -34,8 +34,11 @@ bool gemm_self_routes(const GemmTile& tile, GemmInput input) {
   return tile.direct && tile.block_m == 8 && input == GemmInput::values;
 }
 
-bool gemm_fuses_activation(const GemmTile& tile, GemmInput input) {
-  return tile.direct && tile.block_m == 8 && tile.block_n % 32 == 0 && input == GemmInput::values;
+bool gemm_fuses_activation(const GemmTile& tile, GemmInput input, const EpilogueActivation& activation) {
+  if (input != GemmInput::values) return false;
+  if (tile.direct) return tile.block_m == 8 && tile.block_n % 32 == 0;
+  (void)activation;  // every kind and row layout: [gate | up] rows load paired (epilogue_weight_row)
+  return tile.producer && tile.wgmma;
 }
 
 int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w, GemmInput input) {

@@ -2,6 +2,7 @@
 // The kernels of one layer's experts step: what `moeq compile` puts in the disk cache and what
 // Experts::warm_up loads into the process, so that no apply compiles or loads anything after it
 // (CUDA-graph capture).
+#include <functional>
 #include <vector>
 
 #include "cuda/moe_gemm.hpp"
@@ -29,6 +30,15 @@ std::vector<GemmPlan> gemm_plans(const ExpertsDesc& desc, const WeightDesc& w, c
 // Whether the layer admits GEMM1's activation epilogue (MoeGemmArgs::epilogue_activation) at all: 16-bit activations,
 // an even I (GEMM2's input rows are its C rows), and I % 16 == 0 for [gate | up] rows (whole 16-channel halves).
 bool activation_epilogue_fits(const ExpertsDesc& desc);
+// Whether apply runs the layer's GEMM1 (launched as `tile1`, reading `input1`) with the activation in its epilogue,
+// GEMM2 running `tile2`, over `rows` GEMM1 rows: activation_epilogue_fits, gemm_fuses_activation, activation_output
+// not overlapping GEMM1's A (`overlaps_a`: other CTAs still read A while it is written), and
+// - a warp-specialized GEMM1: at any rows, where GEMM2 reads its input in the order the epilogue writes it (both
+//   `/t` or neither);
+// - an 8-row direct GEMM1: at most kActivationEpilogueMaxRows rows, GEMM2 not `/t`, and `keeps_occupancy()` (called
+//   only then; it loads both kernels: activation_epilogue_keeps_occupancy).
+bool step_fuses_activation(const ExpertsDesc& desc, const GemmTile& tile1, GemmInput input1, const GemmTile& tile2,
+                           int64_t rows, bool overlaps_a, const std::function<bool()>& keeps_occupancy);
 // The variants apply may launch a layer's GEMM1 (gemm1) or GEMM2 as: with 16-bit activations, GEMM1 self-routed and,
 // where activation_epilogue_fits, with the layer's activation in its epilogue; none for GEMM2 or quantized activations.
 GemmVariantUse layer_gemm_variants(const ExpertsDesc& desc, bool gemm1);

@@ -96,7 +96,7 @@ std::vector<GemmKernelVariant> gemm_extra_variants(const GemmTile& tile, GemmInp
   std::vector<GemmKernelVariant> variants;
   const bool self_routes = use.self_route && gemm_self_routes(tile, input);
   if (self_routes) variants.push_back({GemmVariant::self_routed, {}});
-  if (use.activation.on && gemm_fuses_activation(tile, input)) {
+  if (use.activation.on && gemm_fuses_activation(tile, input, use.activation)) {
     variants.push_back({GemmVariant::plain, use.activation});
     if (self_routes) variants.push_back({GemmVariant::self_routed, use.activation});
   }
@@ -209,12 +209,14 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   const bool pairs_halves = a.epilogue_activation && gated && !a.interleaved_gate_up;
   if (a.epilogue_activation) {
     const int64_t intermediate = gated ? w.n / 2 : w.n;
-    if (!gemm_fuses_activation(tile, GemmInput::values) || a.a_e4m3 || a.a_row_scales != 0 ||
+    const EpilogueActivation epilogue{true, a.activation.kind, a.interleaved_gate_up};
+    if (!gemm_fuses_activation(tile, GemmInput::values, epilogue) || a.a_e4m3 || a.a_row_scales != 0 ||
         (a.interleaved_gate_up && !gated) || (pairs_halves && intermediate % 16 != 0) ||
-        a.c_row_stride < intermediate)
-      throw Error("moe_gemm: epilogue_activation needs an 8-row direct tile over 16-bit A, a gated kind for "
-                  "interleaved rows, I % 16 == 0 for [gate | up] rows (I = " + std::to_string(intermediate) +
-                  ") and c_row_stride = " + std::to_string(a.c_row_stride) + " >= I");
+        (tile.mma_order_tokens && intermediate % 64 != 0) || a.c_row_stride < intermediate)
+      throw Error("moe_gemm: epilogue_activation needs 16-bit A on an 8-row direct or a warp-specialized wgmma tile "
+                  "(not " + tile.to_string() + "), a gated kind for interleaved rows, I % 16 == 0 for [gate | up] "
+                  "rows, I % 64 == 0 on a `/t` tile (its outputs in the MMA's K order) (I = " +
+                  std::to_string(intermediate) + ") and c_row_stride = " + std::to_string(a.c_row_stride) + " >= I");
   }
   const int64_t m_blocks = a.gather ? a.sorted_capacity / a.tile.block_m : a.max_blocks;
   if (m_blocks <= 0) return;

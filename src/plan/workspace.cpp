@@ -130,13 +130,16 @@ WorkspacePlan plan_workspaces(const ExpertsDesc& d, const PlanShape& p) {
   }
 
   // GEMM1's input rewritten in the MMA's K order for `/t` tiles (cuda::order_rows_for_mma; the contiguous
-  // layout rewrites permuted_hidden in place, the masked one never does): like permuted_hidden, read only by
-  // GEMM1, whose output is in the other workspace, and overwritten later by activation_output; `output`
-  // ([M, K] too) shares that workspace, so its size does not change.
+  // layout rewrites permuted_hidden in place, the masked one never does): read only by GEMM1, whose output is in
+  // the other workspace. Past activation_output in its workspace: a GEMM1 with the activation in its epilogue
+  // writes activation_output while other CTAs still read this (its `/t` tiles at any M).
   if (p.layout == Layout::indexed && !quantized) {
     auto b = make_buffer("mma_ordered_hidden", {p.num_tokens, K}, c);
     for (const auto& g : required)
       if (g.name == "gate_up_output") b.workspace = 3 - g.workspace;
+    for (const auto& a : required)
+      if (a.name == "activation_output" && a.workspace == b.workspace)
+        b.offset_bytes = align_up(a.offset_bytes + a.bytes, kAlignBytes);
     plan.buffers.push_back(b);
   }
   // Routing metadata lives through the whole step, past everything else in workspace 2.

@@ -577,9 +577,11 @@ TEST(MoeGemmGpu, SelfRoutedGemm1EqualsTheRoutedOne) {
 // A GEMM1 with the activation in its epilogue (MoeGemmArgs::epilogue_activation) writes what the plain GEMM1 and
 // `activation` write, bit for bit: [gate | up] rows with I = 96 in 128-channel halves (gate rows past I in the last
 // block) and I = 112 in 16-channel ones, interleaved rows with I = 100, a non-gated kind, the SiLU clamp, NVFP4's two
-// global scales (gate and up halves), a bias, bf16 and f16, prepared and canonical codes, self-routed and routed with
+// global scales (gate and up halves), biases, bf16 and f16, prepared and canonical codes, self-routed and routed with
 // expert_map -1 slots, an output stride that is not 16-byte aligned (every output one by one) and one that is, with a
-// part last 8-output chunk. Rows of no local slot and columns past I stay poisoned.
+// part last 8-output chunk. Warp-specialized tiles too: `/t` ones (two CTAs an SM, 512 channels with a part last
+// block, persistent) against `activation` in the MMA's K order, and one of plain order. Rows of no local slot and
+// columns past I stay poisoned.
 TEST(MoeGemmGpu, ActivationEpilogueEqualsGemm1ThenActivation) {
   if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   std::string why;
@@ -594,15 +596,31 @@ TEST(MoeGemmGpu, ActivationEpilogueEqualsGemm1ThenActivation) {
     Activation kind;
     bool interleaved;
     float silu_clamp;
+    DType bias = DType::none;
   };
+  // The warp-specialized tiles last (no self-routed kernel): two-CTA, 512-channel and persistent `/t` tiles (outputs
+  // in the MMA's K order, I % 64 == 0; the persistent one on 2 CTAs, so several tiles each) and tiles of plain order;
+  // interleaved, non-gated and [gate | up] rows (the copy warps load them paired: canonical and prepared codes, the
+  // 512-channel staged scales, the 8-bit codes' bulk copies, NVFP4's two global scales, FP8 blocks unfolded), with
+  // several N blocks, the last one part gate rows past I and up rows past N.
   const std::vector<Case> cases{
       {"mxfp4", "8x256/1x8x1/4/r", 96, Activation::silu, false, 0.0f},
       {"mxfp4", "8x32/1x1x4/2/r", 112, Activation::silu, false, 0.75f},
       {"mxfp4", "8x128/1x4x1/4/r", 100, Activation::swiglu_oai, true, 0.0f},
       {"int4-g128", "8x128/1x4x1/4/o4/r", 96, Activation::gelu_tanh, false, 0.0f},
       {"int4-g128:f16", "8x128/1x4x1/4/o4/r", 100, Activation::swiglu_step, true, 0.0f},
-      {"nvfp4", "8x64/1x2x2/4/r", 112, Activation::gelu, false, 0.0f},
+      {"nvfp4", "8x64/1x2x2/4/r", 112, Activation::gelu, false, 0.0f, DType::bf16},
       {"fp8-block", "8x128/1x4x1/4/r", 200, Activation::relu2_no_mul, false, 0.0f},
+      {"mxfp4", "24x256/1x8x1/4/o2/p/t", 320, Activation::swiglu_oai, true, 0.0f, DType::bf16},
+      {"mxfp4", "48x512/1x8x1/6/p/t", 192, Activation::swiglu_oai, true, 0.0f, DType::f32},
+      {"mxfp4:f16", "80x256/1x8x1/6/p/s/t", 320, Activation::gelu_no_mul, false, 0.0f},
+      {"int4-g128", "64x256/1x8x1/8/p", 192, Activation::relu2_no_mul, false, 0.0f},
+      {"mxfp4", "64x256/1x8x1/8/p/t", 320, Activation::silu, false, 3.0f},
+      {"mxfp4", "48x512/1x8x1/6/p/t", 320, Activation::swiglu_step, false, 0.0f, DType::bf16},
+      {"mxfp8", "64x256/1x8x1/4/p/t", 192, Activation::gelu_tanh, false, 0.0f},
+      {"int4-g128:f16", "80x256/1x8x1/6/p/s/t", 256, Activation::swiglu_oai, false, 0.0f, DType::f16},
+      {"nvfp4", "64x256/1x8x1/8/p", 192, Activation::silu, false, 0.0f},
+      {"fp8-block", "64x256/1x8x1/6/p", 256, Activation::silu, false, 0.0f},
   };
   struct Routing {
     int64_t M;
@@ -614,16 +632,34 @@ TEST(MoeGemmGpu, ActivationEpilogueEqualsGemm1ThenActivation) {
       {2, {6, -1, 1, 0, 9, 2}, {2, -1, 0, 4, -1, 1, 3}},
       {3, {0, 1, 2, 1, 2, 3, 2, 3, 4}, {}},
   };
+  // The cases' kernels (plain and fused, both code layouts, self-routed where the tile takes it) compiled on a thread
+  // per core first (PERF: moe_gemm compiles what the disk cache lacks one program after another).
+  std::vector<jit::KernelSpec> specs;
   for (const Case& k : cases) {
-    GemmCase c = make_case(k.scheme, k.kind == Activation::gelu ? DType::bf16 : DType::none);
+    const cuda::GemmTile tile = cuda::tile_for_device(cuda::parse_gemm_tile(k.tile));
+    GemmCase c = make_case(k.scheme, k.bias);
+    if (c.w.format == WeightFormat::nvfp4) c.w.num_global_scales = 2;
+    const cuda::EpilogueActivation fused{true, k.kind, k.interleaved};
+    for (bool prepared : {false, true})
+      for (cuda::GemmVariant variant : {cuda::GemmVariant::plain, cuda::GemmVariant::self_routed}) {
+        if (variant == cuda::GemmVariant::self_routed && !cuda::gemm_self_routes(tile, cuda::GemmInput::values)) continue;
+        for (const cuda::EpilogueActivation& epilogue : {cuda::EpilogueActivation{}, fused})
+          specs.push_back(cuda::moe_gemm_kernel_spec(c.w, c.act, tile, prepared, cuda::GemmInput::values, false,
+                                                     variant, epilogue));
+      }
+  }
+  jit::kernel_cache().lookup_all(specs, jit::current_arch(), hardware_threads());
+  for (const Case& k : cases) {
+    const cuda::GemmTile tile = cuda::parse_gemm_tile(k.tile);
+    GemmCase c = make_case(k.scheme, k.bias);
     if (c.w.format == WeightFormat::nvfp4) c.w.num_global_scales = 2;  // gate and up halves
+    if (tile.mma_order_tokens && c.w.k % 64 != 0) c.w.k = 384;          // `/t` permutes whole 64-k tiles
     const bool gated = is_gated(k.kind);
     const int64_t I = k.intermediate;
     c.w.n = gated ? 2 * I : I;
     const HostWeights h = quantized_weights(c, rng);
     const DeviceWeights dw = upload(*h.q);
     const int64_t E = c.w.num_experts, N = c.w.n, K = c.w.k;
-    const cuda::GemmTile tile = cuda::parse_gemm_tile(k.tile);
     ActivationParams act;
     act.kind = k.kind;
     act.silu_clamp = k.silu_clamp;
@@ -642,6 +678,7 @@ TEST(MoeGemmGpu, ActivationEpilogueEqualsGemm1ThenActivation) {
       RoutedGemm1 routed({ids_d.ptr(), DType::i32, r.M, kGatherTopK, global, map, E, flags.ptr()}, tile);
       for (int variant = 0; variant < 4; ++variant) {
         const bool self = (variant & 1) != 0, prepared = (variant & 2) != 0;
+        if (self && !cuda::gemm_self_routes(tile, cuda::GemmInput::values)) continue;
         std::vector<uint16_t> outs[2];
         for (bool fused : {false, true}) {
           cuda::DeviceBuffer gate_up(static_cast<size_t>(slots * N * 2)), out(static_cast<size_t>(slots * out_stride * 2));
@@ -650,6 +687,7 @@ TEST(MoeGemmGpu, ActivationEpilogueEqualsGemm1ThenActivation) {
           routed.align(stream.get());
           cuda::MoeGemmArgs g = gemm_args(c, dw, tile, a_d.ptr(), fused ? out.ptr() : gate_up.ptr(), prepared);
           routed.set_gather(g, self);
+          if (tile.persistent) g.max_ctas = 2;  // several output tiles per CTA: its row buffers and barriers turn over
           if (fused) {
             g.epilogue_activation = true;
             g.activation = act;
@@ -661,7 +699,8 @@ TEST(MoeGemmGpu, ActivationEpilogueEqualsGemm1ThenActivation) {
           if (!fused) {
             // `activation` takes dense rows: [slots, I] here, then copied into rows of out_stride.
             cuda::DeviceBuffer dense(static_cast<size_t>(slots * I * 2));
-            cuda::activation(act, k.interleaved, c.act, gate_up.ptr(), slots, I, dense.ptr(), stream.get());
+            cuda::activation(act, k.interleaved, c.act, gate_up.ptr(), slots, I, dense.ptr(), stream.get(),
+                             tile.mma_order_tokens);
             cuda::check(cuda::driver().cuStreamSynchronize(stream.get()), "cuStreamSynchronize");
             const auto rows = dense.to_host<uint16_t>(static_cast<size_t>(slots * I));
             outs[0].assign(static_cast<size_t>(slots * out_stride), 0xFFFF);

@@ -4,6 +4,7 @@
 
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "cuda/moe_gemm.hpp"
@@ -53,9 +54,16 @@ TEST(MoeGemmJit, TwoCtaProducerTilesStartOn80Registers) {
   w.num_experts = 8;
   w.n = 1536;
   w.k = 2048;
-  for (const auto& [text, registers] : {std::pair<const char*, int>{"24x128/1x8x1/4/o2/p/t", 80},
-                                        std::pair<const char*, int>{"24x128/1x8x1/4/p/t", 168}}) {
-    const jit::KernelSpec spec = cuda::moe_gemm_kernel_spec(w, DType::bf16, cuda::parse_gemm_tile(text), true);
+  // The last: GEMM1 with the activation in its epilogue (gpt-oss-120b's interleaved SwiGLU-OAI with a bias).
+  const cuda::EpilogueActivation swiglu{true, Activation::swiglu_oai, true};
+  for (const auto& [text, registers, activation] :
+       {std::tuple<const char*, int, cuda::EpilogueActivation>{"24x128/1x8x1/4/o2/p/t", 80, {}},
+        std::tuple<const char*, int, cuda::EpilogueActivation>{"24x128/1x8x1/4/p/t", 168, {}},
+        std::tuple<const char*, int, cuda::EpilogueActivation>{"24x256/1x8x1/4/o2/p/t", 80, swiglu}}) {
+    w.bias_dtype = activation.on ? DType::bf16 : DType::none;
+    const jit::KernelSpec spec = cuda::moe_gemm_kernel_spec(w, DType::bf16, cuda::parse_gemm_tile(text), true,
+                                                            cuda::GemmInput::values, false, cuda::GemmVariant::plain,
+                                                            activation);
     const jit::CompileResult r = jit::compile_to_cubin(spec.source, spec.entry, 90, true, {"--ptxas-options=-v"});
     // ptxas -v: "Compiling entry function 'moeq_moe_gemm' for 'sm_90a'" ... "Used N registers".
     const size_t entry = r.log.find("entry function 'moeq_moe_gemm'");

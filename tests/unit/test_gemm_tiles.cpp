@@ -186,6 +186,10 @@ TEST(GemmTiles, MmaOrderTilesAreProducerTilesOfWholeKTiles) {
   // (kernels/moe_gemm_sync.cuh's K order): e.g. k = 16 + 4 = 20 (t 1, s 1, j 0) sits at 16 + 2 = 18.
   EXPECT_EQ(moeq_dev::mma_order_position(20), 18);
   EXPECT_EQ(moeq_dev::mma_order_position(64 + 6), 64 + 8 + 16 + 0);
+  // store_pairs_in_mma_order relies on it: the 4 pairs of an 8-element chunk land 8 elements apart.
+  for (long long e = 0; e < 192; e += 8)
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(moeq_dev::mma_order_position(e + 2 * i), moeq_dev::mma_order_position(e) + 8 * i) << e << " pair " << i;
 
   // A table entry's `/t` tile brings its twin, both with their segment builders, and the ordering kernel.
   ExpertsDesc d = io::find_preset("qwen3-30b-a3b").desc;
@@ -569,14 +573,15 @@ TEST(GemmTiles, LayerKernelsCoverEveryPlannerPick) {
                                               .source))
                     << scheme << " self-routed tile " << tile.to_string() << (prepared ? " prepared" : "");
               const cuda::EpilogueActivation activation{true, d.activation.kind, d.interleaved_gate_up};
-              if (cuda::gemm_fuses_activation(tile, cuda::GemmInput::values))
+              if (cuda::gemm_fuses_activation(tile, cuda::GemmInput::values, activation))
                 for (cuda::GemmVariant variant : {cuda::GemmVariant::plain, cuda::GemmVariant::self_routed})
-                  EXPECT_TRUE(sources.count(cuda::moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared,
-                                                                       cuda::GemmInput::values, false, variant,
-                                                                       activation)
-                                                .source))
-                      << scheme << " activation-epilogue tile " << tile.to_string() << (prepared ? " prepared" : "")
-                      << (variant == cuda::GemmVariant::self_routed ? " self-routed" : "");
+                  if (variant == cuda::GemmVariant::plain || cuda::gemm_self_routes(tile, cuda::GemmInput::values))
+                    EXPECT_TRUE(sources.count(cuda::moe_gemm_kernel_spec(w, d.act_dtype, tile, prepared,
+                                                                         cuda::GemmInput::values, false, variant,
+                                                                         activation)
+                                                  .source))
+                        << scheme << " activation-epilogue tile " << tile.to_string() << (prepared ? " prepared" : "")
+                        << (variant == cuda::GemmVariant::self_routed ? " self-routed" : "");
             }
         }
   }
@@ -757,11 +762,37 @@ TEST(GemmTiles, ActivationEpilogueIsAGemm1KernelOfItsOwn) {
   using cuda::GemmVariant;
   const WeightDesc w = desc_of(WeightFormat::mxfp4);
   const auto tile = [](const char* text) { return cuda::parse_gemm_tile(text); };
-  EXPECT_TRUE(cuda::gemm_fuses_activation(tile("8x32/1x1x4/8/r"), GemmInput::values));
-  EXPECT_TRUE(cuda::gemm_fuses_activation(tile("8x64/1x2x2/4/r"), GemmInput::values));
-  EXPECT_FALSE(cuda::gemm_fuses_activation(tile("8x128/1x4x1/4/o4/r"), GemmInput::row_scaled_values));
-  EXPECT_FALSE(cuda::gemm_fuses_activation(tile("16x128/1x4x1/2/r"), GemmInput::values));
-  EXPECT_FALSE(cuda::gemm_fuses_activation(tile("8x128/1x4x1/4"), GemmInput::values));
+  const EpilogueActivation halves{true, Activation::silu, false}, pairs{true, Activation::swiglu_oai, true},
+      non_gated{true, Activation::relu2_no_mul, false};
+  EXPECT_TRUE(cuda::gemm_fuses_activation(tile("8x32/1x1x4/8/r"), GemmInput::values, halves));
+  EXPECT_TRUE(cuda::gemm_fuses_activation(tile("8x64/1x2x2/4/r"), GemmInput::values, pairs));
+  EXPECT_FALSE(cuda::gemm_fuses_activation(tile("8x128/1x4x1/4/o4/r"), GemmInput::row_scaled_values, halves));
+  EXPECT_FALSE(cuda::gemm_fuses_activation(tile("16x128/1x4x1/2/r"), GemmInput::values, halves));
+  EXPECT_FALSE(cuda::gemm_fuses_activation(tile("8x128/1x4x1/4"), GemmInput::values, pairs));
+  // Warp-specialized wgmma tiles: every kind and row layout ([gate | up] rows load paired), over 16-bit A only.
+  for (const char* text : {"24x256/1x8x1/4/o2/p/t", "48x512/1x8x1/6/p/t", "80x256/1x8x1/6/p/s/t", "128x256/1x8x1/4/p"}) {
+    EXPECT_TRUE(cuda::gemm_fuses_activation(tile(text), GemmInput::values, pairs)) << text;
+    EXPECT_TRUE(cuda::gemm_fuses_activation(tile(text), GemmInput::values, non_gated)) << text;
+    EXPECT_TRUE(cuda::gemm_fuses_activation(tile(text), GemmInput::values, halves)) << text;
+    EXPECT_FALSE(cuda::gemm_fuses_activation(tile(text), GemmInput::row_scaled_values, pairs)) << text;
+  }
+  EXPECT_FALSE(cuda::gemm_fuses_activation(tile("16x128/1x4x1/8/p"), GemmInput::values, pairs));  // mma.sync copy warps
+  const std::string ws_pairs = cuda::moe_gemm_kernel_spec(w, DType::bf16, tile("48x512/1x8x1/6/p/t"), true,
+                                                          GemmInput::values, false, GemmVariant::plain, pairs)
+                                   .source;
+  EXPECT_NE(ws_pairs.find("kEpilogueActivation = moeq_dev::ActivationKind::kSwigluOai"), std::string::npos);
+  EXPECT_NE(ws_pairs.find("kMmaOrderTokens = true"), std::string::npos);
+  EXPECT_NE(cuda::moe_gemm_kernel_spec(w, DType::bf16, tile("48x512/1x8x1/6/p/t"), true, GemmInput::values, false,
+                                       GemmVariant::plain, halves)
+                .source,
+            ws_pairs);
+  try {
+    cuda::moe_gemm_kernel_spec(w, DType::bf16, tile("48x512/1x8x1/6/p/t"), true, GemmInput::row_scaled_values, false,
+                               GemmVariant::plain, halves);
+    ADD_FAILURE() << "an activation epilogue over quantized A on 48x512/1x8x1/6/p/t was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("48x512/1x8x1/6/p/t"));
+  }
   const cuda::GemmTile direct = tile("8x32/1x1x4/2/r");
   const std::string plain = cuda::moe_gemm_kernel_spec(w, DType::bf16, direct, true).source;
   EXPECT_EQ(plain.find("kEpilogueActivation"), std::string::npos);

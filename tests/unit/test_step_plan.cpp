@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "api/step_plan.hpp"
+#include "cuda/layer_kernels.hpp"
 #include "cuda/gemm_tile.hpp"
 #include "io/presets.hpp"
 #include "moeq/experts.hpp"
@@ -232,6 +233,56 @@ TEST(StepPlan, EveryPlannedTileRunsOnEachDevice) {
     }
   }
   EXPECT_GT(checked, 10000);
+}
+
+// GEMM1's activation epilogue in whole steps (cuda::step_fuses_activation over the step's own plan and workspaces):
+// the shipped tables' warp-specialized GEMM1s of gpt-oss-120b (interleaved SwiGLU-OAI) and Qwen3-30B-A3B ([gate | up]
+// SiLU) take it at M = 640-2048 in the indexed layout, where a `/t` GEMM1 reads mma_ordered_hidden, which lies
+// clear of activation_output. Not where GEMM2 reads another token order, not with quantized activations, and an
+// 8-row direct GEMM1 only up to 16 rows.
+TEST(StepPlan, WarpSpecializedGemm1TakesTheActivationEpilogue) {
+  const cuda::DeviceInfo h100 = device(90, 132);
+  const auto never = [] {
+    ADD_FAILURE() << "keeps_occupancy asked for a warp-specialized GEMM1";
+    return false;
+  };
+  for (const char* preset : {"gpt-oss-120b", "qwen3-30b-a3b"})
+    for (int64_t M : {640, 1024, 2048}) {
+      SCOPED_TRACE(std::string(preset) + " M = " + std::to_string(M));
+      const ExpertsDesc d = layer(preset, "mxfp4");
+      const Options o;
+      const TuningTable tuning = api::effective_tuning(d, o, &h100);
+      const plan::PlanShape shape = api::step_shape(d, o, tuning, &h100, M, 0, false);
+      ASSERT_EQ(shape.layout, Layout::indexed);
+      const cuda::StepGemmPlans plans = cuda::plan_step_gemms(d, shape, true, true, h100);
+      ASSERT_TRUE(plans.gemm1.tile.producer) << plans.gemm1.tile.to_string();
+      const plan::WorkspacePlan ws = plan::plan_workspaces(d, shape);
+      bool overlaps_a = false;  // GEMM1's A: mma_ordered_hidden (`/t`), else the caller's rows
+      if (plans.gemm1.tile.mma_order_tokens) {
+        const plan::BufferPlacement &a = ws.get("mma_ordered_hidden"), &act = ws.get("activation_output");
+        overlaps_a = a.workspace == act.workspace && a.offset_bytes < act.offset_bytes + act.bytes &&
+                     act.offset_bytes < a.offset_bytes + a.bytes;
+      }
+      EXPECT_FALSE(overlaps_a);
+      const int64_t rows = M * d.top_k;
+      EXPECT_TRUE(cuda::step_fuses_activation(d, plans.gemm1.tile, plans.gemm1.input, plans.gemm2.tile, rows,
+                                              overlaps_a, never));
+      cuda::GemmTile other_order = plans.gemm2.tile;
+      other_order.mma_order_tokens = !other_order.mma_order_tokens;
+      EXPECT_FALSE(cuda::step_fuses_activation(d, plans.gemm1.tile, plans.gemm1.input, other_order, rows, overlaps_a,
+                                               never));
+      EXPECT_FALSE(cuda::step_fuses_activation(d, plans.gemm1.tile, plans.gemm1.input, plans.gemm2.tile, rows, true,
+                                               never));
+      ExpertsDesc quantized = d;
+      io::apply_scheme("mxfp4:fp8-token", quantized);
+      EXPECT_FALSE(cuda::step_fuses_activation(quantized, plans.gemm1.tile, cuda::GemmInput::row_scaled_values,
+                                               plans.gemm2.tile, rows, false, never));
+    }
+  const ExpertsDesc d = layer("gpt-oss-120b", "mxfp4");
+  const cuda::GemmTile direct = cuda::parse_gemm_tile("8x64/1x2x2/4/r");
+  EXPECT_TRUE(cuda::step_fuses_activation(d, direct, cuda::GemmInput::values, direct, 16, false, [] { return true; }));
+  EXPECT_FALSE(cuda::step_fuses_activation(d, direct, cuda::GemmInput::values, direct, 16, false, [] { return false; }));
+  EXPECT_FALSE(cuda::step_fuses_activation(d, direct, cuda::GemmInput::values, direct, 17, false, [] { return true; }));
 }
 
 }  // namespace

@@ -255,8 +255,8 @@ TEST(WorkspaceMetadata, ContiguousHasPermutedHiddenInWorkspace1) {
 }
 
 // GEMM1's input in the MMA's K order (indexed, 16-bit activations): [M, K] in the workspace GEMM1 does not
-// write, within the size `output` already gives it.
-TEST(WorkspaceMetadata, IndexedHasMmaOrderedHiddenBesideTheOutput) {
+// write, past activation_output (which a GEMM1 with the activation in its epilogue writes while it reads this).
+TEST(WorkspaceMetadata, IndexedHasMmaOrderedHiddenPastTheActivationOutput) {
   for (DType dtype : {DType::bf16, DType::f16}) {
     auto d = make_desc(WeightFormat::mxfp4, ActFormat::none, Activation::silu, 256, 128, 7, 3);
     d.act_dtype = dtype;
@@ -266,7 +266,10 @@ TEST(WorkspaceMetadata, IndexedHasMmaOrderedHiddenBesideTheOutput) {
     EXPECT_EQ(ordered.dtype, dtype);
     EXPECT_NE(ordered.workspace, plan.get("gate_up_output").workspace);
     EXPECT_EQ(ordered.workspace, plan.get("output").workspace);
-    EXPECT_EQ(ordered.offset_bytes, 0);
+    const auto& activation = plan.get("activation_output");
+    EXPECT_EQ(activation.workspace, ordered.workspace);
+    EXPECT_GE(ordered.offset_bytes, activation.offset_bytes + activation.bytes);
+    EXPECT_LT(ordered.offset_bytes, activation.offset_bytes + activation.bytes + 256);
     EXPECT_EQ(ordered.bytes, plan.get("output").bytes);
   }
   const auto quantized =
@@ -292,7 +295,9 @@ TEST(WorkspaceMetadata, MaskedHasOnlyTheGemmBlockTable) {
 // empty there and the codes live on to 4 and 8, which only widens their ranges below. The CUDA
 // backend writes GEMM2's values and their scales in stage 5, from gate_up_output, and with the
 // contiguous layout GEMM1's token values into permuted_hidden in stage 2, permuted in stage 3.)
-std::pair<int, int> live_range(const std::string& name, bool quantized) {
+// activation_in_gemm1: GEMM1 may write activation_output itself (its activation epilogue; 16-bit activations, not
+// the contiguous layout, whose permuted_hidden GEMM1 reads where activation_output goes).
+std::pair<int, int> live_range(const std::string& name, bool quantized, bool activation_in_gemm1) {
   std::string base = name;
   if (const auto dot = name.find('.'); dot != std::string::npos) base = name.substr(0, dot);
   if (is_meta(base)) return {0, 9};
@@ -301,7 +306,7 @@ std::pair<int, int> live_range(const std::string& name, bool quantized) {
   if (base == "quanted_gate_up_input") return {2, 4};
   if (base == "dequantized_gate_up_input") return {3, 4};
   if (base == "gate_up_output") return {4, 5};
-  if (base == "activation_output") return {5, quantized ? 6 : 8};
+  if (base == "activation_output") return {activation_in_gemm1 ? 4 : 5, quantized ? 6 : 8};
   if (base == "quanted_down_input") return {6, 8};
   if (base == "dequantized_down_input") return {5, 8};
   if (base == "down_output") return {8, 9};
@@ -387,7 +392,9 @@ void check_plan_invariants(const ExpertsDesc& d, const PlanShape& p, const Works
       const auto& a = plan.buffers[i];
       const auto& b = plan.buffers[j];
       if (a.workspace != b.workspace || a.bytes == 0 || b.bytes == 0) continue;
-      const auto ra = live_range(a.name, quantized), rb = live_range(b.name, quantized);
+      const bool activation_in_gemm1 = !quantized && p.layout != Layout::contiguous;
+      const auto ra = live_range(a.name, quantized, activation_in_gemm1),
+                 rb = live_range(b.name, quantized, activation_in_gemm1);
       const bool live_together = ra.first <= rb.second && rb.first <= ra.second;
       const bool overlap = a.offset_bytes < b.offset_bytes + b.bytes && b.offset_bytes < a.offset_bytes + a.bytes;
       EXPECT_FALSE(live_together && overlap) << a.name << " and " << b.name << " overlap\n" << plan.to_string();

@@ -26,9 +26,14 @@ MOEQ_MMA_ORDER_HD long long mma_order_position(long long k) {
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 // The 16-bit elements [e, e + 8) of `values` (e % 8 == 0; each row a whole number of 64-k tiles), given as 4
 // pairs, stored in the MMA's K order: each pair at its own place.
+// NOTE: the chunk is units u0 + i (u0 % 4 == 0: t = u0 / 8, s = s0 + i / 2, j = i % 2), so pair i lands
+// 8 s0 + t + 8 (i / 2) + 4 (i % 2) = the first pair's place + 4 i units: one address, 16-byte steps.
+// PERF: the position of each pair apart cost ~60 integer instructions a chunk (64-bit address math, four
+// times) in a warp-specialized GEMM1's activation epilogue (SASS, session 56).
 __device__ __forceinline__ void store_pairs_in_mma_order(unsigned short* values, long long e, const unsigned (&pairs)[4]) {
+  unsigned* first = reinterpret_cast<unsigned*>(values + mma_order_position(e));
 #pragma unroll
-  for (int i = 0; i < 4; ++i) *reinterpret_cast<unsigned*>(values + mma_order_position(e + 2 * i)) = pairs[i];
+  for (int i = 0; i < 4; ++i) first[4 * i] = pairs[i];
 }
 #endif
 

@@ -1,6 +1,7 @@
 #pragma once
-// GEMM1 with the activation in its epilogue (Cfg::kEpilogueActivation; 8-row direct tiles over 16-bit A, the
-// smallest M): C is GEMM2's input [rows, I], act(gate, up) of the GEMM's rounded outputs, instead of [rows, N13].
+// GEMM1 with the activation in its epilogue (Cfg::kEpilogueActivation; over 16-bit A, 8-row direct tiles at the
+// smallest M, warp-specialized tiles at any M): C is GEMM2's input [rows, I],
+// act(gate, up) of the GEMM's rounded outputs, instead of [rows, N13]; in the MMA's K order from a `/t` tile.
 // A CTA needs each output's gate and up channel in its own tile:
 // - interleaved rows [g0, u0, g1, u1, ...] and the non-gated kinds: the plain channels, outputs n0 / 2 (n0) on;
 // - [gate | up] rows: block y's BN channels are the gate rows [y BN / 2, (y + 1) BN / 2) and then the same up rows
@@ -10,6 +11,7 @@
 // PERF: one kernel boundary and a pass over [rows, 2I] fewer at the smallest M, where the activation's marginal cost
 // in the step was ~1.5 us of Qwen3-30B-A3B's at M = 1 (H200, session 33's MOEQ_DIAG_OMIT).
 // NOTE: NVRTC-safe: no standard headers.
+#include "moeq_dev/format/mma_order.cuh"
 #include "moeq_dev/kernels/moe_gemm_common.cuh"
 #include "moeq_dev/moe/activation.cuh"
 
@@ -71,25 +73,52 @@ __device__ __forceinline__ void store_activation_rows(const MoeGemmParams& p, co
     const int token = c / (kOut / 8), chunk = c % (kOut / 8);
     const int dst = row_dst[token], col = col0 + chunk * 8;
     if (dst < 0 || col >= I) continue;
-    const unsigned short* tile_row = reinterpret_cast<const unsigned short*>(out_tile + token * out_row_bytes);
+    // PERF: the chunk's inputs in 16-byte loads (one, or two where gated), as store_output_rows reads the tile.
+    // Sixteen 2-byte loads, 32 bytes apart from thread to thread (interleaved rows), each conflicted 8 ways in
+    // the shared banks: H100 session 55 (ncu), GEMM1 48x512/1x8x1/6/p/t with it 630.8 us against 594.0 without the
+    // activation, more than the 26.1 us activation kernel it replaced.
+    const unsigned char* tile_row = out_tile + token * out_row_bytes;
+    uint4 raw[2] = {};  // raw[1] unread where not gated; zeroed so every word copied below is defined
+    if constexpr (!kGated) {
+      raw[0] = *reinterpret_cast<const uint4*>(tile_row + chunk * 16);
+    } else if constexpr (E::interleaved) {
+      raw[0] = *reinterpret_cast<const uint4*>(tile_row + chunk * 32);
+      raw[1] = *reinterpret_cast<const uint4*>(tile_row + chunk * 32 + 16);
+    } else {
+      raw[0] = *reinterpret_cast<const uint4*>(tile_row + chunk * 16);
+      raw[1] = *reinterpret_cast<const uint4*>(tile_row + 2 * kOut + chunk * 16);
+    }
+    const unsigned words[8] = {raw[0].x, raw[0].y, raw[0].z, raw[0].w, raw[1].x, raw[1].y, raw[1].z, raw[1].w};
+    // 16-bit input k of the chunk's (up to) 16 loaded, in memory order.
+    auto input = [&](int k) {
+      return half_to_f32<kBf16>(static_cast<unsigned short>(words[k >> 1] >> (16 * (k & 1))));
+    };
     float out[8];
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      const int j = chunk * 8 + i;
       float g, u = 0.0f;
       if constexpr (!kGated) {
-        g = half_to_f32<kBf16>(tile_row[j]);
+        g = input(i);
       } else if constexpr (E::interleaved) {
-        g = half_to_f32<kBf16>(tile_row[2 * j]);
-        u = half_to_f32<kBf16>(tile_row[2 * j + 1]);
+        g = input(2 * i);
+        u = input(2 * i + 1);
       } else {
-        g = half_to_f32<kBf16>(tile_row[j]);
-        u = half_to_f32<kBf16>(tile_row[kOut + j]);
+        g = input(i);
+        u = input(8 + i);
       }
       out[i] = activation_value<E::kind>(g, u, p.activation);
     }
     unsigned short* to = p.c + static_cast<long long>(dst) * p.c_row_stride + col;
-    if (wide && col + 8 <= I) {
+    if constexpr (Cfg::kMmaOrderTokens) {
+      // A `/t` GEMM1 (warp-specialized) writes GEMM2's `/t` input: each pair at its place in the MMA's K order
+      // (the host's rule: I % 64 == 0, so whole chunks and 64-output tiles).
+      unsigned pairs[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        pairs[i] = static_cast<unsigned>(f32_to_half<kBf16>(out[2 * i])) |
+                   (static_cast<unsigned>(f32_to_half<kBf16>(out[2 * i + 1])) << 16);
+      store_pairs_in_mma_order(p.c + static_cast<long long>(dst) * p.c_row_stride, col, pairs);
+    } else if (wide && col + 8 <= I) {
       store_half_vec<kBf16, 8>(to, out);
     } else {
       for (int i = 0; i < 8 && col + i < I; ++i) to[i] = f32_to_half<kBf16>(out[i]);

@@ -3,6 +3,7 @@
 // roles): per K tile they dequantize their codes into A fragments and issue wgmma with the block's tokens as B,
 // then write the output tile; e4m3 tokens take the consumers of kernels/moe_gemm_ws_e4m3.cuh.
 // NOTE: NVRTC-safe: no standard headers.
+#include "moeq_dev/kernels/moe_gemm_activation_epilogue.cuh"
 #include "moeq_dev/kernels/moe_gemm_common.cuh"
 #include "moeq_dev/kernels/moe_gemm_ws_e4m3.cuh"
 #include "moeq_dev/kernels/moe_gemm_ws_shape.cuh"
@@ -20,6 +21,7 @@ __device__ __forceinline__ void moe_gemm_ws_consumers(const WsCta<Cfg>& cta) {
   constexpr int kTilesN = S::kTilesN, kTilesM = S::kTilesM;
   constexpr bool kFourBit = S::kCodeBits == 4;
   constexpr bool kPersistent = S::kPersistent;
+  constexpr bool kHalves = gemm_pairs_gate_up_halves<Cfg>();
   constexpr int kRowBuffers = S::kRowBuffers, kPermBuffers = S::kPermBuffers;
   const MoeGemmParams& p = cta.p;
   const int tid = cta.tid, N = cta.n, K = cta.k, num_tiles = cta.num_tiles, tiles_k = cta.tiles_k;
@@ -44,6 +46,7 @@ __device__ __forceinline__ void moe_gemm_ws_consumers(const WsCta<Cfg>& cta) {
   // Channel (within the block) of this lane's fragment rows of 64-channel tile nt, half r.
   auto channel_of = [&](int nt, int r) { return consumer * S::kConsumerN + nt * 64 + warp * 16 + g + r * 8; };
   if constexpr (Cfg::kActE4m3) {
+    static_assert(!gemm_activation_epilogue<Cfg>(), "the activation epilogue takes 16-bit A");
     const int e = block_expert_buffers[0], n0 = n0_of(0);
     const int *row_src = row_src_buffers, *row_dst = row_dst_buffers;
     fetch_row_scales(row_src);
@@ -73,12 +76,20 @@ __device__ __forceinline__ void moe_gemm_ws_consumers(const WsCta<Cfg>& cta) {
       const int *row_src = row_src_buffers + buf * BM, *row_dst = row_dst_buffers + buf * BM;
       const int stage0 = (i * tiles_k) % kStages;  // the ring stage of this tile's first K tile
       fetch_row_scales(row_src);
-      const LaneScaleRows<Cfg, kTilesN> scale_rows(p.scaling, e, n0, N, K, channel_of);
+      // The weight row of a block-relative channel: n0 + c, or [gate | up] rows paired for the activation epilogue
+      // (epilogue_weight_row: the gate rows of the block's outputs, then the same up rows), as the copy warps load them.
+      auto weight_row = [&](int c) { return epilogue_weight_row<Cfg, BN>(c, n0, N); };
+      auto scale_row_of = [&](int nt, int r) {
+        if constexpr (kHalves) return weight_row(channel_of(nt, r));
+        else return channel_of(nt, r);
+      };
+      const LaneScaleRows<Cfg, kTilesN> scale_rows(p.scaling, e, kHalves ? 0 : n0, N, K, scale_row_of);
       // Fp8BlockFoldable: one multiply per pair instead of two where every scale of this CTA's
       // channel blocks allows it. Every warp reads the same scales, so all take the same path (the
       // warps of a warpgroup must issue the same wgmma instructions).
       bool fold_scales = false;
-      if constexpr (Fp8BlockFoldable<Cfg>::value) {
+      // NOTE: not over [gate | up] halves (two runs of 128-channel blocks): their scales take the unfolded path.
+      if constexpr (Fp8BlockFoldable<Cfg>::value && !kHalves) {
         const int blocks_n = (N + 127) / 128, blocks_k = (K + 127) / 128;
         const int first_block = n0 / 128, last_block = (min(n0 + BN, N) - 1) / 128;
         const float* block_scales =
@@ -96,14 +107,15 @@ __device__ __forceinline__ void moe_gemm_ws_consumers(const WsCta<Cfg>& cta) {
         if constexpr (!(WsDiag<Cfg>::value & kWsSkipScales) && !S::kStagedScales) scale_rows.load(slot, 16 * t + kt * BK, K);
       };
       // S::kStagedScales: bit 2 nt + r set where row (nt, r)'s scale pairs of even K tiles sit at byte 2 of
-      // their staged word (its scales start there: (n0 + channel) K / 32 = 2 mod 4); odd tiles flip it.
+      // their staged word (its scales start there: (weight row) K / 32 = 2 mod 4); odd tiles flip it.
       unsigned staged_halves = 0;
       if constexpr (S::kStagedScales)
     #pragma unroll
         for (int nt = 0; nt < kTilesN; ++nt)
     #pragma unroll
           for (int r = 0; r < 2; ++r)
-            staged_halves |= ((static_cast<unsigned>(n0 + channel_of(nt, r)) * static_cast<unsigned>(K / 32) >> 1) & 1u)
+            staged_halves |= ((static_cast<unsigned>(kHalves ? weight_row(channel_of(nt, r)) : n0 + channel_of(nt, r)) *
+                                   static_cast<unsigned>(K / 32) >> 1) & 1u)
                              << (2 * nt + r);
       // MX and NVFP4 scales (new ones every K tile) on an even ring: the scale slots run in two groups
       // of kScaleGroup tiles; at a group's first tile the consumer waits once for the group's scales,
@@ -340,10 +352,19 @@ __device__ __forceinline__ void moe_gemm_ws_consumers(const WsCta<Cfg>& cta) {
       // being done) is rewritten only once both consumers are past this barrier.
       unsigned char* out_tile = smem + S::kEpilogueOffset;
       named_barrier_sync(2, 128 * S::kConsumers);
-      write_output_tile<Cfg>(p, e, n0, acc, out_tile, S::kOutRowBytes, 0, t, channel_of, row_src,
-                             Cfg::kRowScales ? block_row_scales : nullptr);
+      if constexpr (kHalves) {
+        write_output_tile_at<Cfg>(p, e, weight_row, acc, out_tile, S::kOutRowBytes, 0, t, channel_of, row_src,
+                                  Cfg::kRowScales ? block_row_scales : nullptr);
+      } else {
+        write_output_tile<Cfg>(p, e, n0, acc, out_tile, S::kOutRowBytes, 0, t, channel_of, row_src,
+                               Cfg::kRowScales ? block_row_scales : nullptr);
+      }
       named_barrier_sync(2, 128 * S::kConsumers);
-      store_output_rows<BM, BN, 128 * S::kConsumers>(p, out_tile, S::kOutRowBytes, row_dst, n0, ctid);
+      if constexpr (gemm_activation_epilogue<Cfg>()) {
+        store_activation_rows<Cfg, BM, BN, 128 * S::kConsumers>(p, out_tile, S::kOutRowBytes, row_dst, n0, ctid);
+      } else {
+        store_output_rows<BM, BN, 128 * S::kConsumers>(p, out_tile, S::kOutRowBytes, row_dst, n0, ctid);
+      }
       if constexpr (kPersistent) {
         // This warp's reads of the tile's rows are done: the copy warps may refill the row buffer.
         __syncwarp();

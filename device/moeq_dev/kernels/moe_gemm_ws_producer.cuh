@@ -4,6 +4,7 @@
 // channels, the MX scales); its permute warps move the staged tokens into the core matrices wgmma reads, unless
 // the tokens come in the MMA's K order (S::kMmaOrder).
 // NOTE: NVRTC-safe: no standard headers.
+#include "moeq_dev/kernels/moe_gemm_activation_epilogue.cuh"
 #include "moeq_dev/kernels/moe_gemm_common.cuh"
 #include "moeq_dev/kernels/moe_gemm_ws_shape.cuh"
 #include "moeq_dev/ptx/cp_async.cuh"
@@ -20,6 +21,7 @@ __device__ __forceinline__ void moe_gemm_ws_producer(const WsCta<Cfg>& cta) {
   using S = MoeGemmWsShape<Cfg>;
   constexpr int BM = S::kBlockM, BN = S::kBlockN, BK = S::kBlockK, kStages = S::kStages;
   constexpr bool kPersistent = S::kPersistent;
+  constexpr bool kHalves = gemm_pairs_gate_up_halves<Cfg>();  // the activation epilogue's [gate | up] rows
   constexpr int kRowBuffers = S::kRowBuffers, kPermBuffers = S::kPermBuffers, kCopyThreads = S::kCopyThreads;
   const MoeGemmParams& p = cta.p;
   const int tid = cta.tid, N = cta.n, K = cta.k, num_tiles = cta.num_tiles, tiles_n16 = cta.tiles_n16,
@@ -53,6 +55,12 @@ __device__ __forceinline__ void moe_gemm_ws_producer(const WsCta<Cfg>& cta) {
     static_assert(kCopyThreads % kChunksPerUnit == 0, "whole blocks or rows per pass of the copy threads");
     constexpr int code_index_step = kCopyThreads / kChunksPerUnit;
     const int code_index_end = Cfg::kPreparedCodes ? tiles_n16 : N;
+    // [gate | up] rows paired (the activation epilogue, epilogue_weight_row): the code chunk from which a thread's
+    // units are up rows, and the units (16-channel blocks or rows) between a gate row and its up row less BN / 2.
+    constexpr int kHalfUnits = Cfg::kPreparedCodes ? BN / 32 : BN / 2;
+    static_assert(!kHalves || kHalfUnits % code_index_step == 0, "each copy thread's chunks split at the half");
+    constexpr int kHalfChunk = kHalfUnits / code_index_step;
+    const int half_units = Cfg::kPreparedCodes ? (N / 2 - BN / 2) / 16 : N / 2 - BN / 2;
     const long long unit_bytes = Cfg::kPreparedCodes ? static_cast<long long>(tiles_k) * S::kPreparedBlockBytes : row_bytes;
     const long long code_stride = code_index_step * unit_bytes;  // bytes between chunks j and j + 1 (same K tile)
     // Canonical codes of a partial last K tile: this thread's chunks start at code k code_k.
@@ -94,19 +102,26 @@ __device__ __forceinline__ void moe_gemm_ws_producer(const WsCta<Cfg>& cta) {
       named_barrier_sync(1, kCopyThreads);
       const int n0 = n0_of(i);
       const unsigned char* codes_e = codes_of(block_expert_buffers[buf]);  // copy thread 0's, seen after the barrier
-      // 16-channel block (prepared) or row (canonical) of code chunk j: code_index + j code_index_step.
-      const int code_index = (Cfg::kPreparedCodes ? n0 / 16 : n0) + tid / kChunksPerUnit;
+      // 16-channel block (prepared) or row (canonical) of code chunk j: code_index + j code_index_step, and with
+      // [gate | up] rows paired (kHalves: the block's gate rows from n0 / 2, then the same up rows, as
+      // epilogue_weight_row) half_units more from chunk kHalfChunk on. Gate rows past I read up rows (their outputs are
+      // never stored); up rows past N are not read.
+      const int code_index = (Cfg::kPreparedCodes ? (kHalves ? n0 / 32 : n0 / 16) : (kHalves ? n0 / 2 : n0)) +
+                             tid / kChunksPerUnit;
       const unsigned char* code_base = codes_e + code_index * unit_bytes + (tid % kChunksPerUnit) * 16;
-      const unsigned bulk_bytes = bulk_lane && n0 / 16 + bulk_block < tiles_n16 ? S::kPreparedBlockBytes : 0;
+      // The bulk lane's 16-channel block, [gate | up] paired as above.
+      const int bulk_weight_block =
+          kHalves ? n0 / 32 + bulk_block + (bulk_block >= BN / 32 ? half_units : 0) : n0 / 16 + bulk_block;
+      const unsigned bulk_bytes = bulk_lane && bulk_weight_block < tiles_n16 ? S::kPreparedBlockBytes : 0;
       const unsigned char* bulk_src =
-          codes_e + static_cast<long long>(bulk_bytes != 0 ? n0 / 16 + bulk_block : 0) * tiles_k * S::kPreparedBlockBytes;
+          codes_e + static_cast<long long>(bulk_bytes != 0 ? bulk_weight_block : 0) * tiles_k * S::kPreparedBlockBytes;
       const unsigned row_ptr_base = smem_address(&row_ptr[(tid / 8) * S::kRowPtrStride]);
-      // S::kStagedScales: the scales of this thread's first channel (n0 + tid; MX: K / 32 a row) and the
-      // bytes to its next (kCopyThreads channels on).
+      // S::kStagedScales: the scales of this thread's first channel (weight row n0 + tid, or n0 / 2 + tid with
+      // [gate | up] rows paired; MX: K / 32 a row) and the bytes to its next (kCopyThreads channels on).
       const long long scale_groups = K / 32;
       const unsigned char* scale_row =
           static_cast<const unsigned char*>(p.scaling.scales) +
-          (static_cast<long long>(block_expert_buffers[buf]) * N + n0 + tid) * scale_groups;
+          (static_cast<long long>(block_expert_buffers[buf]) * N + (kHalves ? n0 / 2 : n0) + tid) * scale_groups;
       const long long scale_stride = kCopyThreads * scale_groups;
       for (int it = 0; it < tiles_k; ++it) {
         const int g = i * tiles_k + it;  // K tiles through the ring so far
@@ -151,7 +166,10 @@ __device__ __forceinline__ void moe_gemm_ws_producer(const WsCta<Cfg>& cta) {
           const long long code_step = opaque_step(code_stride);
 #pragma unroll
           for (int j = 0; j < kCodeChunks; ++j) {
-            const bool valid = code_k_valid && code_index + j * code_index_step < code_index_end;
+            if constexpr (kHalves)
+              if (j == kHalfChunk) from += half_units * unit_bytes;
+            const int unit = code_index + j * code_index_step + (kHalves && j >= kHalfChunk ? half_units : 0);
+            const bool valid = code_k_valid && unit < code_index_end;
             if constexpr (!(WsDiag<Cfg>::value & kWsSkipCodeCopies))
               cp_async_16(base + S::kCodeOffset + (tid + j * kCopyThreads) * 16, valid ? from : p.codes, valid);
             from += code_step;
@@ -164,8 +182,14 @@ __device__ __forceinline__ void moe_gemm_ws_producer(const WsCta<Cfg>& cta) {
             const long long scale_step = opaque_step(scale_stride);
 #pragma unroll
             for (int u = 0; u < BN / kCopyThreads; ++u) {
+              // [gate | up] rows paired: channels BN / 2 on are the up rows, N / 2 - BN / 2 rows further.
+              constexpr int kHalfU = BN / 2 / kCopyThreads;
+              if constexpr (kHalves)
+                if (u == kHalfU) pair += static_cast<long long>(N / 2 - BN / 2) * scale_groups;
+              const int row = kHalves ? n0 / 2 + tid + u * kCopyThreads + (u >= kHalfU ? N / 2 - BN / 2 : 0)
+                                      : n0 + tid + u * kCopyThreads;
               const int misalign = static_cast<int>(reinterpret_cast<unsigned long long>(pair) & 2u);
-              const bool valid = n0 + tid + u * kCopyThreads < N;
+              const bool valid = row < N;
               cp_async_4(base + S::kScaleOffset + (tid + u * kCopyThreads) * 4, pair - misalign, valid ? misalign + 2 : 0);
               pair += scale_step;
             }
@@ -173,8 +197,10 @@ __device__ __forceinline__ void moe_gemm_ws_producer(const WsCta<Cfg>& cta) {
         } else {
 #pragma unroll
           for (int j = 0; j < kCodeChunks; ++j) {
-            const bool valid = code_k_valid && code_index + j * code_index_step < code_index_end;
-            const unsigned char* from = valid ? code_base + j * code_stride + it * kCodeTileBytes : p.codes;
+            const int half_jump = kHalves && j >= kHalfChunk ? half_units : 0;
+            const bool valid = code_k_valid && code_index + j * code_index_step + half_jump < code_index_end;
+            const unsigned char* from =
+                valid ? code_base + j * code_stride + half_jump * unit_bytes + it * kCodeTileBytes : p.codes;
             if constexpr (!(WsDiag<Cfg>::value & kWsSkipCodeCopies)) cp_async_16(base + S::kCodeOffset + (tid + j * kCopyThreads) * 16, from, valid);
           }
         }
