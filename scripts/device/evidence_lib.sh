@@ -290,22 +290,25 @@ clocks_stop() { kill "$clocks_pid" 2>/dev/null; wait "$clocks_pid" 2>/dev/null; 
 # layer_steps TABLE PRESET SCHEME "M ..." "ORDER": whole steps (`moeq bench --kernel layer`, 5 trials) appended to
 # steps.txt as "TABLE WHO preset scheme M us MB %copy", one process per letter of ORDER: O = $old_build, N = $build,
 # Z = $build with MOEQ_SELF_ROUTE=0, F = $build with MOEQ_FUSED_REDUCE=0 (session 51's build with session 50's fused
-# reduce; later builds ignore it), A = $build with MOEQ_FUSED_ACTIVATION=0, B = $build with both. TABLE planner adds
+# reduce; later builds ignore it), A = $build with MOEQ_FUSED_ACTIVATION=0, B = $build with both, W = $build with
+# MOEQ_FUSED_ACTIVATION_MAX_ROWS=$WIDE_ROWS (default 1024: the direct tiles fuse at up to that many slots). TABLE planner adds
 # --no-shipped-tuning (shipped: the shipped tables); a TABLE ending in .json adds --tuning TABLE (its rows replace the
 # shipped table's at the M they cover) and is recorded by its file name.
 layer_steps() {
-  local flags="" who bin self fused act
+  local flags="" who bin self fused act max_rows
   [ "$1" = planner ] && flags="--no-shipped-tuning"
   case "$1" in *.json) flags="--tuning $1" ;; esac
   for who in $5; do
-    bin="$build/moeq" self=1 fused=1 act=1
+    bin="$build/moeq" self=1 fused=1 act=1 max_rows=16
     [ "$who" = O ] && bin="$old_build/moeq"
     [ "$who" = Z ] && self=0
     [ "$who" = F ] && fused=0
     [ "$who" = A ] && act=0
     [ "$who" = B ] && fused=0 act=0
+    [ "$who" = W ] && max_rows="${WIDE_ROWS:-1024}"
     # shellcheck disable=SC2086
-    MOEQ_SELF_ROUTE=$self MOEQ_FUSED_REDUCE=$fused MOEQ_FUSED_ACTIVATION=$act timeout 60 "$bin" bench --trials 5 \
+    MOEQ_SELF_ROUTE=$self MOEQ_FUSED_REDUCE=$fused MOEQ_FUSED_ACTIVATION=$act MOEQ_FUSED_ACTIVATION_MAX_ROWS=$max_rows \
+      timeout 60 "$bin" bench --trials 5 \
       --kernel layer $flags --preset "$2" --scheme "$3" -M $4 >"$out/o.tmp" 2>&1
     grep -E '^layer  [a-z]' "$out/o.tmp" | grep -v '^layer  preset' |
       awk -v w="$who" -v t="$(basename "$1")" '{print t, w, $2, $3, $4, $5, $6, $8}' >>"$out/steps.txt"

@@ -193,13 +193,16 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
       // and writes GEMM2's input itself (MoeGemmArgs::epilogue_activation): one kernel boundary and a pass over
       // [rows, N13] fewer. Session 51 (H200, whole steps against MOEQ_FUSED_ACTIVATION=0): -0.7 to -1.2 us at 4-16
       // rows (Qwen3-30B-A3B M = 1-2, gpt-oss-120b M = 1-2), but +4.0 us at gpt-oss-120b M = 16 (64 rows), so it stays
-      // off above kActivationEpilogueMaxRows. Nor where the epilogue's registers cost the kernel a CTA an SM
+      // off above kActivationEpilogueMaxRows (env MOEQ_FUSED_ACTIVATION_MAX_ROWS moves the limit, for measuring it:
+      // session 51's epilogue ran accurate expf and IEEE division, session 56 made the logistic ~4x cheaper). Nor where the epilogue's registers cost the kernel a CTA an SM
       // (activation_epilogue_keeps_occupancy: Mixtral-8x7B M = 1 lost 6.3 us of 77 on the H100, session 52).
       // A warp-specialized GEMM1 takes it at any M: its epilogue writes the activation in its own tokens' order, so only
       // where GEMM2 reads that order (both `/t` or neither).
       // NOTE: not where activation_output overlaps GEMM1's A (the contiguous layout's permuted rows share its
       // workspace): it is written while other CTAs still read A.
       static const bool fused_activation_enabled = cuda::env_integer("MOEQ_FUSED_ACTIVATION", 0, 1, 1) != 0;
+      static const int64_t fused_activation_max_rows =
+          cuda::env_integer("MOEQ_FUSED_ACTIVATION_MAX_ROWS", 0, 1L << 30, cuda::kActivationEpilogueMaxRows);
       const CUdeviceptr a_begin = g1.a, a_end = g1.a + static_cast<CUdeviceptr>(((rows_in - 1) * g1.a_row_stride + K) * elem);
       const CUdeviceptr act_end = activation_output + static_cast<CUdeviceptr>(rows * I * elem);
       const bool overlaps_a = rows_in > 0 && rows > 0 && a_begin < act_end && activation_output < a_end;
@@ -207,7 +210,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
           fused_activation_enabled &&
           cuda::step_fuses_activation(d, cuda::tile_for_device(g1.tile), input1, g2.tile, rows, overlaps_a, [&] {
             return cuda::activation_epilogue_keeps_occupancy(g1, {true, d.activation.kind, d.interleaved_gate_up});
-          });
+          }, fused_activation_max_rows);
       if (fuse_activation) {
         g1.epilogue_activation = true;
         g1.activation = d.activation;

@@ -83,12 +83,13 @@ bool activation_epilogue_fits(const ExpertsDesc& d) {
 }
 
 bool step_fuses_activation(const ExpertsDesc& d, const GemmTile& tile1, GemmInput input1, const GemmTile& tile2,
-                           int64_t rows, bool overlaps_a, const std::function<bool()>& keeps_occupancy) {
+                           int64_t rows, bool overlaps_a, const std::function<bool()>& keeps_occupancy,
+                           int64_t max_direct_rows) {
   if (overlaps_a || !activation_epilogue_fits(d) ||
       !gemm_fuses_activation(tile1, input1, EpilogueActivation{true, d.activation.kind, d.interleaved_gate_up}))
     return false;
   if (tile1.producer) return tile1.mma_order_tokens == tile2.mma_order_tokens;
-  return rows <= kActivationEpilogueMaxRows && !tile2.mma_order_tokens && keeps_occupancy();
+  return rows <= max_direct_rows && !tile2.mma_order_tokens && keeps_occupancy();
 }
 
 GemmVariantUse layer_gemm_variants(const ExpertsDesc& d, bool gemm1) {

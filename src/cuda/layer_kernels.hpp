@@ -35,10 +35,12 @@ bool activation_epilogue_fits(const ExpertsDesc& desc);
 // not overlapping GEMM1's A (`overlaps_a`: other CTAs still read A while it is written), and
 // - a warp-specialized GEMM1: at any rows, where GEMM2 reads its input in the order the epilogue writes it (both
 //   `/t` or neither);
-// - an 8-row direct GEMM1: at most kActivationEpilogueMaxRows rows, GEMM2 not `/t`, and `keeps_occupancy()` (called
-//   only then; it loads both kernels: activation_epilogue_keeps_occupancy).
+// - an 8-row direct GEMM1: at most `max_direct_rows` rows (apply: kActivationEpilogueMaxRows, or env
+//   MOEQ_FUSED_ACTIVATION_MAX_ROWS), GEMM2 not `/t`, and `keeps_occupancy()` (called only then; it loads both
+//   kernels: activation_epilogue_keeps_occupancy).
 bool step_fuses_activation(const ExpertsDesc& desc, const GemmTile& tile1, GemmInput input1, const GemmTile& tile2,
-                           int64_t rows, bool overlaps_a, const std::function<bool()>& keeps_occupancy);
+                           int64_t rows, bool overlaps_a, const std::function<bool()>& keeps_occupancy,
+                           int64_t max_direct_rows = kActivationEpilogueMaxRows);
 // The variants apply may launch a layer's GEMM1 (gemm1) or GEMM2 as: with 16-bit activations, GEMM1 self-routed and,
 // where activation_epilogue_fits, with the layer's activation in its epilogue; none for GEMM2 or quantized activations.
 GemmVariantUse layer_gemm_variants(const ExpertsDesc& desc, bool gemm1);

@@ -267,6 +267,8 @@ TEST(StepPlan, WarpSpecializedGemm1TakesTheActivationEpilogue) {
       const int64_t rows = M * d.top_k;
       EXPECT_TRUE(cuda::step_fuses_activation(d, plans.gemm1.tile, plans.gemm1.input, plans.gemm2.tile, rows,
                                               overlaps_a, never));
+      EXPECT_TRUE(cuda::step_fuses_activation(d, plans.gemm1.tile, plans.gemm1.input, plans.gemm2.tile, rows,
+                                              overlaps_a, never, 0));  // the direct tiles' limit is not theirs
       cuda::GemmTile other_order = plans.gemm2.tile;
       other_order.mma_order_tokens = !other_order.mma_order_tokens;
       EXPECT_FALSE(cuda::step_fuses_activation(d, plans.gemm1.tile, plans.gemm1.input, other_order, rows, overlaps_a,
@@ -283,6 +285,10 @@ TEST(StepPlan, WarpSpecializedGemm1TakesTheActivationEpilogue) {
   EXPECT_TRUE(cuda::step_fuses_activation(d, direct, cuda::GemmInput::values, direct, 16, false, [] { return true; }));
   EXPECT_FALSE(cuda::step_fuses_activation(d, direct, cuda::GemmInput::values, direct, 16, false, [] { return false; }));
   EXPECT_FALSE(cuda::step_fuses_activation(d, direct, cuda::GemmInput::values, direct, 17, false, [] { return true; }));
+  // MOEQ_FUSED_ACTIVATION_MAX_ROWS moves the direct tiles' limit (apply passes it); warp-specialized tiles have none.
+  EXPECT_TRUE(cuda::step_fuses_activation(d, direct, cuda::GemmInput::values, direct, 512, false, [] { return true; }, 512));
+  EXPECT_FALSE(cuda::step_fuses_activation(d, direct, cuda::GemmInput::values, direct, 513, false, [] { return true; }, 512));
+  EXPECT_FALSE(cuda::step_fuses_activation(d, direct, cuda::GemmInput::values, direct, 1, false, [] { return true; }, 0));
 }
 
 }  // namespace
