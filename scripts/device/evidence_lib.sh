@@ -299,16 +299,17 @@ layer_steps() {
   [ "$1" = planner ] && flags="--no-shipped-tuning"
   case "$1" in *.json) flags="--tuning $1" ;; esac
   for who in $5; do
-    bin="$build/moeq" self=1 fused=1 act=1 max_rows=16
+    bin="$build/moeq" self=1 fused=1 act=1 max_rows=""
     [ "$who" = O ] && bin="$old_build/moeq"
     [ "$who" = Z ] && self=0
     [ "$who" = F ] && fused=0
     [ "$who" = A ] && act=0
     [ "$who" = B ] && fused=0 act=0
     [ "$who" = W ] && max_rows="${WIDE_ROWS:-1024}"
+    # NOTE: only W sets MOEQ_FUSED_ACTIVATION_MAX_ROWS; the other letters run the library's own limit.
     # shellcheck disable=SC2086
-    MOEQ_SELF_ROUTE=$self MOEQ_FUSED_REDUCE=$fused MOEQ_FUSED_ACTIVATION=$act MOEQ_FUSED_ACTIVATION_MAX_ROWS=$max_rows \
-      timeout 60 "$bin" bench --trials 5 \
+    env -u MOEQ_FUSED_ACTIVATION_MAX_ROWS ${max_rows:+MOEQ_FUSED_ACTIVATION_MAX_ROWS=$max_rows} \
+      MOEQ_SELF_ROUTE=$self MOEQ_FUSED_REDUCE=$fused MOEQ_FUSED_ACTIVATION=$act timeout 60 "$bin" bench --trials 5 \
       --kernel layer $flags --preset "$2" --scheme "$3" -M $4 >"$out/o.tmp" 2>&1
     grep -E '^layer  [a-z]' "$out/o.tmp" | grep -v '^layer  preset' |
       awk -v w="$who" -v t="$(basename "$1")" '{print t, w, $2, $3, $4, $5, $6, $8}' >>"$out/steps.txt"

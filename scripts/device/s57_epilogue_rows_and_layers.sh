@@ -11,6 +11,7 @@
 # Prediction (H100): 1. W <= N within ~0.5 us at 32-128 slots, -1 to -3 us from 256 slots (the activation kernel's
 # launch and its pass over [rows, 2I]), unless the epilogue's registers cost a CTA an SM (keeps_occupancy then says
 # no, and W = N). 2. N <= A within the spread, as gpt-oss-120b and Qwen3 MXFP4 in session 56 (-0.7% / 0.0% to -0.7%).
+# Mixtral-8x7B (top 2): direct tiles up to 64 slots (M = 32), a 16-row sync tile at 65-128 slots, `/p/t` from 129.
 # If W wins, set kActivationEpilogueMaxRows from the rows where it does (or drop the limit) and rerun the warm-up test.
 # Usage: s57_epilogue_rows_and_layers.sh BUILD   (env OUT, MOEQ_CACHE_DIR, WIDE_ROWS)
 . "$(dirname "$0")/evidence_lib.sh"
@@ -19,13 +20,13 @@ export WIDE_ROWS="${WIDE_ROWS:-2048}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv,noheader
 MOEQ_FUSED_ACTIVATION_MAX_ROWS=$WIDE_ROWS VERIFY_ACTIVATIONS=swiglu-oai layer_verify "gpt-oss-120b mxfp4 16 64"
 MOEQ_FUSED_ACTIVATION_MAX_ROWS=$WIDE_ROWS layer_verify "qwen3-30b-a3b mxfp4 16 64" "qwen3-30b-a3b int4-g128 16 128" \
-  "mixtral-8x7b int4-g128 16"
+  "mixtral-8x7b int4-g128 32"
 layer_steps shipped gpt-oss-120b mxfp4 "8 16 32 64 128" "N W W N"
 layer_steps shipped qwen3-30b-a3b mxfp4 "4 8 16 32 64 128" "N W W N"
 layer_steps shipped qwen3-30b-a3b int4-g128 "4 8 16 64 160" "N W W N"
-layer_steps shipped mixtral-8x7b int4-g128 "4 8 16 32" "N W W N"
+layer_steps shipped mixtral-8x7b int4-g128 "16 32" "N W W N"
 layer_steps shipped qwen3-30b-a3b int4-g128 "640 1024" "N A A N"
-layer_steps shipped mixtral-8x7b int4-g128 "64 256 1024" "N A A N"
+layer_steps shipped mixtral-8x7b int4-g128 "128 512 1024" "N A A N"
 layer_steps shipped deepseek-v3 fp8-block "1024" "N A A N"
 rm -f "$out/o.tmp"
 echo "done $(($(date +%s) - t0)) s"

@@ -75,7 +75,7 @@ struct MoeGemmArgs {
   CUdeviceptr expert_map = 0;
   int64_t num_global_experts = 0, num_local_experts = 0;
   // GEMM1 with the activation in its epilogue (over 16-bit A, gemm_fuses_activation: an 8-row direct tile, plain or
-  // self-routed, or a warp-specialized one for interleaved or non-gated rows), a kernel of its own
+  // self-routed, or a warp-specialized one: interleaved, [gate | up] or non-gated rows), a kernel of its own
   // (MoeGemmCfg::kEpilogueActivation): C is GEMM2's input [rows, I] (I = N / 2 for the gated kinds, else N), what
   // `activation` (cuda/elementwise.hpp) writes from the plain GEMM's C, bit for bit; from a `/t` tile in the MMA's K
   // order (`activation`'s mma_order; I % 64 == 0). Gated [gate | up] rows (not interleaved) need I % 16 == 0. C must
