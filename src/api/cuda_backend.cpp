@@ -194,8 +194,9 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
       // [rows, N13] fewer. Session 51 (H200, whole steps against MOEQ_FUSED_ACTIVATION=0): -0.7 to -1.2 us at 4-16
       // rows (Qwen3-30B-A3B M = 1-2, gpt-oss-120b M = 1-2), but +4.0 us at gpt-oss-120b M = 16 (64 rows), so it stays
       // off above kActivationEpilogueMaxRows (env MOEQ_FUSED_ACTIVATION_MAX_ROWS moves the limit, for measuring it:
-      // session 51's epilogue ran accurate expf and IEEE division, session 56 made the logistic ~4x cheaper). Nor where the epilogue's registers cost the kernel a CTA an SM
-      // (activation_epilogue_keeps_occupancy: Mixtral-8x7B M = 1 lost 6.3 us of 77 on the H100, session 52).
+      // session 51's epilogue ran accurate expf and IEEE division, session 56 made the logistic ~4x cheaper). Nor
+      // where the epilogue's registers cost the kernel a CTA an SM (activation_epilogue_keeps_occupancy: Mixtral-8x7B
+      // M = 1 lost 6.3 us of 77 on the H100, session 52).
       // A warp-specialized GEMM1 takes it at any M: its epilogue writes the activation in its own tokens' order, so only
       // where GEMM2 reads that order (both `/t` or neither).
       // NOTE: not where activation_output overlaps GEMM1's A (the contiguous layout's permuted rows share its

@@ -110,14 +110,9 @@ __device__ __forceinline__ void store_activation_rows(const MoeGemmParams& p, co
     }
     unsigned short* to = p.c + static_cast<long long>(dst) * p.c_row_stride + col;
     if constexpr (Cfg::kMmaOrderTokens) {
-      // A `/t` GEMM1 (warp-specialized) writes GEMM2's `/t` input: each pair at its place in the MMA's K order
-      // (the host's rule: I % 64 == 0, so whole chunks and 64-output tiles).
-      unsigned pairs[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        pairs[i] = static_cast<unsigned>(f32_to_half<kBf16>(out[2 * i])) |
-                   (static_cast<unsigned>(f32_to_half<kBf16>(out[2 * i + 1])) << 16);
-      store_pairs_in_mma_order(p.c + static_cast<long long>(dst) * p.c_row_stride, col, pairs);
+      // A `/t` GEMM1 (warp-specialized) writes GEMM2's `/t` input in the MMA's K order (the host's rule: I % 64 == 0,
+      // so whole chunks and 64-output tiles).
+      store_half8_in_mma_order<kBf16>(p.c + static_cast<long long>(dst) * p.c_row_stride, col, out);
     } else if (wide && col + 8 <= I) {
       store_half_vec<kBf16, 8>(to, out);
     } else {

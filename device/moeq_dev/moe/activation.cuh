@@ -150,16 +150,21 @@ __device__ __forceinline__ void unpack_half_vec(const HalfVec<kVec>& v, float (&
   }
 }
 
+// 8 values rounded once each (RNE) to 16 bits, as 4 pairs (element 2i in the low half of word i).
+template <bool kBf16>
+__device__ __forceinline__ void pack_half_pairs(const float (&f)[8], unsigned (&w)[4]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    w[i] = static_cast<unsigned>(f32_to_half<kBf16>(f[2 * i])) |
+           (static_cast<unsigned>(f32_to_half<kBf16>(f[2 * i + 1])) << 16);
+}
+
 // One rounding per element (RNE) and one store of kVec elements.
 template <bool kBf16, int kVec>
 __device__ __forceinline__ void store_half_vec(unsigned short* p, const float (&f)[kVec]) {
   if constexpr (kVec == 8) {
     unsigned w[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      w[i] = static_cast<unsigned>(f32_to_half<kBf16>(f[2 * i])) |
-             (static_cast<unsigned>(f32_to_half<kBf16>(f[2 * i + 1])) << 16);
-    }
+    pack_half_pairs<kBf16>(f, w);
     *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
   } else {
     *p = f32_to_half<kBf16>(f[0]);
@@ -245,20 +250,23 @@ __device__ __forceinline__ void activation_item(const unsigned short* row_in, un
   store_half_vec<kBf16, kVec>(row_out + col, out);
 }
 
-// activation_item with the outputs in the MMA's K order (format/mma_order.cuh): the 8 outputs of
-// [col, col + 8) (col % 8 == 0) are 4 pairs, each stored at its place in col's 64-k tile.
+// The outputs [col, col + 8) of a row (col % 8 == 0) in the MMA's K order (format/mma_order.cuh): 4 pairs,
+// each rounded once and stored at its place in col's 64-k tile.
+template <bool kBf16>
+__device__ __forceinline__ void store_half8_in_mma_order(unsigned short* row_out, long long col, const float (&out)[8]) {
+  unsigned pairs[4];
+  pack_half_pairs<kBf16>(out, pairs);
+  store_pairs_in_mma_order(row_out, col, pairs);
+}
+
+// activation_item with the outputs in the MMA's K order (store_half8_in_mma_order).
 template <ActivationKind kKind, bool kInterleaved, bool kBf16>
 __device__ __forceinline__ void activation_item_mma_order(const unsigned short* row_in, unsigned short* row_out,
                                                           long long col, long long intermediate,
                                                           const ActivationArgs& args) {
   float out[8];
   activation_values<kKind, kInterleaved, kBf16, 8>(row_in, col, intermediate, args, out);
-  unsigned pairs[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-    pairs[i] = static_cast<unsigned>(f32_to_half<kBf16>(out[2 * i])) |
-               (static_cast<unsigned>(f32_to_half<kBf16>(out[2 * i + 1])) << 16);
-  store_pairs_in_mma_order(row_out, col, pairs);
+  store_half8_in_mma_order<kBf16>(row_out, col, out);
 }
 
 }  // namespace moeq_dev
