@@ -43,9 +43,11 @@ else
     echo "humming $name rc=$? $(($(date +%s) - t0)) s"
     mv "$out/h/humming.txt" "$out/humming_$name.txt"
   }
+  # NOTE: one run per layer, each on moeq's M of that layer (one run over both lists would time M that moeq does not).
   # shellcheck disable=SC2086
-  humming gemm 150 --preset gpt-oss-120b qwen3-30b-a3b --scheme mxfp4 --tokens $(echo $oss_m $qwen_m | tr ' ' '\n' |
-    sort -nu | paste -sd' ')
+  humming gemm_gpt_oss 90 --preset gpt-oss-120b --scheme mxfp4 --tokens $oss_m
+  # shellcheck disable=SC2086
+  humming gemm_qwen3 90 --preset qwen3-30b-a3b --scheme mxfp4 --tokens $qwen_m
   # shellcheck disable=SC2086
   humming layer_gpt_oss 170 --layer --preset gpt-oss-120b --scheme mxfp4 --tokens $oss_m
   # shellcheck disable=SC2086
