@@ -291,7 +291,8 @@ clocks_stop() { kill "$clocks_pid" 2>/dev/null; wait "$clocks_pid" 2>/dev/null; 
 # steps.txt as "TABLE WHO preset scheme M us MB %copy", one process per letter of ORDER: O = $old_build, N = $build,
 # Z = $build with MOEQ_SELF_ROUTE=0, F = $build with MOEQ_FUSED_REDUCE=0 (session 51's build with session 50's fused
 # reduce; later builds ignore it), A = $build with MOEQ_FUSED_ACTIVATION=0, B = $build with both, W = $build with
-# MOEQ_FUSED_ACTIVATION_MAX_ROWS=$WIDE_ROWS (default 1024: the direct tiles fuse at up to that many slots). TABLE planner adds
+# MOEQ_FUSED_ACTIVATION_MAX_ROWS=$WIDE_ROWS (default 1024: the direct tiles fuse at up to that many slots), R = $build with
+# MOEQ_FOLD_ORDER=0 (GEMM1's MMA-order pass in its own launch, not folded into the routing's). TABLE planner adds
 # --no-shipped-tuning (shipped: the shipped tables); a TABLE ending in .json adds --tuning TABLE (its rows replace the
 # shipped table's at the M they cover) and is recorded by its file name.
 layer_steps() {
@@ -299,17 +300,18 @@ layer_steps() {
   [ "$1" = planner ] && flags="--no-shipped-tuning"
   case "$1" in *.json) flags="--tuning $1" ;; esac
   for who in $5; do
-    bin="$build/moeq" self=1 fused=1 act=1 max_rows=""
+    bin="$build/moeq" self=1 fused=1 act=1 order=1 max_rows=""
     [ "$who" = O ] && bin="$old_build/moeq"
     [ "$who" = Z ] && self=0
     [ "$who" = F ] && fused=0
     [ "$who" = A ] && act=0
     [ "$who" = B ] && fused=0 act=0
     [ "$who" = W ] && max_rows="${WIDE_ROWS:-1024}"
+    [ "$who" = R ] && order=0
     # NOTE: only W sets MOEQ_FUSED_ACTIVATION_MAX_ROWS; the other letters run the library's own limit.
     # shellcheck disable=SC2086
     env -u MOEQ_FUSED_ACTIVATION_MAX_ROWS ${max_rows:+MOEQ_FUSED_ACTIVATION_MAX_ROWS=$max_rows} \
-      MOEQ_SELF_ROUTE=$self MOEQ_FUSED_REDUCE=$fused MOEQ_FUSED_ACTIVATION=$act timeout 60 "$bin" bench --trials 5 \
+      MOEQ_SELF_ROUTE=$self MOEQ_FUSED_REDUCE=$fused MOEQ_FUSED_ACTIVATION=$act MOEQ_FOLD_ORDER=$order timeout 60 "$bin" bench --trials 5 \
       --kernel layer $flags --preset "$2" --scheme "$3" -M $4 >"$out/o.tmp" 2>&1
     grep -E '^layer  [a-z]' "$out/o.tmp" | grep -v '^layer  preset' |
       awk -v w="$who" -v t="$(basename "$1")" '{print t, w, $2, $3, $4, $5, $6, $8}' >>"$out/steps.txt"

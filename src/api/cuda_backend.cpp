@@ -39,6 +39,13 @@ bool fold_gemm1_quantizer(const cuda::RouteIds& ids, CUdeviceptr chunk_counts) {
   return enabled && !cuda::takes_chunked_path(ids, chunk_counts);
 }
 
+// The same for the MMA-order copy of 16-bit rows (cuda::fold_order_rows); env MOEQ_FOLD_ORDER=0 launches it alone
+// (timing).
+bool fold_gemm1_order_rows(const cuda::RouteIds& ids, CUdeviceptr chunk_counts) {
+  static const bool enabled = !cuda::env_is_zero("MOEQ_FOLD_ORDER");
+  return enabled && fold_gemm1_quantizer(ids, chunk_counts);
+}
+
 cuda::GemmWeights device_weights(const WeightView& v) {
   return {dptr(v.codes), dptr(v.scales), dptr(v.global_scales), dptr(v.zero_points), dptr(v.bias)};
 }
@@ -291,10 +298,15 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     cuda::AlignOutputs align{local_ids, buffer("sorted_ids"), buffer("expert_ids"), buffer("num_tokens_padded"),
                              buffer("route_chunk_counts")};
     // GEMM1's input quantizer, if any, runs in the routing's first launch (fold_gemm1_quantizer).
+    // With 16-bit activations on a `/t` GEMM1 tile, the order pass runs there instead (fold_order_rows).
     const bool fold = d.act_format != ActFormat::none && fold_gemm1_quantizer(ids, align.chunk_counts);
+    const bool fold_order = order_gemm1_rows && fold_gemm1_order_rows(ids, align.chunk_counts);
     if (fold)
       set_gemm_input(g1, input1, dptr(in.hidden), hidden_stride, M, K, "quanted_gate_up_input",
                      "dequantized_gate_up_input", &align.quantizer);
+    if (fold_order)
+      align.quantizer = cuda::fold_order_rows(c, dptr(in.hidden), hidden_stride, M, K, buffer("mma_ordered_hidden"),
+                                              cuda::kRouteFirstKernelThreads);
     cuda::map_and_align(ids, shape.block_m, align, stream);
     for (cuda::MoeGemmArgs* g : {&g1, &g2}) {
       g->gather = true;
@@ -324,9 +336,10 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
       g1.num_local_experts = ids.num_experts;
     }
     if (order_gemm1_rows) {
-      // NOTE: 16-bit activations, so no folded quantizer either.
+      // NOTE: 16-bit activations, so no folded quantizer: the order pass rides on the routing's first launch instead,
+      // where a quantizer would (fold_gemm1_quantizer), or runs alone.
       const CUdeviceptr ordered = buffer("mma_ordered_hidden");
-      cuda::order_rows_for_mma(dptr(in.hidden), hidden_stride, M, K, ordered, K, stream);
+      if (!fold_order) cuda::order_rows_for_mma(dptr(in.hidden), hidden_stride, M, K, ordered, K, stream);
       run_chain(ordered, K, M, slots);
     } else {
       run_chain(fold ? 0 : dptr(in.hidden), hidden_stride, M, slots);

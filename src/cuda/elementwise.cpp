@@ -1,12 +1,14 @@
 // Host side of the activation kernel and of the MMA row order: checks, work split, launch.
 #include "cuda/elementwise.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <climits>
 #include <string>
 
 #include "cuda/elementwise_kernels.hpp"
+#include "cuda/folded_quantizer.hpp"
 #include "cuda/launch.hpp"
 #include "moeq/error.hpp"
 
@@ -56,14 +58,17 @@ void activation(const ActivationParams& params, bool interleaved, DType dtype, C
   launch(f, shape, stream, in, out, rows_arg, intermediate_arg, args, vectorized_arg, mma_order_arg);
 }
 
-void order_rows_for_mma(CUdeviceptr in, int64_t in_row_stride, int64_t rows, int64_t cols, CUdeviceptr out,
-                        int64_t out_row_stride, CUstream stream) {
+namespace {
+
+// order_rows_for_mma's arguments; false: rows = 0 (nothing to do).
+bool check_order_rows(CUdeviceptr in, int64_t in_row_stride, int64_t rows, int64_t cols, CUdeviceptr out,
+                      int64_t out_row_stride) {
   if (rows < 0) throw Error("order_rows_for_mma: rows = " + str(rows) + " is negative");
   if (cols <= 0 || cols % 64 != 0) throw Error("order_rows_for_mma: cols = " + str(cols) + " is not a positive multiple of 64");
   if (in_row_stride < cols || in_row_stride % 2 != 0 || out_row_stride < cols || out_row_stride % 2 != 0)
     throw Error("order_rows_for_mma: row strides " + str(in_row_stride) + " / " + str(out_row_stride) +
                 " must be even and at least cols = " + str(cols));
-  if (rows == 0) return;
+  if (rows == 0) return false;
   if (in == 0 || out == 0 || !aligned(in, 4) || !aligned(out, 4))
     throw Error("order_rows_for_mma: in and out must be 4-byte aligned device pointers");
   if (in == out && in_row_stride != out_row_stride)
@@ -71,6 +76,15 @@ void order_rows_for_mma(CUdeviceptr in, int64_t in_row_stride, int64_t rows, int
                 str(out_row_stride));
   const int64_t tiles = rows * (cols / 64);
   if (tiles >= (int64_t{1} << 31)) throw Error("order_rows_for_mma: rows * cols / 64 = " + str(tiles) + " is too large");
+  return true;
+}
+
+}  // namespace
+
+void order_rows_for_mma(CUdeviceptr in, int64_t in_row_stride, int64_t rows, int64_t cols, CUdeviceptr out,
+                        int64_t out_row_stride, CUstream stream) {
+  if (!check_order_rows(in, in_row_stride, rows, cols, out, out_row_stride)) return;
+  const int64_t tiles = rows * (cols / 64);
   static std::array<std::atomic<CUfunction>, 1> functions{};
   const CUfunction f = cached_function(functions, 0, [] { return order_rows_kernel_spec(); });
   LaunchShape shape;
@@ -80,6 +94,27 @@ void order_rows_for_mma(CUdeviceptr in, int64_t in_row_stride, int64_t rows, int
   const long long in_words = in_row_stride / 2, out_words = out_row_stride / 2;
   const int rows_arg = static_cast<int>(rows), tiles_arg = static_cast<int>(cols / 64);
   launch(f, shape, stream, in, in_words, out, out_words, rows_arg, tiles_arg);
+}
+
+FoldedQuantizer fold_order_rows(DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows, int64_t cols,
+                                CUdeviceptr out, int threads) {
+  check_dtype(dtype);
+  FoldedQuantizer fold;
+  if (!check_order_rows(in, in_row_stride, rows, cols, out, cols)) return fold;
+  if (rows > INT_MAX || cols > INT_MAX) throw Error("fold_order_rows: rows = " + str(rows) + " or cols = " + str(cols) + " is too large");
+  static const int64_t num_sms = current_device_info().num_sms;
+  const int64_t tiles_per_cta = int64_t{threads} / 32 * 4;  // moeq_dev::kOrderTilesPerStep tiles a warp per step
+  fold.order_rows = true;
+  fold.dtype = dtype;
+  // NOTE: as grid_blocks: at most a full GPU of these CTAs (2048 threads per SM); the warps loop.
+  fold.blocks = std::clamp<int64_t>((rows * (cols / 64) + tiles_per_cta - 1) / tiles_per_cta, 1,
+                                    num_sms * std::max(1, 2048 / threads));
+  fold.args.in = in;
+  fold.args.in_row_stride = in_row_stride;
+  fold.args.codes = out;
+  fold.args.rows = static_cast<int32_t>(rows);
+  fold.args.cols = static_cast<int32_t>(cols);
+  return fold;
 }
 
 }  // namespace moeq::cuda

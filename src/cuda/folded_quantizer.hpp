@@ -1,5 +1,6 @@
 #pragma once
-// GEMM1's input quantizer folded into the launch of the step's first routing kernel
+// GEMM1's input quantizer (or, for 16-bit activations on a `/t` tile, the MMA-order copy) folded into the launch of
+// the step's first routing kernel
 // (device/moeq_dev/moe/folded_quantizer.cuh): route_count, route_fused or route_chunk_count runs
 // `blocks` more CTAs, which quantize the rows as quantize_activation(_values) would, bit for bit.
 // PERF: the quantizer does not depend on the routing, and its own launch was one more kernel
@@ -30,12 +31,14 @@ static_assert(sizeof(FoldedQuantizerArgs) == 56, "the device struct's layout");
 constexpr int kFoldedFp8TokenSlots = 2;
 
 struct FoldedQuantizer {
-  ActFormat format = ActFormat::none;  // none: nothing folded
+  ActFormat format = ActFormat::none;  // none: nothing folded (unless order_rows)
   DType dtype = DType::bf16;           // the input's (bf16, f16)
   bool values_out = false;             // the codes' 16-bit values instead of the codes
-  int64_t blocks = 0;                  // the quantizer's CTAs
+  // Not a quantizer: the 16-bit rows copied into the MMA's K order (order_rows_for_mma, fold_order_rows).
+  bool order_rows = false;
+  int64_t blocks = 0;  // the folded CTAs
   FoldedQuantizerArgs args{};
-  bool active() const { return format != ActFormat::none && blocks > 0; }
+  bool active() const { return (format != ActFormat::none || order_rows) && blocks > 0; }
 };
 
 // quantize_activation (values_out false) or quantize_activation_values (true) of in [rows, cols]
@@ -44,5 +47,13 @@ struct FoldedQuantizer {
 FoldedQuantizer fold_quantizer(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows,
                                int64_t cols, CUdeviceptr out, CUdeviceptr scales, bool values_out, int threads,
                                bool mma_order = false);
+
+// order_rows_for_mma of in [rows, cols] (row stride in_row_stride elements) into out [rows, cols] (dense, not in
+// place), checked as it checks, on CTAs of `threads` threads, for a routing launch to run. rows = 0: inactive.
+// PERF: the order pass reads only the hidden states, so it needs no order with the routing; its own launch was a
+// kernel boundary between the routing and GEMM1 (5.3 / 7.2 us of kernel at gpt-oss-120b M = 640 / 1024, ncu,
+// session 55).
+FoldedQuantizer fold_order_rows(DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows, int64_t cols,
+                                CUdeviceptr out, int threads);
 
 }  // namespace moeq::cuda

@@ -58,6 +58,7 @@ FoldedQuantizerArgs add_fold(const FoldedQuantizer& fold, Config& config, Launch
           "folded quantizer dtype = " + std::string(to_string(fold.dtype)) + " is not bf16 or f16");
   config.fold_format = fold.format;
   config.fold_values_out = fold.values_out;
+  config.fold_order_rows = fold.order_rows;
   config.dtype = fold.dtype;
   // Timing diagnostics only (GEMM1's input is then never written): env MOEQ_DIAG_FOLD_CTAS=0 keeps
   // the folded kernel but launches none of the quantizer's CTAs, to tell the two halves' times apart.

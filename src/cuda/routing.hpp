@@ -156,5 +156,8 @@ std::vector<jit::KernelSpec> routing_kernel_specs();
 // `dtype` input folded in (FoldedQuantizer; values_out: the codes' 16-bit values): a quantized
 // layer's (cuda/layer_kernels.cpp).
 std::vector<jit::KernelSpec> folded_routing_kernel_specs(ActFormat format, DType dtype, bool values_out);
+// The same first kernels with the MMA-order copy of `dtype` rows folded in (fold_order_rows): a 16-bit layer's
+// whose GEMM1 may run a `/t` tile.
+std::vector<jit::KernelSpec> folded_order_routing_kernel_specs(DType dtype);
 
 }  // namespace moeq::cuda

@@ -105,7 +105,8 @@ jit::KernelSpec spec_of(const Config& config) {
             ";\n";
   source += "  static constexpr bool kFoldValuesOut = " + std::string(fold && config.fold_values_out ? "true" : "false") +
             ";\n";
-  source += "  static constexpr int kFoldFp8Slots = " + std::to_string(kFoldedFp8TokenSlots) +
+  source += "  static constexpr int kFoldFp8Slots = " + std::to_string(kFoldedFp8TokenSlots) + ";\n";
+  source += "  static constexpr bool kFoldOrderRows = " + std::string(config.fold_order_rows ? "true" : "false") +
             ";\n};\n#include \"moeq_dev/kernels/routing.cuh\"\n";
   return jit::KernelSpec{entry_of(config.kernel), source};
 }
@@ -152,6 +153,15 @@ std::vector<jit::KernelSpec> folded_routing_kernel_specs(ActFormat format, DType
   Config fold;
   fold.fold_format = format;
   fold.fold_values_out = values_out;
+  fold.dtype = dtype;
+  return first_kernel_specs(fold);
+}
+
+std::vector<jit::KernelSpec> folded_order_routing_kernel_specs(DType dtype) {
+  require(dtype == DType::bf16 || dtype == DType::f16,
+          "the folded MMA-order copy takes bf16 or f16 rows, not " + std::string(to_string(dtype)));
+  Config fold;
+  fold.fold_order_rows = true;
   fold.dtype = dtype;
   return first_kernel_specs(fold);
 }

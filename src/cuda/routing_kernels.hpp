@@ -30,9 +30,10 @@ struct Config {
   // input dtype is `dtype`.
   ActFormat fold_format = ActFormat::none;
   bool fold_values_out = false;
+  bool fold_order_rows = false;  // the MMA-order copy folded there instead (FoldedQuantizer::order_rows)
   uint32_t key() const {
     return static_cast<uint32_t>(kernel) | (ids_int64 ? 1u << 8 : 0u) | static_cast<uint32_t>(fold_format) << 9 |
-           (fold_values_out ? 1u << 11 : 0u) | static_cast<uint32_t>(dtype) << 16 |
+           (fold_values_out ? 1u << 11 : 0u) | (fold_order_rows ? 1u << 12 : 0u) | static_cast<uint32_t>(dtype) << 16 |
            static_cast<uint32_t>(weights_dtype) << 24;
   }
 };

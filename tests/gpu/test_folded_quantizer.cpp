@@ -1,7 +1,8 @@
 // GEMM1's input quantizer folded into the first routing kernel (cuda/folded_quantizer.hpp):
 // its codes (or values) and scales equal the quantizer's own launch byte for byte, and the
 // routing's outputs equal those of the routing without it, on every routing path (fused, count +
-// scatter, chunked), for align and permute, every format, both dtypes, codes and values out.
+// scatter, chunked), for align and permute, every format, both dtypes, codes and values out. The same for the
+// MMA-order copy of 16-bit rows folded there (fold_order_rows).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -141,6 +142,58 @@ TEST(FoldedQuantizerGpu, EqualsTheQuantizersOwnLaunchOnEveryRoutingPath) {
           }
 }
 
+// The MMA-order copy folded into the same launches (fold_order_rows: a 16-bit layer's GEMM1 input on a `/t` tile)
+// equals order_rows_for_mma's own launch byte for byte, and the routing's outputs are those without it, on every path.
+TEST(FoldedQuantizerGpu, FoldedOrderRowsEqualTheOrderPassOnEveryRoutingPath) {
+  SKIP_WITHOUT_DEVICE();
+  cu::Stream stream;
+  constexpr int64_t kTopK = 4, kExperts = 12, kBlockM = 16;
+  // rows 1: fused; 7: odd; 129: count + scatter; 1600: chunked. cols 2880 = 45 tiles of 64 (gpt-oss-120b), stride
+  // cols + 2: a padded row (even, as the pass needs).
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 2048}, {7, 2880}, {129, 2048}, {1600, 2880}};
+  int seed = 100;
+  for (const DType dtype : {DType::bf16, DType::f16})
+    for (const auto& [rows, cols] : shapes)
+      for (const int64_t stride : {cols, cols + 2}) {
+        const cu::DeviceBuffer x =
+            cu::DeviceBuffer::from_host(quantize_input(dtype, rows, stride, cols, static_cast<uint32_t>(++seed)));
+        std::mt19937 rng(static_cast<uint32_t>(seed));
+        std::vector<int32_t> ids(static_cast<size_t>(rows * kTopK));
+        for (int32_t& id : ids) id = static_cast<int32_t>(rng() % 13) - 1;
+        const cu::DeviceBuffer d_ids = cu::DeviceBuffer::from_host(ids);
+        const cu::RouteIds route{d_ids.ptr(), DType::i32, rows, kTopK, kExperts, 0, kExperts, 0};
+        const int64_t slots = rows * kTopK, capacity = cu::align_capacity(slots, kExperts, kBlockM);
+        const size_t ordered_bytes = static_cast<size_t>(rows * cols * 2);
+        for (const cu::RoutingPath path :
+             {cu::RoutingPath::kAuto, cu::RoutingPath::kFused, cu::RoutingPath::kTwoKernel, cu::RoutingPath::kChunked}) {
+          const std::string what = std::string(moeq::to_string(dtype)) + " rows " + std::to_string(rows) + " cols " +
+                                   std::to_string(cols) + " stride " + std::to_string(stride) + " " + name_of(path);
+          Outputs o[2];
+          for (const bool folded : {false, true}) {
+            cu::DeviceBuffer ordered = poisoned(ordered_bytes);
+            std::vector<cu::DeviceBuffer> bufs;
+            for (const int64_t bytes : {slots * 4, capacity * 4, capacity / kBlockM * 4, int64_t{4},
+                                        cu::route_chunk_counts_elems(slots, kExperts) * 4})
+              bufs.push_back(poisoned(static_cast<size_t>(bytes)));
+            cu::AlignOutputs out{bufs[0].ptr(), bufs[1].ptr(), bufs[2].ptr(), bufs[3].ptr(), bufs[4].ptr()};
+            if (folded)
+              out.quantizer = cu::fold_order_rows(dtype, x.ptr(), stride, rows, cols, ordered.ptr(),
+                                                  cu::kRouteFirstKernelThreads);
+            cu::map_and_align(route, kBlockM, out, stream.get(), path);
+            if (!folded) cu::order_rows_for_mma(x.ptr(), stride, rows, cols, ordered.ptr(), cols, stream.get());
+            cu::check(cu::driver().cuStreamSynchronize(stream.get()), "cuStreamSynchronize");
+            o[folded].codes = download(ordered);
+            expect_guard_intact(o[folded].codes, ordered_bytes, what + " ordered rows");
+            for (size_t i = 0; i < bufs.size(); ++i)
+              if (i != 4) o[folded].routing.push_back(download(bufs[i]));
+          }
+          EXPECT_EQ(o[1].codes, o[0].codes) << what << ": ordered rows differ";
+          for (size_t i = 0; i < o[0].routing.size(); ++i)
+            EXPECT_EQ(o[1].routing[i], o[0].routing[i]) << what << ": routing output " << i << " differs";
+        }
+      }
+}
+
 // The fold is checked as the quantizer's own launch is: a bad argument throws before anything runs.
 // Host checks only (no device needed): the addresses are never dereferenced.
 TEST(FoldedQuantizerGpu, BadArgumentsThrowAsTheQuantizersDo) {
@@ -159,6 +212,13 @@ TEST(FoldedQuantizerGpu, BadArgumentsThrowAsTheQuantizersDo) {
   EXPECT_FALSE(cu::fold_quantizer(ActFormat::fp8_token, DType::bf16, 0, 64, 0, 64, 0, 0, false,
                                   cu::kRouteFirstKernelThreads)
                    .active());  // no rows: nothing folded
+  EXPECT_THROW(cu::fold_order_rows(DType::bf16, buf.ptr(), 96, 2, 96, buf.ptr() + 4096, cu::kRouteFirstKernelThreads),
+               moeq::Error);  // cols not a multiple of 64
+  EXPECT_THROW(cu::fold_order_rows(DType::bf16, buf.ptr(), 129, 2, 128, buf.ptr() + 4096, cu::kRouteFirstKernelThreads),
+               moeq::Error);  // odd row stride
+  EXPECT_THROW(cu::fold_order_rows(DType::f32, buf.ptr(), 128, 2, 128, buf.ptr() + 4096, cu::kRouteFirstKernelThreads),
+               moeq::Error);  // not 16-bit rows
+  EXPECT_FALSE(cu::fold_order_rows(DType::bf16, 0, 128, 0, 128, 0, cu::kRouteFirstKernelThreads).active());
 }
 
 }  // namespace

@@ -54,6 +54,22 @@ TEST(RoutingKernels, EverySpecCompilesForEveryArch) {
   }
 }
 
+// A folded spec compiles for sm_80 and sm_90a without warnings, its entry in the image.
+void expect_compiles_clean(const KernelSpec& spec) {
+  for (const Arch arch : {Arch{80, false}, Arch{90, true}}) {
+    try {
+      const moeq::jit::CompileResult result =
+          moeq::jit::compile_to_cubin(spec.source, spec.entry, arch.sm, arch.arch_specific, {});
+      const std::string image(result.cubin.begin(), result.cubin.end());
+      EXPECT_NE(image.find(spec.entry), std::string::npos) << spec.entry << " " << to_string(arch);
+      EXPECT_EQ(result.log.find("warning"), std::string::npos) << spec.entry << ":\n" << result.log;
+      std::printf("folded %-22s %-7s %.0f ms\n", spec.entry.c_str(), to_string(arch).c_str(), result.compile_ms);
+    } catch (const moeq::Error& error) {
+      ADD_FAILURE() << error.what() << "\nsource:\n" << spec.source;
+    }
+  }
+}
+
 // The first routing kernels with a quantizer folded in (cuda/folded_quantizer.hpp): each format,
 // codes and values out, one of the three kernels each (the layer lists hold all six per format;
 // every one compiled in full took too long for CI), for sm_80 and sm_90a.
@@ -91,21 +107,29 @@ TEST(RoutingKernels, FoldedQuantizerSpecsCompile) {
     const KernelSpec& spec = specs[pick.index];
     EXPECT_NE(spec.source.find("kFoldFormat = " + std::to_string(static_cast<int>(pick.format) - 1)), std::string::npos)
         << spec.source;
-    for (const Arch arch : {Arch{80, false}, Arch{90, true}}) {
-      try {
-        const moeq::jit::CompileResult result =
-            moeq::jit::compile_to_cubin(spec.source, spec.entry, arch.sm, arch.arch_specific, {});
-        const std::string image(result.cubin.begin(), result.cubin.end());
-        EXPECT_NE(image.find(spec.entry), std::string::npos) << spec.entry << " " << to_string(arch);
-        EXPECT_EQ(result.log.find("warning"), std::string::npos) << spec.entry << ":\n" << result.log;
-        std::printf("folded %-22s %-7s %.0f ms\n", spec.entry.c_str(), to_string(arch).c_str(), result.compile_ms);
-      } catch (const moeq::Error& error) {
-        ADD_FAILURE() << error.what() << "\nsource:\n" << spec.source;
-      }
-    }
+    expect_compiles_clean(spec);
   }
   // The unfolded specs are none of these.
   for (const KernelSpec& spec : moeq::cuda::routing_kernel_specs()) EXPECT_EQ(sources.count(spec.source), 0u);
+}
+
+// The MMA-order copy folded into the first routing kernels (fold_order_rows): its own sources, compiled clean.
+TEST(RoutingKernels, FoldedOrderRowsSpecsCompile) {
+  std::string why;
+  if (!moeq::jit::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  std::set<std::string> sources;
+  for (const KernelSpec& spec : moeq::cuda::routing_kernel_specs()) sources.insert(spec.source);
+  for (const moeq::DType dtype : {moeq::DType::bf16, moeq::DType::f16}) {
+    const std::vector<KernelSpec> specs = moeq::cuda::folded_order_routing_kernel_specs(dtype);
+    ASSERT_EQ(specs.size(), 6u);
+    for (const KernelSpec& spec : specs) {
+      EXPECT_TRUE(sources.insert(spec.source).second) << spec.entry;
+      EXPECT_NE(spec.source.find("kFoldOrderRows = true"), std::string::npos) << spec.source;
+    }
+    // count (i32) and fused (i64): the entries a 16-bit indexed layer launches with the fold.
+    for (const size_t index : {size_t{0}, size_t{3}}) expect_compiles_clean(specs[index]);
+  }
+  EXPECT_THROW(moeq::cuda::folded_order_routing_kernel_specs(moeq::DType::f32), moeq::Error);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 //     static constexpr moeq_dev::FloatType kWeightsDType; // topk_weights (f32, bf16, f16)
 //     static constexpr int kFoldFormat;                   // -1, or the QuantFormat folded into
 //     static constexpr bool kFoldBf16, kFoldValuesOut;    //   route_count / _fused / _chunk_count
+//     static constexpr bool kFoldOrderRows;               // or the MMA-order copy folded there
 //   };
 // after including moe/routing.cuh and before this header (src/cuda/routing.cpp writes it).
 // NOTE: every entry is declared in every module, but only RoutingCfg::kKernel's has a body: the

@@ -4,13 +4,17 @@
 // before it route. The two read and write disjoint buffers, so they need no order between them,
 // and the step saves the quantizer's own kernel boundary (src/cuda/routing.hpp, FoldedQuantizer).
 // The generated RoutingCfg defines kFoldFormat (-1: none, else a QuantFormat), kFoldBf16,
-// kFoldValuesOut and kFoldFp8Slots.
+// kFoldValuesOut, kFoldFp8Slots and kFoldOrderRows.
+// kFoldOrderRows: the folded CTAs do not quantize but copy 16-bit rows into the MMA's K order
+// (moe/order_rows.cuh: GEMM1's input on a `/t` tile), `in` to `codes` (dense, cols a row).
+#include "moeq_dev/moe/order_rows.cuh"
 #include "moeq_dev/moe/quantize.cuh"
 #include "moeq_dev/moe/routing.cuh"
 
 namespace moeq_dev {
 
-// Kernel argument; the host's mirror is moeq::cuda::FoldedQuantizerArgs (same layout).
+// Kernel argument; the host's mirror is moeq::cuda::FoldedQuantizerArgs (same layout). The order fold
+// (kFoldOrderRows) reads in, in_row_stride (even), codes, rows and cols (a multiple of 64).
 struct FoldedQuantizerArgs {
   const unsigned short* in;  // [rows, cols] at in_row_stride elements
   long long in_row_stride;
@@ -56,8 +60,21 @@ __device__ __noinline__ void folded_quantize_rows_out_of_line(const FoldedQuanti
 // M = 16 / 256 (route_count), where inline took -0.7 / -1.2 us (both against 8 slots inline;
 // bench/results/2026-12-03-h200-fold-codegen.md).
 template <class RoutingCfg>
+__device__ __forceinline__ void folded_order_rows(const FoldedQuantizerArgs& a) {
+  constexpr unsigned kWarpsPerCta = RoutingCfg::kThreads / 32;
+  order_rows_for_mma_warps(reinterpret_cast<const unsigned*>(a.in), a.in_row_stride / 2,
+                           reinterpret_cast<unsigned*>(a.codes), a.cols / 2, a.rows, a.cols / 64,
+                           (blockIdx.x - a.first_block) * kWarpsPerCta + threadIdx.x / 32,
+                           (gridDim.x - a.first_block) * kWarpsPerCta);
+}
+
+template <class RoutingCfg>
 __device__ __forceinline__ bool run_folded_quantizer(const FoldedQuantizerArgs& a) {
-  if constexpr (RoutingCfg::kFoldFormat >= 0) {
+  if constexpr (RoutingCfg::kFoldOrderRows) {
+    if (blockIdx.x < a.first_block) return false;
+    folded_order_rows<RoutingCfg>(a);
+    return true;
+  } else if constexpr (RoutingCfg::kFoldFormat >= 0) {
     if (blockIdx.x < a.first_block) return false;
     if constexpr (RoutingCfg::kKernel == RoutingKernel::kRouteFused) {
       folded_quantize_rows_out_of_line<RoutingCfg>(a);
