@@ -292,7 +292,8 @@ clocks_stop() { kill "$clocks_pid" 2>/dev/null; wait "$clocks_pid" 2>/dev/null; 
 # Z = $build with MOEQ_SELF_ROUTE=0, F = $build with MOEQ_FUSED_REDUCE=0 (session 51's build with session 50's fused
 # reduce; later builds ignore it), A = $build with MOEQ_FUSED_ACTIVATION=0, B = $build with both, W = $build with
 # MOEQ_FUSED_ACTIVATION_MAX_ROWS=$WIDE_ROWS (default 1024: the direct tiles fuse at up to that many slots), R = $build with
-# MOEQ_FOLD_ORDER=0 (GEMM1's MMA-order pass in its own launch, not folded into the routing's). TABLE planner adds
+# MOEQ_FOLD_ORDER=0 (GEMM1's MMA-order pass in its own launch, not folded into the routing's), C = $build with
+# MOEQ_FOLD_ORDER=2 (folded on the chunked routing path too). TABLE planner adds
 # --no-shipped-tuning (shipped: the shipped tables); a TABLE ending in .json adds --tuning TABLE (its rows replace the
 # shipped table's at the M they cover) and is recorded by its file name.
 layer_steps() {
@@ -308,6 +309,7 @@ layer_steps() {
     [ "$who" = B ] && fused=0 act=0
     [ "$who" = W ] && max_rows="${WIDE_ROWS:-1024}"
     [ "$who" = R ] && order=0
+    [ "$who" = C ] && order=2
     # NOTE: only W sets MOEQ_FUSED_ACTIVATION_MAX_ROWS; the other letters run the library's own limit.
     # shellcheck disable=SC2086
     env -u MOEQ_FUSED_ACTIVATION_MAX_ROWS ${max_rows:+MOEQ_FUSED_ACTIVATION_MAX_ROWS=$max_rows} \

@@ -39,11 +39,11 @@ bool fold_gemm1_quantizer(const cuda::RouteIds& ids, CUdeviceptr chunk_counts) {
   return enabled && !cuda::takes_chunked_path(ids, chunk_counts);
 }
 
-// The same for the MMA-order copy of 16-bit rows (cuda::fold_order_rows); env MOEQ_FOLD_ORDER=0 launches it alone
-// (timing).
+// The same for the MMA-order copy of 16-bit rows (cuda::fold_order_rows). Env MOEQ_FOLD_ORDER (timing): 0 launches it
+// alone, 2 folds it on the chunked routing path too.
 bool fold_gemm1_order_rows(const cuda::RouteIds& ids, CUdeviceptr chunk_counts) {
-  static const bool enabled = !cuda::env_is_zero("MOEQ_FOLD_ORDER");
-  return enabled && fold_gemm1_quantizer(ids, chunk_counts);
+  static const int64_t mode = cuda::env_integer("MOEQ_FOLD_ORDER", 0, 2, 1);
+  return mode == 2 || (mode == 1 && fold_gemm1_quantizer(ids, chunk_counts));
 }
 
 cuda::GemmWeights device_weights(const WeightView& v) {

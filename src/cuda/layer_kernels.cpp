@@ -31,10 +31,9 @@ std::vector<jit::KernelSpec> other_kernel_specs(const ExpertsDesc& d) {
   specs.push_back(activation_kernel_spec(d.activation.kind, d.interleaved_gate_up, d.act_dtype));
   if (d.act_format == ActFormat::none) {
     // GEMM1's input on `/t` tiles: the order pass alone (contiguous, chunked routing), or folded into the routing's
-    // first launch (indexed; never on the chunked path, as the quantizer).
+    // first launch (indexed; on the chunked path only with MOEQ_FOLD_ORDER=2, whose kernels are here too).
     specs.push_back(order_rows_kernel_spec());
-    for (jit::KernelSpec& spec : folded_order_routing_kernel_specs(d.act_dtype))
-      if (spec.entry != "moeq_route_chunk_count") specs.push_back(std::move(spec));
+    for (jit::KernelSpec& spec : folded_order_routing_kernel_specs(d.act_dtype)) specs.push_back(std::move(spec));
   }
   if (d.act_format != ActFormat::none) {
     // The 16-bit GEMMs' inputs (cuda_backend.cpp): GEMM1's by quantize_activation_values, GEMM2's
