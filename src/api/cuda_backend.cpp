@@ -39,11 +39,12 @@ bool fold_gemm1_quantizer(const cuda::RouteIds& ids, CUdeviceptr chunk_counts) {
   return enabled && !cuda::takes_chunked_path(ids, chunk_counts);
 }
 
-// The same for the MMA-order copy of 16-bit rows (cuda::fold_order_rows). Env MOEQ_FOLD_ORDER (timing): 0 launches it
-// alone, 2 folds it on the chunked routing path too.
+// The same for the MMA-order copy of 16-bit rows (cuda::fold_order_rows), up to cuda::kFoldOrderMaxSlots (PERF there).
+// Env MOEQ_FOLD_ORDER (timing): 0 launches it alone, 2 folds it at any slots, on the chunked routing path too.
 bool fold_gemm1_order_rows(const cuda::RouteIds& ids, CUdeviceptr chunk_counts) {
   static const int64_t mode = cuda::env_integer("MOEQ_FOLD_ORDER", 0, 2, 1);
-  return mode == 2 || (mode == 1 && fold_gemm1_quantizer(ids, chunk_counts));
+  return mode == 2 ||
+         (mode == 1 && ids.num_slots() <= cuda::kFoldOrderMaxSlots && fold_gemm1_quantizer(ids, chunk_counts));
 }
 
 cuda::GemmWeights device_weights(const WeightView& v) {
@@ -196,14 +197,16 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     if (x != 0) set_gemm_input(g1, input1, x, stride, rows_in, K, "quanted_gate_up_input", "dequantized_gate_up_input");
     if (d.act_format == ActFormat::none) {
       const CUdeviceptr activation_output = buffer("activation_output");
-      // PERF: at the few rows of the smallest M, on an 8-row direct tile, GEMM1 applies the activation in its epilogue
-      // and writes GEMM2's input itself (MoeGemmArgs::epilogue_activation): one kernel boundary and a pass over
-      // [rows, N13] fewer. Session 51 (H200, whole steps against MOEQ_FUSED_ACTIVATION=0): -0.7 to -1.2 us at 4-16
-      // rows (Qwen3-30B-A3B M = 1-2, gpt-oss-120b M = 1-2), but +4.0 us at gpt-oss-120b M = 16 (64 rows), so it stays
-      // off above kActivationEpilogueMaxRows (env MOEQ_FUSED_ACTIVATION_MAX_ROWS moves the limit, for measuring it:
-      // session 51's epilogue ran accurate expf and IEEE division, session 56 made the logistic ~4x cheaper). Nor
-      // where the epilogue's registers cost the kernel a CTA an SM (activation_epilogue_keeps_occupancy: Mixtral-8x7B
-      // M = 1 lost 6.3 us of 77 on the H100, session 52).
+      // PERF: on an 8-row direct tile GEMM1 applies the activation in its epilogue and writes GEMM2's input itself
+      // (MoeGemmArgs::epilogue_activation): one kernel boundary and a pass over [rows, N13] fewer. Session 51 (H200,
+      // whole steps against MOEQ_FUSED_ACTIVATION=0): -0.7 to -1.2 us at 4-16 rows, but +4.0 us at gpt-oss-120b M = 16
+      // (64 rows), which kept it to 16 rows until session 58. That loss was the epilogue's registers costing a CTA an SM
+      // (ptxas, session 57), which activation_epilogue_keeps_occupancy now refuses (Mixtral-8x7B M = 1 lost 6.3 us of
+      // 77 on the H100 so, session 52); with the logistic ~4x cheaper (session 56) every other direct row gains or
+      // ties: session 58 (H100, whole steps, MOEQ_FUSED_ACTIVATION_MAX_ROWS=2048 against 16) -0.2 to -2.4 us at
+      // Qwen3-30B-A3B MXFP4 M = 4-128, -0.5 to -1.1 us at INT4-g128 M = 16 / 64 (0.0 at 160), -1.0 us at gpt-oss-120b
+      // M = 8, -0.7 / -7.3 us at Mixtral-8x7B M = 16 / 32. Hence kActivationEpilogueMaxRows = 2048 (the env variable
+      // moves it, for measuring).
       // A warp-specialized GEMM1 takes it at any M: its epilogue writes the activation in its own tokens' order, so only
       // where GEMM2 reads that order (both `/t` or neither).
       // NOTE: not where activation_output overlaps GEMM1's A (the contiguous layout's permuted rows share its

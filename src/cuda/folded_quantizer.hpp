@@ -55,5 +55,11 @@ FoldedQuantizer fold_quantizer(ActFormat format, DType dtype, CUdeviceptr in, in
 // session 55).
 FoldedQuantizer fold_order_rows(DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows, int64_t cols,
                                 CUdeviceptr out, int threads);
+// The most slots (M * top_k) at which apply folds the order pass (MOEQ_FOLD_ORDER=1, the default).
+// PERF: H100, whole steps, folded against the pass alone (session 58, bench/results/2026-12-06-h100-s58-fold-order-
+// side-by-side.md): -0.7% to -1.1% at 2048-2560 slots (Qwen3-30B-A3B MXFP4 / INT4-g128 M = 256, gpt-oss-120b M = 640)
+// but +0.6% at 4096 (gpt-oss-120b M = 1024) and +1.4% / 0.0% at 5120 (Qwen3 MXFP4 / INT4 M = 640); on the chunked
+// path (8192 slots, MOEQ_FOLD_ORDER=2) within the spread. Why the larger counts lose was not measured.
+constexpr int64_t kFoldOrderMaxSlots = 3072;
 
 }  // namespace moeq::cuda

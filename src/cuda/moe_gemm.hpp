@@ -85,8 +85,9 @@ struct MoeGemmArgs {
   bool interleaved_gate_up = false;
 };
 constexpr int64_t kMaxSelfRoutedSlots = 32;  // one warp's lanes (self_routed_block_rows)
-// The most GEMM1 rows (slots) at which apply runs the activation epilogue (cuda_backend.cpp; PERF there).
-constexpr int64_t kActivationEpilogueMaxRows = 16;
+// The most GEMM1 rows (slots) at which apply runs the activation epilogue on an 8-row direct tile (cuda_backend.cpp;
+// PERF there): every direct row of the shipped sm_90 tables (at most 1280 slots).
+constexpr int64_t kActivationEpilogueMaxRows = 2048;
 
 // The kernels a GEMM may launch besides its plain one (apply decides per step), which the warm lists load too (their
 // gemm_* rules admitting the tile): self-routed (self_route: a 16-bit layer's GEMM1, gemm_self_routes) and with the

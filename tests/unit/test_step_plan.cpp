@@ -239,7 +239,7 @@ TEST(StepPlan, EveryPlannedTileRunsOnEachDevice) {
 // the shipped tables' warp-specialized GEMM1s of gpt-oss-120b (interleaved SwiGLU-OAI) and Qwen3-30B-A3B ([gate | up]
 // SiLU) take it at M = 640-2048 in the indexed layout, where a `/t` GEMM1 reads mma_ordered_hidden, which lies
 // clear of activation_output. Not where GEMM2 reads another token order, not with quantized activations, and an
-// 8-row direct GEMM1 only up to 16 rows.
+// 8-row direct GEMM1 only up to kActivationEpilogueMaxRows rows and where it keeps its CTAs an SM.
 TEST(StepPlan, WarpSpecializedGemm1TakesTheActivationEpilogue) {
   const cuda::DeviceInfo h100 = device(90, 132);
   const auto never = [] {
@@ -282,9 +282,12 @@ TEST(StepPlan, WarpSpecializedGemm1TakesTheActivationEpilogue) {
     }
   const ExpertsDesc d = layer("gpt-oss-120b", "mxfp4");
   const cuda::GemmTile direct = cuda::parse_gemm_tile("8x64/1x2x2/4/r");
-  EXPECT_TRUE(cuda::step_fuses_activation(d, direct, cuda::GemmInput::values, direct, 16, false, [] { return true; }));
+  constexpr int64_t kLimit = cuda::kActivationEpilogueMaxRows;
+  EXPECT_GE(kLimit, 1280);  // every direct row of the shipped sm_90 tables (session 58)
+  EXPECT_TRUE(cuda::step_fuses_activation(d, direct, cuda::GemmInput::values, direct, kLimit, false, [] { return true; }));
   EXPECT_FALSE(cuda::step_fuses_activation(d, direct, cuda::GemmInput::values, direct, 16, false, [] { return false; }));
-  EXPECT_FALSE(cuda::step_fuses_activation(d, direct, cuda::GemmInput::values, direct, 17, false, [] { return true; }));
+  EXPECT_FALSE(
+      cuda::step_fuses_activation(d, direct, cuda::GemmInput::values, direct, kLimit + 1, false, [] { return true; }));
   // MOEQ_FUSED_ACTIVATION_MAX_ROWS moves the direct tiles' limit (apply passes it); warp-specialized tiles have none.
   EXPECT_TRUE(cuda::step_fuses_activation(d, direct, cuda::GemmInput::values, direct, 512, false, [] { return true; }, 512));
   EXPECT_FALSE(cuda::step_fuses_activation(d, direct, cuda::GemmInput::values, direct, 513, false, [] { return true; }, 512));
