@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "api/step_plan.hpp"
 #include "cuda/driver.hpp"
 #include "cuda/elementwise.hpp"
 #include "cuda/moe_gemm.hpp"
@@ -37,10 +38,10 @@ struct BenchArgs {
   std::vector<std::string> presets{"qwen3-30b-a3b", "deepseek-v3"};
   std::vector<int64_t> tokens{16, 256, 4096};
   int iterations = 20;
-  std::vector<std::string> tiles;  // gemm: "BMxBN/WMxWNxWK/S" overrides; empty = the planner's tile
+  std::vector<std::string> tiles;  // gemm: "BMxBN/WMxWNxWK/S" overrides; empty = the step's tile (bench_gemm)
   std::vector<std::string> codes{"prepared"};  // gemm: weight code layouts to time
   std::string tuning;  // gemm: a tuning table (JSON) whose tiles replace the planner's where it has the M
-  bool no_shipped_tuning = false;  // layer: the planner's rules instead of the shipped table
+  bool no_shipped_tuning = false;  // gemm, layer: the planner's rules instead of the shipped table
   bool no_fp8_tensor_cores = false;  // layer: Options::fp8_tensor_cores = false
   bool fp8_wgmma = false;            // layer: Options::fp8_wgmma
   std::string layout = "auto";       // layer: Options::layout
@@ -175,26 +176,36 @@ void bench_preset(const BenchArgs& a, const std::vector<std::string>& kernels, c
 
 // One MoE GEMM (indexed layout) over the weights of the distinct experts the routing touches,
 // rotated over enough weight copies that every pass reads DRAM.
-// `tuning`: the --tuning table (empty without one), whose tile replaces the planner's at the M it covers.
+// The tile: `tile_text` (--tile), else the indexed step's table entry at M (the --tuning table, else the one shipped
+// for the layer and GPU unless --no-shipped-tuning: api::effective_tuning, as `--kernel layer` plans), else the
+// planner's. So by default a GEMM times the tile the whole step runs at that M.
 void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string& scheme, bool second, int64_t M,
                 const std::string& tile_text, const TuningTable& tuning, const std::string& codes, double copy_gbs,
                 int64_t l2_bytes, cuda::CUstream stream) {
   const CodeLayout code_layout = parse_codes(codes);
   ExpertsDesc d = preset.desc;
   io::apply_scheme(scheme, d);
-  const TuningEntry* tuned = tile_text.empty() ? tuning.find(plan::valid_shape_m(d, M)) : nullptr;
+  Options o;
+  o.tuning = tuning;
+  o.shipped_tuning = !a.no_shipped_tuning;
+  o.layout = Layout::indexed;
+  static const cuda::DeviceInfo device = cuda::current_device_info();
+  const TuningTable table = api::effective_tuning(d, o, &device);
+  const TuningEntry* tuned =
+      tile_text.empty() && table.serves(Layout::indexed) ? table.find(plan::valid_shape_m(d, M)) : nullptr;
   const cuda::GemmTile tile =
       !tile_text.empty() ? cuda::parse_gemm_tile(tile_text)
       : tuned != nullptr ? cuda::parse_gemm_tile(second ? tuned->gemm2_tile : tuned->gemm1_tile)
                          : planner_gemm_tile(d, second, M);
+  const char* tile_source = !tile_text.empty() ? "--tile" : tuned == nullptr ? "planner" : a.tuning.empty() ? "shipped table" : "--tuning";
   const GemmTiming t = time_moe_gemm(d, second, M, tile, code_layout == CodeLayout::prepared, l2_bytes, a.iterations, a.trials, stream);
   const double gbs = t.bytes / (t.us * 1e-6) / 1e9;
   const double sized_gbs = sized_copy_gbs(t.bytes, l2_bytes, a.iterations, a.trials, stream);
-  std::printf("%-6s %-14s %-10s %6lld %10.2f %10.1f %9.1f %7.1f%% %7.1f%% %9.1f  tile %s, %s, %d weight copies, "
+  std::printf("%-6s %-14s %-10s %6lld %10.2f %10.1f %9.1f %7.1f%% %7.1f%% %9.1f  tile %s (%s), %s, %d weight copies, "
               "sized copy %.0f GB/s\n",
               second ? "gemm2" : "gemm1", preset.name.c_str(), scheme.c_str(), static_cast<long long>(M), t.us,
               t.bytes / 1e6, gbs, 100.0 * gbs / copy_gbs, 100.0 * gbs / sized_gbs, t.flops / (t.us * 1e-6) / 1e12,
-              tile.to_string().c_str(), codes.c_str(), t.weight_copies, sized_gbs);
+              tile.to_string().c_str(), tile_source, codes.c_str(), t.weight_copies, sized_gbs);
   std::fflush(stdout);
 }
 
@@ -307,12 +318,12 @@ Action add_bench_command(CLI::App& app) {
   cmd->add_option("--scheme", a->schemes, "Weight schemes of gemm1 / gemm2")->capture_default_str();
   cmd->add_option("--codes", a->codes, "gemm1 / gemm2 / layer: weight code layouts, prepared and/or canonical")
       ->capture_default_str();
-  cmd->add_option("--tile", a->tiles, "gemm1 / gemm2: tiles to time instead of the planner's, BMxBN/WMxWNxWK/S "
+  cmd->add_option("--tile", a->tiles, "gemm1 / gemm2: tiles to time instead of the step's, BMxBN/WMxWNxWK/S "
                                       "(e.g. 16x64/1x4x2/8)");
   cmd->add_option("--tuning", a->tuning, "gemm1 / gemm2 / layer: a tuning table (JSON, `moeq tune`) whose tiles replace the "
                                          "planner's at the M it covers");
   cmd->add_flag("--no-shipped-tuning", a->no_shipped_tuning,
-               "layer: plan by the planner's rules, not by the tuning table shipped for the layer and GPU");
+               "gemm1 / gemm2 / layer: plan by the planner's rules, not by the tuning table shipped for the layer and GPU");
   cmd->add_flag("--fp8-wgmma", a->fp8_wgmma,
                "layer, FP8 per-token activations on canonical MXFP4 codes: also the e4m3 wgmma body at large M");
   cmd->add_flag("--no-fp8-tensor-cores", a->no_fp8_tensor_cores,
