@@ -191,8 +191,8 @@ void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string&
   o.layout = Layout::indexed;
   static const cuda::DeviceInfo device = cuda::current_device_info();
   const TuningTable table = api::effective_tuning(d, o, &device);
-  const TuningEntry* tuned =
-      tile_text.empty() && table.serves(Layout::indexed) ? table.find(plan::valid_shape_m(d, M)) : nullptr;
+  const plan::PlanShape shape = api::step_shape(d, o, table, &device, M, 0, false);
+  const TuningEntry* tuned = tile_text.empty() ? shape.tuned : nullptr;
   const cuda::GemmTile tile =
       !tile_text.empty() ? cuda::parse_gemm_tile(tile_text)
       : tuned != nullptr ? cuda::parse_gemm_tile(second ? tuned->gemm2_tile : tuned->gemm1_tile)
