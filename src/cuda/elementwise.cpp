@@ -1,7 +1,6 @@
 // Host side of the activation kernel and of the MMA row order: checks, work split, launch.
 #include "cuda/elementwise.hpp"
 
-#include <algorithm>
 #include <array>
 #include <atomic>
 #include <climits>
@@ -101,14 +100,12 @@ FoldedQuantizer fold_order_rows(DType dtype, CUdeviceptr in, int64_t in_row_stri
   check_dtype(dtype);
   FoldedQuantizer fold;
   if (!check_order_rows(in, in_row_stride, rows, cols, out, cols)) return fold;
-  if (rows > INT_MAX || cols > INT_MAX) throw Error("fold_order_rows: rows = " + str(rows) + " or cols = " + str(cols) + " is too large");
-  static const int64_t num_sms = current_device_info().num_sms;
+  if (rows > INT_MAX || cols > INT_MAX)
+    throw Error("fold_order_rows: rows = " + str(rows) + " or cols = " + str(cols) + " is too large");
   const int64_t tiles_per_cta = int64_t{threads} / 32 * 4;  // moeq_dev::kOrderTilesPerStep tiles a warp per step
   fold.order_rows = true;
   fold.dtype = dtype;
-  // NOTE: as grid_blocks: at most a full GPU of these CTAs (2048 threads per SM); the warps loop.
-  fold.blocks = std::clamp<int64_t>((rows * (cols / 64) + tiles_per_cta - 1) / tiles_per_cta, 1,
-                                    num_sms * std::max(1, 2048 / threads));
+  fold.blocks = folded_blocks((rows * (cols / 64) + tiles_per_cta - 1) / tiles_per_cta, threads);
   fold.args.in = in;
   fold.args.in_row_stride = in_row_stride;
   fold.args.codes = out;

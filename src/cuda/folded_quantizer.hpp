@@ -41,6 +41,10 @@ struct FoldedQuantizer {
   bool active() const { return (format != ActFormat::none || order_rows) && blocks > 0; }
 };
 
+// The CTAs of `threads` threads a fold launches for `work_blocks` CTAs of work: at most a full GPU of them (2048
+// threads per SM, as grid_blocks), at least one; the folded bodies loop over the rest.
+int64_t folded_blocks(int64_t work_blocks, int threads);
+
 // quantize_activation (values_out false) or quantize_activation_values (true) of in [rows, cols]
 // (row stride in_row_stride elements) into out and scales, checked as they check (moeq::Error),
 // on CTAs of `threads` threads, for a routing launch to run. rows = 0: nothing to fold (inactive).
@@ -48,8 +52,8 @@ FoldedQuantizer fold_quantizer(ActFormat format, DType dtype, CUdeviceptr in, in
                                int64_t cols, CUdeviceptr out, CUdeviceptr scales, bool values_out, int threads,
                                bool mma_order = false);
 
-// order_rows_for_mma of in [rows, cols] (row stride in_row_stride elements) into out [rows, cols] (dense, not in
-// place), checked as it checks, on CTAs of `threads` threads, for a routing launch to run. rows = 0: inactive.
+// order_rows_for_mma of in [rows, cols] (row stride in_row_stride elements) into out [rows, cols] (dense), checked
+// as it checks, on CTAs of `threads` threads, for a routing launch to run. rows = 0: inactive.
 // PERF: the order pass reads only the hidden states, so it needs no order with the routing; its own launch was a
 // kernel boundary between the routing and GEMM1 (5.3 / 7.2 us of kernel at gpt-oss-120b M = 640 / 1024, ncu,
 // session 55).

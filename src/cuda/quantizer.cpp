@@ -236,6 +236,11 @@ void activation_quantize_codes(const ActivationParams& params, bool interleaved,
                               stream);
 }
 
+int64_t folded_blocks(int64_t work_blocks, int threads) {
+  static const int64_t num_sms = current_device_info().num_sms;
+  return std::clamp<int64_t>(work_blocks, 1, num_sms * std::max(1, 2048 / threads));
+}
+
 FoldedQuantizer fold_quantizer(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows,
                                int64_t cols, CUdeviceptr out, CUdeviceptr scales, bool values_out, int threads,
                                bool mma_order) {
@@ -244,12 +249,10 @@ FoldedQuantizer fold_quantizer(ActFormat format, DType dtype, CUdeviceptr in, in
       check_quantizer(format, dtype, in, in_row_stride, rows, cols, out, scales, values_out, mma_order);
   if (rows == 0) return fold;
   const QuantizerLaunch q = quantizer_launch(format, rows, cols, vectorized, threads, kFoldedFp8TokenSlots);
-  // NOTE: as grid_blocks: at most a full GPU of these CTAs (2048 threads per SM); the bodies loop.
-  static const int64_t num_sms = current_device_info().num_sms;
   fold.format = format;
   fold.dtype = dtype;
   fold.values_out = values_out;
-  fold.blocks = std::clamp<int64_t>(q.work_blocks, 1, num_sms * std::max(1, 2048 / threads));
+  fold.blocks = folded_blocks(q.work_blocks, threads);
   fold.args.in = in;
   fold.args.in_row_stride = in_row_stride;
   fold.args.codes = out;

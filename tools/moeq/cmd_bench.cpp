@@ -197,7 +197,10 @@ void bench_gemm(const BenchArgs& a, const io::Preset& preset, const std::string&
       !tile_text.empty() ? cuda::parse_gemm_tile(tile_text)
       : tuned != nullptr ? cuda::parse_gemm_tile(second ? tuned->gemm2_tile : tuned->gemm1_tile)
                          : planner_gemm_tile(d, second, M);
-  const char* tile_source = !tile_text.empty() ? "--tile" : tuned == nullptr ? "planner" : a.tuning.empty() ? "shipped table" : "--tuning";
+  const char* tile_source = !tile_text.empty() ? "--tile"
+                            : tuned == nullptr   ? "planner"
+                            : a.tuning.empty()   ? "shipped table"
+                                                 : "--tuning";
   const GemmTiming t = time_moe_gemm(d, second, M, tile, code_layout == CodeLayout::prepared, l2_bytes, a.iterations, a.trials, stream);
   const double gbs = t.bytes / (t.us * 1e-6) / 1e9;
   const double sized_gbs = sized_copy_gbs(t.bytes, l2_bytes, a.iterations, a.trials, stream);
