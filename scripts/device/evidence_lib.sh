@@ -295,7 +295,7 @@ clocks_stop() { kill "$clocks_pid" 2>/dev/null; wait "$clocks_pid" 2>/dev/null; 
 # reduce; later builds ignore it), A = $build with MOEQ_FUSED_ACTIVATION=0, B = $build with both, W = $build with
 # MOEQ_FUSED_ACTIVATION_MAX_ROWS=$WIDE_ROWS (default 1024: the direct tiles fuse at up to that many slots), R = $build with
 # MOEQ_FOLD_ORDER=0 (GEMM1's MMA-order pass in its own launch, not folded into the routing's), C = $build with
-# MOEQ_FOLD_ORDER=2 (folded on the chunked routing path too). TABLE planner adds
+# MOEQ_FOLD_ORDER=2 (folded on the chunked routing path too); STEP_TIMEOUT seconds a process (60). TABLE planner adds
 # --no-shipped-tuning (shipped: the shipped tables); a TABLE ending in .json adds --tuning TABLE (its rows replace the
 # shipped table's at the M they cover) and is recorded by its file name.
 layer_steps() {
@@ -315,7 +315,7 @@ layer_steps() {
     # NOTE: only W sets MOEQ_FUSED_ACTIVATION_MAX_ROWS; the other letters run the library's own limit.
     # shellcheck disable=SC2086
     env -u MOEQ_FUSED_ACTIVATION_MAX_ROWS ${max_rows:+MOEQ_FUSED_ACTIVATION_MAX_ROWS=$max_rows} \
-      MOEQ_SELF_ROUTE=$self MOEQ_FUSED_REDUCE=$fused MOEQ_FUSED_ACTIVATION=$act MOEQ_FOLD_ORDER=$order timeout 60 "$bin" bench --trials 5 \
+      MOEQ_SELF_ROUTE=$self MOEQ_FUSED_REDUCE=$fused MOEQ_FUSED_ACTIVATION=$act MOEQ_FOLD_ORDER=$order timeout "${STEP_TIMEOUT:-60}" "$bin" bench --trials 5 \
       --kernel layer $flags --preset "$2" --scheme "$3" -M $4 >"$out/o.tmp" 2>&1
     grep -E '^layer  [a-z]' "$out/o.tmp" | grep -v '^layer  preset' |
       awk -v w="$who" -v t="$(basename "$1")" '{print t, w, $2, $3, $4, $5, $6, $8}' >>"$out/steps.txt"
