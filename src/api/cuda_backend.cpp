@@ -191,27 +191,6 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     g.a_row_stride = cols;
     set_row_scales(g, input, scales);
   };
-  // Whether GEMM1 (its input already set) applies the activation in its epilogue (step_fuses_activation), writing
-  // [rows, I] to `to`; if so g1 says so. MOEQ_FUSED_ACTIVATION=0 never, MOEQ_FUSED_ACTIVATION_MAX_ROWS moves the
-  // direct tiles' limit (docs/env.md; for measuring).
-  const auto fuse_activation_into_gemm1 = [&](int64_t rows, bool overlaps_a, CUdeviceptr to) {
-    static const bool enabled = cuda::env_integer("MOEQ_FUSED_ACTIVATION", 0, 1, 1) != 0;
-    static const int64_t max_direct_rows =
-        cuda::env_integer("MOEQ_FUSED_ACTIVATION_MAX_ROWS", 0, 1L << 30, cuda::kActivationEpilogueMaxRows);
-    const bool fuse = enabled && cuda::step_fuses_activation(d, cuda::tile_for_device(g1.tile), input1, g2.tile, rows,
-                                                             overlaps_a, [&] {
-                                                               return cuda::activation_epilogue_keeps_occupancy(
-                                                                   g1, {true, d.activation.kind, d.interleaved_gate_up});
-                                                             }, max_direct_rows);
-    if (fuse) {
-      g1.epilogue_activation = true;
-      g1.activation = d.activation;
-      g1.interleaved_gate_up = d.interleaved_gate_up;
-      g1.c = to;
-      g1.c_row_stride = I;
-    }
-    return fuse;
-  };
   // GEMM1's input: x [rows_in, K] of row stride `stride` (the caller's hidden states or the permuted
   // rows); x = 0: g1 already holds it (the contiguous layout's quantized rows).
   const auto run_chain = [&](CUdeviceptr x, int64_t stride, int64_t rows_in, int64_t rows) {
@@ -232,36 +211,38 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
       // where GEMM2 reads that order (both `/t` or neither).
       // NOTE: not where activation_output overlaps GEMM1's A (the contiguous layout's permuted rows share its
       // workspace): it is written while other CTAs still read A.
+      static const bool fused_activation_enabled = cuda::env_integer("MOEQ_FUSED_ACTIVATION", 0, 1, 1) != 0;
+      static const int64_t fused_activation_max_rows =
+          cuda::env_integer("MOEQ_FUSED_ACTIVATION_MAX_ROWS", 0, 1L << 30, cuda::kActivationEpilogueMaxRows);
       const CUdeviceptr a_begin = g1.a, a_end = g1.a + static_cast<CUdeviceptr>(((rows_in - 1) * g1.a_row_stride + K) * elem);
       const CUdeviceptr act_end = activation_output + static_cast<CUdeviceptr>(rows * I * elem);
       const bool overlaps_a = rows_in > 0 && rows > 0 && a_begin < act_end && activation_output < a_end;
-      const bool fuse_activation = fuse_activation_into_gemm1(rows, overlaps_a, activation_output);
+      const bool fuse_activation =
+          fused_activation_enabled &&
+          cuda::step_fuses_activation(d, cuda::tile_for_device(g1.tile), input1, g2.tile, rows, overlaps_a, [&] {
+            return cuda::activation_epilogue_keeps_occupancy(g1, {true, d.activation.kind, d.interleaved_gate_up});
+          }, fused_activation_max_rows);
+      if (fuse_activation) {
+        g1.epilogue_activation = true;
+        g1.activation = d.activation;
+        g1.interleaved_gate_up = d.interleaved_gate_up;
+        g1.c = activation_output;
+        g1.c_row_stride = I;
+      }
       cuda::moe_gemm(g1, stream);
       if (!fuse_activation)
         cuda::activation(d.activation, d.interleaved_gate_up, c, g1.c, rows, I, activation_output, stream,
                          g2.tile.mma_order_tokens);
       set_gemm_input(g2, input2, activation_output, I, rows, I, "quanted_down_input", "dequantized_down_input");
     } else {
-      // NOTE: not quanted_down_input(.scales): those lie inside gate_up_output, which the kernels below read
-      // (src/plan/workspace.cpp places these two past it); e4m3 codes (1 byte each) fit in the values' buffer.
-      const CUdeviceptr scales = buffer("dequantized_down_input.scales"), out = buffer("dequantized_down_input");
-      // FP8 per token: GEMM1 applies the activation in its epilogue as above, writing [rows, I] into its own output
-      // buffer (gate_up_output, in the other workspace from its A), and the quantizer alone follows: the same bits as
-      // the activation-quantize kernel (both round the activation to 16 bits first, as the reference does; one scale
-      // a row, so the order a `/t` GEMM1 writes in is GEMM2's and changes no code).
-      // PERF: GEMM1 writes I columns a row instead of 2I and the pass after it reads them (expected: ~4 bytes less
-      // per activation output, ~100 MB at Qwen3-30B-A3B M = 4096), as the 16-bit chain fused since session 55.
-      const bool fuse_activation = fuse_activation_into_gemm1(rows, false, g1.c);
       cuda::moe_gemm(g1, stream);
-      if (fuse_activation) {
-        if (input2 == cuda::GemmInput::row_scaled_e4m3) {
-          cuda::quantize_activation(d.act_format, c, g1.c, I, rows, I, out, scales, stream);
-        } else {
-          cuda::quantize_activation_values(d.act_format, c, g1.c, I, rows, I, out, scales, stream, false);
-        }
-      } else if (input2 == cuda::GemmInput::row_scaled_e4m3) {
-        // PERF: the activation, its quantization and the values in one kernel: the activation
-        // output is never written (one pass fewer over [rows, I]) and two launches fewer.
+      // PERF: the activation, its quantization and the values in one kernel: the activation
+      // output is never written (one pass fewer over [rows, I]) and two launches fewer.
+      // NOTE: not quanted_down_input(.scales): those lie inside gate_up_output, which this kernel
+      // reads (src/plan/workspace.cpp places these two past it); e4m3 codes (1 byte each) fit in
+      // the values' buffer.
+      const CUdeviceptr scales = buffer("dequantized_down_input.scales"), out = buffer("dequantized_down_input");
+      if (input2 == cuda::GemmInput::row_scaled_e4m3) {
         cuda::activation_quantize_codes(d.activation, d.interleaved_gate_up, d.act_format, c, g1.c, rows, I, out,
                                         scales, stream);
       } else {

@@ -35,10 +35,10 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
     throw Error("moe_gemm: a self-routed GEMM1 needs an 8-row direct tile over 16-bit A, not " + tile.to_string() +
                 (input != GemmInput::values ? " over quantized A" : ""));
   if (activation.on && !gemm_fuses_activation(tile, input, activation))
-    throw Error("moe_gemm: a GEMM1 with the activation in its epilogue needs 16-bit A (or its values with row scales) "
-                "and an 8-row direct or a warp-specialized wgmma tile; not " +
+    throw Error("moe_gemm: a GEMM1 with the activation in its epilogue needs 16-bit A and an 8-row direct or a "
+                "warp-specialized wgmma tile; not " +
                 std::string(moeq::to_string(activation.kind)) + (activation.interleaved ? " (interleaved)" : "") +
-                " on " + tile.to_string() + (input == GemmInput::row_scaled_e4m3 ? " over e4m3 A" : ""));
+                " on " + tile.to_string() + (input != GemmInput::values ? " over quantized A" : ""));
   if (activation.on && activation.interleaved && !is_gated(activation.kind))
     throw Error(std::string("moe_gemm: interleaved gate / up rows need a gated activation, not ") +
                 std::string(moeq::to_string(activation.kind)));
@@ -160,10 +160,6 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
     WeightDesc w;
     w.format = WeightFormat::mxfp4;
     add(w, DType::bf16, tile, true, GemmInput::row_scaled_values);
-    // With the activation in the epilogue after the row scales (FP8 per-token GEMM1), where the body takes it.
-    const EpilogueActivation silu{true, Activation::silu, false};
-    if (gemm_fuses_activation(tile, GemmInput::row_scaled_values, silu))
-      add(w, DType::bf16, tile, true, GemmInput::row_scaled_values, false, GemmVariant::plain, silu);
   }
   // e4m3 activations (FP8 per-channel weights, direct tiles): each ring depth of the planner's and
   // the tuning candidates' direct tiles once, prepared codes, and the first also with canonical

@@ -83,7 +83,7 @@ struct EpilogueActivation {
   bool interleaved = false;
 };
 // Whether a GEMM1 of this tile and input may apply `activation` in its epilogue (MoeGemmArgs::epilogue_activation),
-// over 16-bit activations, or the 16-bit values of FP8 per-token codes with their row scales (never e4m3 A):
+// over 16-bit activations:
 // - an 8-row direct tile whose channels split into whole 16-channel halves (block_n % 32 == 0), any kind and rows;
 // - a warp-specialized wgmma tile (`/p`, persistent or not), any kind and rows: with [gate | up] rows its copy warps
 //   load the block's gate rows and then the same up rows (epilogue_weight_row). A `/t` one writes its outputs in the

@@ -35,9 +35,7 @@ bool gemm_self_routes(const GemmTile& tile, GemmInput input) {
 }
 
 bool gemm_fuses_activation(const GemmTile& tile, GemmInput input, const EpilogueActivation& activation) {
-  // NOTE: 16-bit A, or the 16-bit values of FP8 per-token codes (their row scales apply before the activation, as in
-  // write_output_tile); never e4m3 A.
-  if (input == GemmInput::row_scaled_e4m3) return false;
+  if (input != GemmInput::values) return false;
   if (tile.direct) return tile.block_m == 8 && tile.block_n % 32 == 0;
   (void)activation;  // every kind and row layout: [gate | up] rows load paired (epilogue_weight_row)
   return tile.producer && tile.wgmma;

@@ -84,10 +84,7 @@ void add_gemm(const Add& add, const WeightDesc& w, DType act_dtype, const GemmPl
 bool activation_epilogue_fits(const ExpertsDesc& d) {
   const int64_t I = d.intermediate_size;
   const bool pairs_halves = is_gated(d.activation.kind) && !d.interleaved_gate_up;
-  // NOTE: FP8 per token: GEMM2's input is quantized from the epilogue's output afterwards (one scale a row, so the
-  // order a `/t` GEMM1 writes it in changes no code); the MX formats' 32-element groups would not survive that order.
-  const bool input_fits = d.act_format == ActFormat::none || d.act_format == ActFormat::fp8_token;
-  return input_fits && I % 2 == 0 && (!pairs_halves || I % 16 == 0);
+  return d.act_format == ActFormat::none && I % 2 == 0 && (!pairs_halves || I % 16 == 0);
 }
 
 bool step_fuses_activation(const ExpertsDesc& d, const GemmTile& tile1, GemmInput input1, const GemmTile& tile2,
@@ -102,8 +99,8 @@ bool step_fuses_activation(const ExpertsDesc& d, const GemmTile& tile1, GemmInpu
 
 GemmVariantUse layer_gemm_variants(const ExpertsDesc& d, bool gemm1) {
   GemmVariantUse use;
-  if (!gemm1) return use;
-  use.self_route = d.act_format == ActFormat::none;
+  if (d.act_format != ActFormat::none || !gemm1) return use;
+  use.self_route = true;
   if (activation_epilogue_fits(d)) use.activation = EpilogueActivation{true, d.activation.kind, d.interleaved_gate_up};
   return use;
 }

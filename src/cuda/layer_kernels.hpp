@@ -27,8 +27,8 @@ GemmPlan gemm_plan(const ExpertsDesc& desc, const WeightDesc& w, const GemmTile&
 // Every plan a tile can take on some device or with some options (both FP8 per-token forms where
 // the tile admits e4m3): what the kernel lists compile.
 std::vector<GemmPlan> gemm_plans(const ExpertsDesc& desc, const WeightDesc& w, const GemmTile& tile, bool prepared_codes);
-// Whether the layer admits GEMM1's activation epilogue (MoeGemmArgs::epilogue_activation) at all: 16-bit or FP8
-// per-token activations (GEMM2's input then quantized from its output), an even I (GEMM2's input rows are its C rows), and I % 16 == 0 for [gate | up] rows (whole 16-channel halves).
+// Whether the layer admits GEMM1's activation epilogue (MoeGemmArgs::epilogue_activation) at all: 16-bit activations,
+// an even I (GEMM2's input rows are its C rows), and I % 16 == 0 for [gate | up] rows (whole 16-channel halves).
 bool activation_epilogue_fits(const ExpertsDesc& desc);
 // Whether apply runs the layer's GEMM1 (launched as `tile1`, reading `input1`) with the activation in its epilogue,
 // GEMM2 running `tile2`, over `rows` GEMM1 rows: activation_epilogue_fits, gemm_fuses_activation, activation_output
@@ -42,8 +42,7 @@ bool step_fuses_activation(const ExpertsDesc& desc, const GemmTile& tile1, GemmI
                            int64_t rows, bool overlaps_a, const std::function<bool()>& keeps_occupancy,
                            int64_t max_direct_rows = kActivationEpilogueMaxRows);
 // The variants apply may launch a layer's GEMM1 (gemm1) or GEMM2 as: with 16-bit activations, GEMM1 self-routed and,
-// where activation_epilogue_fits (FP8 per-token activations too), with the layer's activation in its epilogue; none
-// for GEMM2.
+// where activation_epilogue_fits, with the layer's activation in its epilogue; none for GEMM2 or quantized activations.
 GemmVariantUse layer_gemm_variants(const ExpertsDesc& desc, bool gemm1);
 
 // Every kernel the layer's experts step can launch, for any M, layout and ids dtype: routing

@@ -210,11 +210,10 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   if (a.epilogue_activation) {
     const int64_t intermediate = gated ? w.n / 2 : w.n;
     const EpilogueActivation epilogue{true, a.activation.kind, a.interleaved_gate_up};
-    if (!gemm_fuses_activation(tile, launched_input(a), epilogue) ||
+    if (!gemm_fuses_activation(tile, GemmInput::values, epilogue) || a.a_e4m3 || a.a_row_scales != 0 ||
         (a.interleaved_gate_up && !gated) || (pairs_halves && intermediate % 16 != 0) ||
         (tile.mma_order_tokens && intermediate % 64 != 0) || a.c_row_stride < intermediate)
-      throw Error("moe_gemm: epilogue_activation needs 16-bit A (or its values with row scales, not e4m3 codes) on an "
-                  "8-row direct or a warp-specialized wgmma tile "
+      throw Error("moe_gemm: epilogue_activation needs 16-bit A on an 8-row direct or a warp-specialized wgmma tile "
                   "(not " + tile.to_string() + "), a gated kind for interleaved rows, I % 16 == 0 for [gate | up] "
                   "rows, I % 64 == 0 on a `/t` tile (its outputs in the MMA's K order) (I = " +
                   std::to_string(intermediate) + ") and c_row_stride = " + std::to_string(a.c_row_stride) + " >= I");

@@ -581,8 +581,7 @@ TEST(MoeGemmGpu, SelfRoutedGemm1EqualsTheRoutedOne) {
 // expert_map -1 slots, an output stride that is not 16-byte aligned (every output one by one) and one that is, with a
 // part last 8-output chunk. Warp-specialized tiles too: `/t` ones (two CTAs an SM, 512 channels with a part last
 // block, persistent) against `activation` in the MMA's K order, and one of plain order. Rows of no local slot and
-// columns past I stay poisoned. Row-scaled A (FP8 per-token activations' 16-bit values, GemmInput::row_scaled_values:
-// the scales apply before the activation) on direct tiles and on `/t`, persistent and plain-order warp-specialized ones.
+// columns past I stay poisoned.
 TEST(MoeGemmGpu, ActivationEpilogueEqualsGemm1ThenActivation) {
   if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   std::string why;
@@ -598,7 +597,6 @@ TEST(MoeGemmGpu, ActivationEpilogueEqualsGemm1ThenActivation) {
     bool interleaved;
     float silu_clamp;
     DType bias = DType::none;
-    bool row_scaled = false;  // A rows times random per-row scales (GemmInput::row_scaled_values)
   };
   // The warp-specialized tiles last (no self-routed kernel): two-CTA, 512-channel and persistent `/t` tiles (outputs
   // in the MMA's K order, I % 64 == 0; the persistent one on 2 CTAs, so several tiles each) and tiles of plain order;
@@ -623,12 +621,6 @@ TEST(MoeGemmGpu, ActivationEpilogueEqualsGemm1ThenActivation) {
       {"int4-g128:f16", "80x256/1x8x1/6/p/s/t", 256, Activation::swiglu_oai, false, 0.0f, DType::f16},
       {"nvfp4", "64x256/1x8x1/8/p", 192, Activation::silu, false, 0.0f},
       {"fp8-block", "64x256/1x8x1/6/p", 256, Activation::silu, false, 0.0f},
-      {"mxfp4", "8x128/1x4x1/4/o4/r", 96, Activation::silu, false, 0.0f, DType::none, true},
-      {"int4-g128", "8x128/1x4x1/4/o4/r", 100, Activation::swiglu_oai, true, 0.0f, DType::bf16, true},
-      {"mxfp4", "64x256/1x8x1/8/p/t", 192, Activation::silu, false, 0.0f, DType::none, true},
-      {"mxfp4", "24x256/1x8x1/4/o2/p/t", 320, Activation::swiglu_oai, true, 0.0f, DType::bf16, true},
-      {"mxfp4:f16", "80x256/1x8x1/6/p/s/t", 256, Activation::gelu_no_mul, false, 0.0f, DType::none, true},
-      {"fp8-block", "64x256/1x8x1/6/p", 256, Activation::silu, false, 0.0f, DType::none, true},
   };
   struct Routing {
     int64_t M;
@@ -648,12 +640,12 @@ TEST(MoeGemmGpu, ActivationEpilogueEqualsGemm1ThenActivation) {
     GemmCase c = make_case(k.scheme, k.bias);
     if (c.w.format == WeightFormat::nvfp4) c.w.num_global_scales = 2;
     const cuda::EpilogueActivation fused{true, k.kind, k.interleaved};
-    const cuda::GemmInput input = k.row_scaled ? cuda::GemmInput::row_scaled_values : cuda::GemmInput::values;
     for (bool prepared : {false, true})
       for (cuda::GemmVariant variant : {cuda::GemmVariant::plain, cuda::GemmVariant::self_routed}) {
-        if (variant == cuda::GemmVariant::self_routed && !cuda::gemm_self_routes(tile, input)) continue;
+        if (variant == cuda::GemmVariant::self_routed && !cuda::gemm_self_routes(tile, cuda::GemmInput::values)) continue;
         for (const cuda::EpilogueActivation& epilogue : {cuda::EpilogueActivation{}, fused})
-          specs.push_back(cuda::moe_gemm_kernel_spec(c.w, c.act, tile, prepared, input, false, variant, epilogue));
+          specs.push_back(cuda::moe_gemm_kernel_spec(c.w, c.act, tile, prepared, cuda::GemmInput::values, false,
+                                                     variant, epilogue));
       }
   }
   jit::kernel_cache().lookup_all(specs, jit::current_arch(), hardware_threads());
@@ -678,10 +670,6 @@ TEST(MoeGemmGpu, ActivationEpilogueEqualsGemm1ThenActivation) {
       // (16-byte rows, so with I = 100 a part last chunk after whole ones).
       const int64_t out_stride = ri == 1 ? I + 2 : ri == 2 ? (I + 7) / 8 * 8 + 8 : I;
       cuda::DeviceBuffer a_d = upload_act(random_act(r.M, K, c.act, rng), K, tile);
-      std::vector<float> row_scales(static_cast<size_t>(r.M));
-      std::uniform_real_distribution<float> scale_of(0.01f, 3.0f);
-      for (float& v : row_scales) v = scale_of(rng);
-      cuda::DeviceBuffer row_scales_d = cuda::DeviceBuffer::from_host(row_scales);
       cuda::DeviceBuffer ids_d = cuda::DeviceBuffer::from_host(r.ids);
       cuda::DeviceBuffer map_d = r.map.empty() ? cuda::DeviceBuffer(4) : cuda::DeviceBuffer::from_host(r.map);
       const cuda::CUdeviceptr map = r.map.empty() ? 0 : map_d.ptr();
@@ -690,7 +678,7 @@ TEST(MoeGemmGpu, ActivationEpilogueEqualsGemm1ThenActivation) {
       RoutedGemm1 routed({ids_d.ptr(), DType::i32, r.M, kGatherTopK, global, map, E, flags.ptr()}, tile);
       for (int variant = 0; variant < 4; ++variant) {
         const bool self = (variant & 1) != 0, prepared = (variant & 2) != 0;
-        if (self && (k.row_scaled || !cuda::gemm_self_routes(tile, cuda::GemmInput::values))) continue;
+        if (self && !cuda::gemm_self_routes(tile, cuda::GemmInput::values)) continue;
         std::vector<uint16_t> outs[2];
         for (bool fused : {false, true}) {
           cuda::DeviceBuffer gate_up(static_cast<size_t>(slots * N * 2)), out(static_cast<size_t>(slots * out_stride * 2));
@@ -700,7 +688,6 @@ TEST(MoeGemmGpu, ActivationEpilogueEqualsGemm1ThenActivation) {
           cuda::MoeGemmArgs g = gemm_args(c, dw, tile, a_d.ptr(), fused ? out.ptr() : gate_up.ptr(), prepared);
           routed.set_gather(g, self);
           if (tile.persistent) g.max_ctas = 2;  // several output tiles per CTA: its row buffers and barriers turn over
-          if (k.row_scaled) g.a_row_scales = row_scales_d.ptr();
           if (fused) {
             g.epilogue_activation = true;
             g.activation = act;
@@ -724,8 +711,7 @@ TEST(MoeGemmGpu, ActivationEpilogueEqualsGemm1ThenActivation) {
           }
         }
         const std::string where = std::string(k.scheme) + " " + k.tile + " " + std::string(moeq::to_string(k.kind)) +
-                                  (k.interleaved ? " interleaved" : "") + (k.row_scaled ? " row-scaled" : "") +
-                                  " routing " + std::to_string(ri) +
+                                  (k.interleaved ? " interleaved" : "") + " routing " + std::to_string(ri) +
                                   (self ? " self-routed" : "") + (prepared ? " prepared" : " canonical");
         int64_t local_rows = 0;
         for (int64_t s = 0; s < slots; ++s) {

@@ -66,7 +66,7 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   constexpr bool self_routed = gemm_self_routed<Cfg>();
   static_assert(!self_routed || !Cfg::kRowScales, "self-routed GEMM1 reads 16-bit activations");
   constexpr bool activation_epilogue = gemm_activation_epilogue<Cfg>();
-  static_assert(!activation_epilogue || !Cfg::kActE4m3, "the activation epilogue reads 16-bit A (values, row scales)");
+  static_assert(!activation_epilogue || !Cfg::kRowScales, "the activation epilogue is GEMM1's, over 16-bit A");
   if constexpr (self_routed) {
     if (!self_routed_block_rows<BM, T>(p, m_block, tid, row_src, row_dst, &block_expert)) {
       wait_prior_grid();  // NOTE: every CTA waits before it ends, so the grid never completes before the routing
