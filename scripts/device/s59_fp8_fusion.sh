@@ -14,14 +14,14 @@ part="$1"
 device_setup "$2"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv,noheader
 if [ "$part" = check ]; then
-  filtered_gpu_tests 'MoeGemmGpu.ActivationEpilogue*:ExpertsGpu.QuantizedActivationPairsMatchOracle:ExpertsGpu.E4m3*:ExpertsGpu.MmaOrderTilesMatchOracle' 420
+  filtered_gpu_tests 'MoeGemmGpu.ActivationEpilogue*:ElementwiseGpu.ActivationQuantize*:ExpertsGpu.QuantizedActivationPairsMatchOracle:ExpertsGpu.E4m3*:ExpertsGpu.MmaOrderTilesMatchOracle' 420
   layer_verify "qwen3-30b-a3b mxfp4:fp8-token 16 256 1024" "deepseek-v3 mxfp4:fp8-token 16 256"
 elif [ "$part" = both ]; then
   # One call on a short budget: Qwen3's steps, then the two tests that cover the change.
   export STEP_TIMEOUT=60
   layer_steps shipped qwen3-30b-a3b mxfp4 "16 256 4096" "N"
   layer_steps shipped qwen3-30b-a3b mxfp4:fp8-token "16 256 4096" "A N A"
-  filtered_gpu_tests 'MoeGemmGpu.ActivationEpilogue*:ExpertsGpu.QuantizedActivationPairsMatchOracle' 150
+  filtered_gpu_tests 'MoeGemmGpu.ActivationEpilogue*:ElementwiseGpu.ActivationQuantize*:ExpertsGpu.QuantizedActivationPairsMatchOracle' 150
 else
   export STEP_TIMEOUT=120
   layer_steps shipped qwen3-30b-a3b mxfp4 "16 256 4096" "N"
