@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# docs/experiments/2026-12-06-fold-order-one-wave.patch: the order fold's grid one CTA short of two an SM, so that
+# docs/experiments/2026-12-06-fold-order-one-wave.patch (at 262637d; measured and removed in session 59): the order
+# fold's grid one CTA short of two an SM, so that
 # route_count's own CTA fits the same wave. Whole steps where the folded copy CTAs reach the clamp (gpt-oss-120b
 # M = 1024 / 2048: 264+ CTAs) and where they do not (Qwen3-30B-A3B MXFP4 M = 640: 160), each as
 #   R = the patched build, the pass alone (MOEQ_FOLD_ORDER=0)
