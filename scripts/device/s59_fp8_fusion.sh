@@ -8,14 +8,21 @@
 # Prediction: Qwen3 M = 4096 N - A ~ -20 to -30 us of ~820 (GEMM1 writes half, the pass reads half); M = 256 ~ -2 us;
 # M = 16 ~ 0 (a kernel still follows GEMM1). DeepSeek-V3 similar in bytes per row, smaller relatively.
 # Part `both`: Qwen3's steps and the two tests that cover the change, in one call.
-# Usage: s59_fp8_fusion.sh check|time|both BUILD   (env OUT, MOEQ_CACHE_DIR)
+# Part `all` (session 60, one call on a flaky device): `check`, then Qwen3's half of `time`.
+# Usage: s59_fp8_fusion.sh check|time|both|all BUILD   (env OUT, MOEQ_CACHE_DIR)
 . "$(dirname "$0")/evidence_lib.sh"
 part="$1"
 device_setup "$2"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv,noheader
-if [ "$part" = check ]; then
+if [ "$part" = check ] || [ "$part" = all ]; then
   filtered_gpu_tests 'MoeGemmGpu.ActivationEpilogue*:ElementwiseGpu.ActivationQuantize*:ExpertsGpu.QuantizedActivationPairsMatchOracle:ExpertsGpu.E4m3*:ExpertsGpu.MmaOrderTilesMatchOracle' 420
   layer_verify "qwen3-30b-a3b mxfp4:fp8-token 16 256 1024" "deepseek-v3 mxfp4:fp8-token 16 256"
+  if [ "$part" = all ]; then
+    export STEP_TIMEOUT=90
+    layer_steps shipped qwen3-30b-a3b mxfp4 "16 256 4096" "N"
+    layer_steps shipped qwen3-30b-a3b mxfp4:fp8-token "16 256 4096" "A N N A"
+    layer_steps shipped qwen3-30b-a3b mxfp4 "16 256 4096" "N"
+  fi
 elif [ "$part" = both ]; then
   # One call on a short budget: Qwen3's steps, then the two tests that cover the change.
   export STEP_TIMEOUT=60
