@@ -8,27 +8,40 @@
 # scale load in flight (one scoreboard).
 # Prediction: Qwen3 INT4 GEMMs at M = 256-640 (24- and 48-row tiles) -2 to -6%. DeepSeek-V3 FP8-block M = 1024 (48 rows)
 # -1 to -4%. M = 4096 (larger tiles, not changed) even.
-# Parts (one device call each, about 300 s):
-#   check: the tests that run these tiles, and `moeq verify` of both layers, on the patched build.
-#   time: GEMMs on the shipped tiles, P (patched) and M (main) in the order M P P M, then whole steps in the same order.
+# Parts (one device call each):
+#   check (~200 s): the tests that reach these tiles, on the patched build: every scheme of the candidate test on the
+#     short tiles (MOEQ_TEST_TILES), the persistent and MMA-order tests (bit for bit against other tiles), the layer
+#     oracle; then `moeq verify` of both layers.
+#   time (~250 s): Qwen3 INT4 GEMMs on the shipped tiles, P (patched) and M (main) in the order M P P M, then whole
+#     steps in the same order.
+#   deepseek (~450 s): the same for DeepSeek-V3 FP8-block at M = 1024.
+# Each process times a small M first (M = 64): the first case a process times runs slow.
 # Land the patch if the tests pass, the GEMMs gain at M = 256, and no step loses beyond its spread.
 # Carry .cache-device-s61-grouped.txz (patched binaries and kernels) and .cache-device-s60-retune.txz (main's), then:
 #   mkdir -p .cache-device && rm -rf .cache-device/v2 .cache-device/bin .cache-device/bin-main &&
 #   tar xJf .cache-device-s60-retune.txz -C .cache-device && mv .cache-device/bin .cache-device/bin-main &&
 #   tar xJf .cache-device-s61-grouped.txz -C .cache-device && OUT=$OUT MOEQ_CACHE_DIR=$PWD/.cache-device \
 #   bash scripts/device/s61_short_tile_scales.sh check .cache-device/bin .cache-device/bin-main
-# Usage: s61_short_tile_scales.sh check|time PATCHED_BIN MAIN_BIN   (env OUT, MOEQ_CACHE_DIR)
+# Usage: s61_short_tile_scales.sh check|time|deepseek PATCHED_BIN [MAIN_BIN]   (env OUT, MOEQ_CACHE_DIR)
 . "$(dirname "$0")/evidence_lib.sh"
 part="$1"
 device_setup "$2"
-patched="$2" main="$3"
+patched="$2" main="${3:-}"
+case "$part" in check | time | deepseek) ;; *) echo "unknown part: $part" >&2; exit 2 ;; esac
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv,noheader
 if [ "$part" = check ]; then
-  filtered_gpu_tests 'MoeGemmGpu.EveryTileCandidateMatchesTheDequantizedProduct:MoeGemmGpu.Fp8BlockLargeScalesTakeTheUnfoldedPath:ExpertsGpu.EveryFormatEveryLayoutMatchesOracle:ExpertsGpu.TuningTableTilesMatchOracle:ExpertsGpu.MmaOrderTilesMatchOracle' 300
+  # Warp-specialized tiles of at most 48 rows with an even ring: those the shipped tables run, and their twins without
+  # `/t` (the candidate test runs `/t` tiles only at K % 64 == 0: INT4-g128 and -g64 there, FP8-block on the twins) and
+  # without `/s` (the persistent test's 48-row tile).
+  export MOEQ_TEST_TILES="24x256/1x8x1/4/o2/p/t 32x128/1x8x1/8/o2/p/t 48x256/1x8x1/6/p/t 48x256/1x8x1/8/p/t \
+48x256/1x8x1/6/p/s/t 48x256/1x8x1/6/p 48x256/1x8x1/8/p 48x256/1x8x1/4/p 48x256/1x8x1/6/p/s"
+  filtered_gpu_tests 'MoeGemmGpu.EveryTileCandidateMatchesTheDequantizedProduct:MoeGemmGpu.PersistentTilesEqualOneTilePerCta:MoeGemmGpu.MmaOrderTokensEqualTheirPermutedTile:MoeGemmGpu.Fp8BlockLargeScalesTakeTheUnfoldedPath:ExpertsGpu.EveryFormatEveryLayoutMatchesOracle' 300
+  unset MOEQ_TEST_TILES
   timeout 100 "$patched/moeq" verify --preset qwen3-30b-a3b --scheme int4-g128 --activation silu -M 256 640 \
     --layout indexed contiguous >"$out/verify.txt" 2>&1
   echo "verify qwen3 rc=$? $(($(date +%s) - t0)) s"
-  timeout 100 "$patched/moeq" verify --preset deepseek-v3 --scheme fp8-block --activation silu -M 1024 \
+  # M = 600: rows (4096, 8192], the 48-row tile of M = 1024 at less verification time.
+  timeout 150 "$patched/moeq" verify --preset deepseek-v3 --scheme fp8-block --activation silu -M 600 \
     --layout indexed >>"$out/verify.txt" 2>&1
   echo "verify deepseek rc=$? $(($(date +%s) - t0)) s"
   grep -cE "^pass" "$out/verify.txt"; grep -E "^FAIL" "$out/verify.txt" | head
@@ -42,19 +55,26 @@ run() {
   shift 4
   [ "$who" = M ] && bin="$main"
   # shellcheck disable=SC2086,SC2068
-  timeout 120 "$bin/moeq" bench --trials 5 --kernel $kernels --preset "$preset" --scheme "$scheme" -M $@ >"$out/o.tmp" 2>&1
+  timeout 150 "$bin/moeq" bench --trials 5 --kernel $kernels --preset "$preset" --scheme "$scheme" -M $@ >"$out/o.tmp" 2>&1
   grep -E '^(gemm1|gemm2|layer)  [a-z]' "$out/o.tmp" | grep -v ' preset ' | sed "s/^/$who /" >>"$out/runs.txt"
   grep -E "^copy" "$out/o.tmp" | head -1
 }
-for who in M P P M; do
-  run "$who" "gemm1 gemm2" qwen3-30b-a3b int4-g128 256 512 640
-  run "$who" "gemm1 gemm2" deepseek-v3 fp8-block 1024
-  echo "gemms $who $(($(date +%s) - t0)) s"
-done
-for who in M P P M; do
-  run "$who" layer qwen3-30b-a3b int4-g128 256 512 640 4096
-  run "$who" layer deepseek-v3 fp8-block 1024
-  echo "steps $who $(($(date +%s) - t0)) s"
-done
+[ -n "$main" ] || { echo "time and deepseek need MAIN_BIN" >&2; exit 2; }
+if [ "$part" = time ]; then
+  for who in M P P M; do
+    run "$who" "gemm1 gemm2" qwen3-30b-a3b int4-g128 64 256 512 640
+    echo "gemms $who $(($(date +%s) - t0)) s"
+  done
+  for who in M P P M; do
+    run "$who" layer qwen3-30b-a3b int4-g128 64 256 512 640 4096
+    echo "steps $who $(($(date +%s) - t0)) s"
+  done
+else
+  for who in M P P M; do
+    run "$who" "gemm1 gemm2" deepseek-v3 fp8-block 64 1024
+    run "$who" layer deepseek-v3 fp8-block 64 1024
+    echo "deepseek $who $(($(date +%s) - t0)) s"
+  done
+fi
 rm -f "$out/o.tmp"
 echo "done $(($(date +%s) - t0)) s"
