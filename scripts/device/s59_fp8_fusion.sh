@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Issue 5: GEMM1 of FP8 per-token layers with the activation in its epilogue (row scales before it), then the
-# quantizer alone (d019501; docs/experiments/2026-12-06-fp8-token-activation-epilogue.patch, deleted in session 60: git has it at b5dd655), against the activation-quantize kernel (MOEQ_FUSED_ACTIVATION=0, letter A) and against
+# quantizer alone (d019501; the patch docs/experiments/2026-12-06-fp8-token-activation-epilogue.patch, measured and
+# deleted in session 60, is in git at b5dd655), against the activation-quantize kernel (MOEQ_FUSED_ACTIVATION=0,
+# letter A) and against
 # the bf16 step. Part `check`: the epilogue's bit-equality test (row-scaled cases added), the quantized pairs' oracle
 # test (every weight format x 3 layouts, now fused on their direct tiles), the e4m3 and `/t` oracle tests, the
 # warm-up test, and `moeq verify` on the issue's layers. Part `time`: whole steps, shipped tables, Qwen3-30B-A3B and
