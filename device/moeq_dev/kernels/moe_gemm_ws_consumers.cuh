@@ -117,10 +117,11 @@ __device__ __forceinline__ void moe_gemm_ws_consumers(const WsCta<Cfg>& cta) {
             staged_halves |= ((static_cast<unsigned>(kHalves ? weight_row(channel_of(nt, r)) : n0 + channel_of(nt, r)) *
                                    static_cast<unsigned>(K / 32) >> 1) & 1u)
                              << (2 * nt + r);
-      // MX and NVFP4 scales (new ones every K tile) on an even ring: the scale slots run in two groups
-      // of kScaleGroup tiles; at a group's first tile the consumer waits once for the group's scales,
-      // then issues the other group's (kScaleGroup tiles ahead), and decodes the group's tiles with no
-      // further wait. Otherwise each tile's scales load kStages - 1 tiles ahead.
+      // MX and NVFP4 scales (new ones every K tile), and INT4 and FP8-block scales on tiles of at most 48
+      // rows, on an even ring: the scale slots run in two groups of kScaleGroup tiles; at a group's first
+      // tile the consumer waits once for the group's scales, then issues the other group's (kScaleGroup
+      // tiles ahead), and decodes the group's tiles with no further wait. Otherwise each tile's scales
+      // load kStages - 1 tiles ahead.
       // NOTE: ptxas gives every scale load of the loop one scoreboard, so a decode waits for all the
       // loads in flight: with a load per tile, each tile's decode waited for the scales issued the tile
       // before (ncu, gpt-oss-120b GEMM2 M = 1024 on 48x256/1x8x1/6/p/s: ~10% of the consumers' stall
@@ -128,10 +129,15 @@ __device__ __forceinline__ void moe_gemm_ws_consumers(const WsCta<Cfg>& cta) {
       // PERF: grouped, gpt-oss-120b MXFP4 GEMM1 / GEMM2 -10.4% / -11.5% at M = 1024, -4.7% / -7.8% at
       // M = 2048 (step -8.4% / -4.1%); Qwen3-30B-A3B MXFP4 M = 1024 +1.0% / +0.9%; INT4-g128 and
       // FP8-block (a scale per 128 k: one load in two hits the same word) lost 1-1.7% at Qwen3 M = 4096,
-      // so they keep the per-tile ring (bench/results/2026-12-04-h200-ws-scales.md, call 4).
+      // so they keep the per-tile ring (bench/results/2026-12-04-h200-ws-scales.md, call 4) on tiles of more
+      // than 48 rows. On shorter ones a K tile's MMAs are few, so a decode that waits for the last tile's scale
+      // load is a larger share of the tile: grouped there, Qwen3-30B-A3B INT4-g128 GEMM1 / GEMM2 -3.1% / -1.8%
+      // at M = 256 and its steps -1.8% to -2.3% at M = 256-640; DeepSeek-V3 FP8-block M = 1024 GEMM2 -0.5%
+      // (H100, bench/results/2026-12-07-h100-s61-short-tile-scales.md).
       constexpr WeightFormatId kF = Cfg::kFormat;
-      constexpr bool kGroupedScales = !S::kStagedScales && kStages % 2 == 0 &&
-                                      (kF == WeightFormatId::kMxfp4 || kF == WeightFormatId::kMxfp8 || kF == WeightFormatId::kNvfp4);
+      constexpr bool kScalesEveryTile = kF == WeightFormatId::kMxfp4 || kF == WeightFormatId::kMxfp8 || kF == WeightFormatId::kNvfp4;
+      constexpr bool kShortTileGroupScales = BM <= 48 && (kF == WeightFormatId::kInt4 || kF == WeightFormatId::kFp8Block);
+      constexpr bool kGroupedScales = !S::kStagedScales && kStages % 2 == 0 && (kScalesEveryTile || kShortTileGroupScales);
       constexpr int kScaleGroup = kGroupedScales ? kStages / 2 : 1;
     #pragma unroll
       for (int q = 0; q < (kGroupedScales ? kScaleGroup : kScaleAhead); ++q)
