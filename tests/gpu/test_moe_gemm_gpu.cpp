@@ -347,17 +347,16 @@ void add_gather_and_masked_specs(const GemmCase& c, const cuda::GemmTile& tile, 
 
 // MOEQ_TEST_TILES="T1 T2 ...": whether it is unset or names this tile (a quick device check of the kernels a change
 // touches; the full run is the evidence).
-bool tile_selected(const std::string& text) {
-  const char* only = std::getenv("MOEQ_TEST_TILES");
-  return only == nullptr || (" " + std::string(only) + " ").find(" " + text + " ") != std::string::npos;
+// Whether the space-separated list in environment variable `var` is unset or names `name`.
+bool env_list_selects(const char* var, const std::string& name) {
+  const char* only = std::getenv(var);
+  return only == nullptr || (" " + std::string(only) + " ").find(" " + name + " ") != std::string::npos;
 }
+bool tile_selected(const std::string& text) { return env_list_selects("MOEQ_TEST_TILES", text); }
 
 // MOEQ_TEST_SCHEMES="S1 S2 ...": the same for a test's schemes (MmaOrderTokensEqualTheirPermutedTile compiles two
 // kernels a case, cold, and ran past a 300 s device call with every scheme and tile).
-bool scheme_selected(const std::string& scheme) {
-  const char* only = std::getenv("MOEQ_TEST_SCHEMES");
-  return only == nullptr || (" " + std::string(only) + " ").find(" " + scheme + " ") != std::string::npos;
-}
+bool scheme_selected(const std::string& scheme) { return env_list_selects("MOEQ_TEST_SCHEMES", scheme); }
 
 TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
   if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
