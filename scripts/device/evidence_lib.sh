@@ -295,15 +295,17 @@ clocks_stop() { kill "$clocks_pid" 2>/dev/null; wait "$clocks_pid" 2>/dev/null; 
 # reduce; later builds ignore it), A = $build with MOEQ_FUSED_ACTIVATION=0, B = $build with both, W = $build with
 # MOEQ_FUSED_ACTIVATION_MAX_ROWS=$WIDE_ROWS (default 1024: the direct tiles fuse at up to that many slots), R = $build with
 # MOEQ_FOLD_ORDER=0 (GEMM1's MMA-order pass in its own launch, not folded into the routing's), C = $build with
-# MOEQ_FOLD_ORDER=2 (folded on the chunked routing path too); STEP_TIMEOUT seconds a process (60). TABLE planner adds
+# MOEQ_FOLD_ORDER=2 (folded on the chunked routing path too), E = $build with --fp8-wgmma (the e4m3 wgmma body, canonical
+# codes); STEP_TIMEOUT seconds a process (60), STEP_CODES the --codes list (the bench's default). TABLE planner adds
 # --no-shipped-tuning (shipped: the shipped tables); a TABLE ending in .json adds --tuning TABLE (its rows replace the
 # shipped table's at the M they cover) and is recorded by its file name.
 layer_steps() {
-  local flags="" who bin self fused act max_rows
+  local flags="" who bin self fused act max_rows extra
   [ "$1" = planner ] && flags="--no-shipped-tuning"
   case "$1" in *.json) flags="--tuning $1" ;; esac
+  [ -n "${STEP_CODES:-}" ] && flags="$flags --codes $STEP_CODES"
   for who in $5; do
-    bin="$build/moeq" self=1 fused=1 act=1 order=1 max_rows=""
+    bin="$build/moeq" self=1 fused=1 act=1 order=1 max_rows="" extra=""
     [ "$who" = O ] && bin="$old_build/moeq"
     [ "$who" = Z ] && self=0
     [ "$who" = F ] && fused=0
@@ -312,11 +314,12 @@ layer_steps() {
     [ "$who" = W ] && max_rows="${WIDE_ROWS:-1024}"
     [ "$who" = R ] && order=0
     [ "$who" = C ] && order=2
+    [ "$who" = E ] && extra="--fp8-wgmma"
     # NOTE: only W sets MOEQ_FUSED_ACTIVATION_MAX_ROWS; the other letters run the library's own limit.
     # shellcheck disable=SC2086
     env -u MOEQ_FUSED_ACTIVATION_MAX_ROWS ${max_rows:+MOEQ_FUSED_ACTIVATION_MAX_ROWS=$max_rows} \
       MOEQ_SELF_ROUTE=$self MOEQ_FUSED_REDUCE=$fused MOEQ_FUSED_ACTIVATION=$act MOEQ_FOLD_ORDER=$order timeout "${STEP_TIMEOUT:-60}" "$bin" bench --trials 5 \
-      --kernel layer $flags --preset "$2" --scheme "$3" -M $4 >"$out/o.tmp" 2>&1
+      --kernel layer $flags $extra --preset "$2" --scheme "$3" -M $4 >"$out/o.tmp" 2>&1
     grep -E '^layer  [a-z]' "$out/o.tmp" | grep -v '^layer  preset' |
       awk -v w="$who" -v t="$(basename "$1")" '{print t, w, $2, $3, $4, $5, $6, $8}' >>"$out/steps.txt"
     grep -E "^copy" "$out/o.tmp" | head -1
