@@ -162,7 +162,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   // x [rows, cols] (row stride `stride`) quantized for a GEMM reading `input`: its codes (e4m3) or
   // their 16-bit values into `out` (dense), and the scales.
   // fold: not launched but returned there, for the routing's first launch to run (cuda/folded_quantizer.hpp).
-  // mma_order: the values in the MMA's K order (GEMM1 on a `/t` tile).
+  // mma_order: the values (or e4m3 codes) in the MMA's K order (GEMM1 on a `/t` tile).
   const auto quantize_for = [&](cuda::GemmInput input, CUdeviceptr x, int64_t stride, int64_t rows, int64_t cols,
                                 CUdeviceptr out, CUdeviceptr scales, bool mma_order,
                                 cuda::FoldedQuantizer* fold = nullptr) {
@@ -170,7 +170,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
       *fold = cuda::fold_quantizer(d.act_format, c, x, stride, rows, cols, out, scales,
                                    input != cuda::GemmInput::row_scaled_e4m3, cuda::kRouteFirstKernelThreads, mma_order);
     } else if (input == cuda::GemmInput::row_scaled_e4m3) {
-      cuda::quantize_activation(d.act_format, c, x, stride, rows, cols, out, scales, stream);
+      cuda::quantize_activation(d.act_format, c, x, stride, rows, cols, out, scales, stream, mma_order);
     } else {
       cuda::quantize_activation_values(d.act_format, c, x, stride, rows, cols, out, scales, stream, mma_order);
     }
@@ -244,7 +244,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
       const CUdeviceptr scales = buffer("dequantized_down_input.scales"), out = buffer("dequantized_down_input");
       if (input2 == cuda::GemmInput::row_scaled_e4m3) {
         cuda::activation_quantize_codes(d.activation, d.interleaved_gate_up, d.act_format, c, g1.c, rows, I, out,
-                                        scales, stream);
+                                        scales, stream, g2.tile.mma_order_tokens);
       } else {
         cuda::activation_quantize_values(d.activation, d.interleaved_gate_up, d.act_format, c, g1.c, rows, I, out,
                                          scales, stream, g2.tile.mma_order_tokens);

@@ -38,9 +38,11 @@ jit::KernelSpec order_rows_kernel_spec();
 //   fp8_token: codes e4m3 [rows, cols], scales f32 [rows]
 //   mxfp8:     codes e4m3 [rows, cols], scales ue8m0 [rows, cols / 32]
 //   mxfp4:     codes e2m1 [rows, cols / 2], scales ue8m0 [rows, cols / 32]
+// mma_order (FP8 per token, cols % 128 == 0): each row's codes in the e4m3 consumers' K order
+// (moeq_dev::e4m3_mma_order_position; GEMM1's input on a `/t` e4m3 tile).
 void quantize_activation(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride,
                          int64_t rows, int64_t cols, CUdeviceptr codes, CUdeviceptr scales,
-                         CUstream stream);
+                         CUstream stream, bool mma_order = false);
 
 // quantize_activation and dequantize_activation in one kernel: the codes' 16-bit values, bit for
 // bit what dequantize_activation writes, into values [rows, cols] (dtype, dense), and the scales
@@ -61,9 +63,10 @@ void activation_quantize_values(const ActivationParams& params, bool interleaved
                                 CUdeviceptr scales, CUstream stream, bool mma_order = false);
 // The same with the codes written (as quantize_activation writes them: dense [rows, I], 8-byte
 // aligned for the 16-byte path) instead of their values: GEMM2's input where it reads e4m3 codes.
+// mma_order (FP8 per token, I % 128 == 0): as quantize_activation's (GEMM2's input on a `/t` e4m3 tile).
 void activation_quantize_codes(const ActivationParams& params, bool interleaved, ActFormat format, DType dtype,
                                CUdeviceptr gate_up, int64_t rows, int64_t intermediate, CUdeviceptr codes,
-                               CUdeviceptr scales, CUstream stream);
+                               CUdeviceptr scales, CUstream stream, bool mma_order = false);
 
 // codes / scales as quantize_activation writes them -> out [rows, cols] (dtype bf16 / f16) with
 // row stride out_row_stride elements: the values the GEMM's 16-bit MMAs take for the quantized

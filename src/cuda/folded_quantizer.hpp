@@ -22,7 +22,7 @@ struct FoldedQuantizerArgs {
   int32_t rows = 0, cols = 0;
   int32_t vectorized = 0, warps_per_row = 1;
   uint32_t first_block = 0;  // set by the routing launch: its own CTAs
-  int32_t mma_order = 0;     // values_out: the values in the MMA's K order (quantize_activation_values)
+  int32_t mma_order = 0;     // the values (or FP8 per-token codes) in the MMA's K order (CodeSink)
 };
 static_assert(sizeof(FoldedQuantizerArgs) == 56, "the device struct's layout");
 

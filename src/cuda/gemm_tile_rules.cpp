@@ -179,7 +179,8 @@ bool gemm_takes_e4m3(const WeightDesc& w, const GemmTile& tile, int sm, bool pre
   // beside their accumulators, and with 256 channels the copy warps' 16 code copies per K tile
   // spilled (ptxas: 52-60 bytes at 64 x 256).
   // NOTE: the e4m3 ring holds twice the codes per stage; a 16-bit tile's legality does not imply it fits.
-  return tile.producer && tile.wgmma && !tile.persistent && tile.block_n == 128 &&
+  // NOTE: persistent only with MMA-order tokens (the consumers carry one ring state, a stage being its token buffer).
+  return tile.producer && tile.wgmma && (!tile.persistent || tile.mma_order_tokens) && tile.block_n == 128 &&
          (tile.block_m == 64 || tile.block_m == 128) &&
          w.k % 128 == 0 && w.k <= 32768 &&
          gemm_smem_bytes(tile, w, GemmInput::row_scaled_e4m3) + gemm_static_smem_bytes(tile) <= 227 * 1024;
@@ -188,8 +189,7 @@ bool gemm_takes_e4m3(const WeightDesc& w, const GemmTile& tile, int sm, bool pre
 GemmTile e4m3_tile_of(const GemmTile& tile) {
   GemmTile t = tile;
   if (t.producer && t.wgmma) t.block_n = 128;
-  t.persistent = false;        // the e4m3 consumers run one tile per CTA
-  t.mma_order_tokens = false;  // and read permuted e4m3 tokens
+  t.persistent = t.persistent && t.mma_order_tokens;  // persistent e4m3 consumers read MMA-order tokens only
   return t;
 }
 

@@ -67,7 +67,9 @@ std::vector<jit::KernelSpec> other_kernel_specs(const ExpertsDesc& d) {
 template <class Add>
 void add_gemm(const Add& add, const WeightDesc& w, DType act_dtype, const GemmPlan& plan, bool prepared,
               const GemmVariantUse& use) {
-  for (const GemmTile& ordered : {plan.tile, permuting_tile(plan.tile, w)}) {
+  // NOTE: e4m3 input has no twin: its `/t` tiles run only where K % 128 == 0 (gemm_takes_e4m3), in every layout.
+  const bool e4m3 = plan.input == GemmInput::row_scaled_e4m3;
+  for (const GemmTile& ordered : {plan.tile, e4m3 ? plan.tile : permuting_tile(plan.tile, w)}) {
     for (const GemmTile& tile : {ordered, unaligned_scales_tile(ordered)})
       for (bool mx_scales_at_most_two : {false, true}) {
         add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, plan.input, mx_scales_at_most_two));
@@ -109,7 +111,7 @@ GemmPlan gemm_plan(const ExpertsDesc& d, const WeightDesc& w, const GemmTile& re
                    bool wgmma_e4m3) {
   // NOTE: the order permutes whole 64-k tiles: K off a multiple of 64 runs `/t` tiles as their twins. The
   // quantizers write their 16-bit values in that order where asked (quantize_activation_values, activation_
-  // quantize_values); e4m3 codes never (e4m3_tile_of).
+  // quantize_values), and e4m3 codes in the e4m3 consumers' order of 128-k tiles (gemm_takes_e4m3: K % 128 == 0).
   const GemmTile tile = w.k % 64 == 0 ? requested : permuting_tile(requested, w);
   if (d.act_format != ActFormat::fp8_token) return {tile, GemmInput::values};
   const GemmTile e4m3 = e4m3_tile_of(tile);

@@ -17,7 +17,8 @@ namespace moeq::cuda {
 // the epilogue): the e4m3 codes on e4m3_tile_of(tile) where gemm_takes_e4m3 admits it, else
 // their 16-bit values on `tile`. The warp-specialized e4m3 body (canonical MXFP4) only with
 // wgmma_e4m3 (Options::fp8_wgmma: measured slower than the values path). K off a multiple of 64 runs a
-// `/t` tile as permuting_tile; e4m3 input never has `/t`.
+// `/t` tile as permuting_tile; e4m3 input keeps `/t` (the quantizers write its codes in that order) and needs
+// no twin (K % 128 == 0).
 struct GemmPlan {
   GemmTile tile;
   GemmInput input = GemmInput::values;

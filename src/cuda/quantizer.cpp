@@ -87,6 +87,16 @@ unsigned check_quantizer_outputs(const std::string& name, ActFormat format, CUde
   return values_out ? 16 : format == ActFormat::mxfp4 ? 4 : 8;
 }
 
+// The MMA's K order: 16-bit values in whole 64-k tiles (moeq_dev::mma_order_position), or FP8 per-token codes
+// in whole 128-k tiles (moeq_dev::e4m3_mma_order_position, the e4m3 consumers').
+void check_mma_order(bool mma_order, ActFormat format, bool values_out, int64_t cols, const char* name) {
+  if (!mma_order) return;
+  if (values_out ? cols % 64 != 0 : format != ActFormat::fp8_token || cols % 128 != 0)
+    throw Error(std::string("the MMA's K order needs 16-bit values out with ") + name +
+                " % 64 == 0, or FP8 per-token codes with " + name + " % 128 == 0 (" + name + " = " + str(cols) +
+                ", format " + std::string(to_string(format)) + (values_out ? ", values out)" : ", codes out)"));
+}
+
 // The checks of quantize_activation (values_out false: `out` is the codes) and
 // quantize_activation_values (true: `out` is the codes' 16-bit values, dense [rows, cols]), folded
 // or not; whether the 16-byte path serves. rows = 0 passes before the pointers are checked.
@@ -94,8 +104,7 @@ bool check_quantizer(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_r
                      CUdeviceptr out, CUdeviceptr scales, bool values_out, bool mma_order = false) {
   check_dtype(dtype);
   format_enum(format);
-  if (mma_order && (!values_out || cols % 64 != 0))
-    throw Error("the MMA's K order needs 16-bit values out and cols % 64 == 0 (cols = " + str(cols) + ")");
+  check_mma_order(mma_order, format, values_out, cols, "cols");
   if (rows < 0 || rows > INT_MAX) throw Error("rows = " + str(rows) + " is outside [0, 2^31)");
   if (cols <= 0 || cols > INT_MAX) throw Error("cols = " + str(cols) + " is outside [1, 2^31)");
   const bool mx = format != ActFormat::fp8_token;
@@ -143,9 +152,7 @@ void launch_activation_quantizer(const ActivationParams& params, bool interleave
   check_dtype(dtype);
   activation_enum(params.kind);
   format_enum(format);
-  if (mma_order && (!values_out || intermediate % 64 != 0))
-    throw Error("the MMA's K order needs 16-bit values out and intermediate % 64 == 0 (intermediate = " +
-                str(intermediate) + ")");
+  check_mma_order(mma_order, format, values_out, intermediate, "intermediate");
   if (interleaved && !is_gated(params.kind))
     throw Error("interleaved_gate_up needs a gated activation, not " + std::string(to_string(params.kind)));
   if (rows < 0 || rows > INT_MAX) throw Error("rows = " + str(rows) + " is outside [0, 2^31)");
@@ -231,9 +238,9 @@ void activation_quantize_values(const ActivationParams& params, bool interleaved
 
 void activation_quantize_codes(const ActivationParams& params, bool interleaved, ActFormat format, DType dtype,
                                CUdeviceptr gate_up, int64_t rows, int64_t intermediate, CUdeviceptr codes,
-                               CUdeviceptr scales, CUstream stream) {
+                               CUdeviceptr scales, CUstream stream, bool mma_order) {
   launch_activation_quantizer(params, interleaved, format, dtype, gate_up, rows, intermediate, codes, scales, false,
-                              stream);
+                              stream, mma_order);
 }
 
 int64_t folded_blocks(int64_t work_blocks, int threads) {
@@ -266,8 +273,8 @@ FoldedQuantizer fold_quantizer(ActFormat format, DType dtype, CUdeviceptr in, in
 }
 
 void quantize_activation(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows,
-                         int64_t cols, CUdeviceptr codes, CUdeviceptr scales, CUstream stream) {
-  launch_quantizer(format, dtype, in, in_row_stride, rows, cols, codes, scales, false, stream);
+                         int64_t cols, CUdeviceptr codes, CUdeviceptr scales, CUstream stream, bool mma_order) {
+  launch_quantizer(format, dtype, in, in_row_stride, rows, cols, codes, scales, false, stream, mma_order);
 }
 
 void quantize_activation_values(ActFormat format, DType dtype, CUdeviceptr in, int64_t in_row_stride, int64_t rows,

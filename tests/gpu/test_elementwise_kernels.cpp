@@ -632,6 +632,55 @@ TEST(ElementwiseGpu, MmaOrderMovesEveryElementToItsPosition) {
         EXPECT_TRUE(download(s_plain) == download(s_ordered)) << what << ": scales differ";
         EXPECT_TRUE(download(as_plain) == download(as_ordered)) << what << ": activation scales differ";
       }
+  // FP8 per-token codes (the e4m3 wgmma tiles' inputs, `/t`): each code moved to e4m3_mma_order_position, the
+  // scales unchanged; the 16-byte path and (stride cols + 2) the scalar one. Other formats' codes refuse the order.
+  for (const DType dt : {DType::bf16, DType::f16})
+    for (const int64_t cols : {int64_t{768}, int64_t{2944}}) {
+      const int64_t rows = 33, stride = cols == 768 ? cols + 2 : cols, bytes = rows * cols;
+      const size_t scale_bytes = static_cast<size_t>(moeq::ref::act_scale_bytes(ActFormat::fp8_token, rows, cols));
+      std::vector<uint16_t> x(static_cast<size_t>(rows * stride)), gate_up(static_cast<size_t>(rows * 2 * cols));
+      for (auto& v : x) v = to_half(dt, normal(rng));
+      for (auto& v : gate_up) v = to_half(dt, normal(rng));
+      moeq::ActivationParams silu;
+      cu::DeviceBuffer d_x = cu::DeviceBuffer::from_host(x), d_gu = cu::DeviceBuffer::from_host(gate_up);
+      std::vector<cu::DeviceBuffer> codes, scales;
+      for (int i = 0; i < 4; ++i) {
+        codes.push_back(poisoned(static_cast<size_t>(bytes)));
+        scales.push_back(poisoned(scale_bytes));
+      }
+      for (const bool ordered : {false, true}) {
+        const int i = ordered ? 1 : 0;
+        cu::quantize_activation(ActFormat::fp8_token, dt, d_x.ptr(), stride, rows, cols, codes[i].ptr(),
+                                scales[i].ptr(), stream.get(), ordered);
+        cu::activation_quantize_codes(silu, false, ActFormat::fp8_token, dt, d_gu.ptr(), rows, cols,
+                                      codes[2 + i].ptr(), scales[2 + i].ptr(), stream.get(), ordered);
+      }
+      stream.synchronize();
+      for (const int first : {0, 2}) {
+        const std::string what = std::string(first == 0 ? "codes " : "activation codes ") +
+                                 std::string(moeq::to_string(dt)) + " cols " + std::to_string(cols);
+        const std::vector<uint8_t> plain = download(codes[first]), got = download(codes[first + 1]);
+        expect_guard_intact(got, static_cast<size_t>(bytes), what);
+        EXPECT_TRUE(download(scales[first]) == download(scales[first + 1])) << what << ": scales differ";
+        bool moved = true;
+        for (int64_t r = 0; r < rows && moved; ++r)
+          for (int64_t k = 0; k < cols && moved; ++k)
+            if (plain[static_cast<size_t>(r * cols + k)] !=
+                got[static_cast<size_t>(r * cols + moeq_dev::e4m3_mma_order_position(k))]) {
+              ADD_FAILURE() << what << ": row " << r << " k " << k << " not at " << moeq_dev::e4m3_mma_order_position(k);
+              moved = false;
+            }
+      }
+    }
+  {
+    cu::DeviceBuffer d_x = poisoned(2 * 256 * 2), d_codes = poisoned(2 * 256), d_scales = poisoned(64);
+    EXPECT_THROW(cu::quantize_activation(ActFormat::mxfp8, DType::bf16, d_x.ptr(), 256, 2, 256, d_codes.ptr(),
+                                         d_scales.ptr(), stream.get(), true),
+                 moeq::Error);
+    EXPECT_THROW(cu::quantize_activation(ActFormat::fp8_token, DType::bf16, d_x.ptr(), 192, 2, 192, d_codes.ptr(),
+                                         d_scales.ptr(), stream.get(), true),
+                 moeq::Error);
+  }
   // Rows with strides (a caller's hidden states), and in place (the contiguous layout's permuted rows);
   // 2880 = 45 tiles a row.
   for (const int64_t cols : {int64_t{64}, int64_t{2880}, int64_t{7168}}) {

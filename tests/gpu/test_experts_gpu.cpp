@@ -349,7 +349,9 @@ TEST(ExpertsGpu, E4m3ActivationsOnEveryDirectTileMatchOracle) {
 // same tiles (the 16-bit values path); Qwen3's K = 2048 and I = 768 (16 and 6 K tiles); and MX
 // scales raised by 12 binades in one group of every third row (the fold's widest exact window:
 // the other groups decode at shift 0, the subnormal e4m3 code) or by 13 (those K tiles take one
-// pass per group), in every K tile or every third.
+// pass per group), in every K tile or every third. `/t` tiles read the codes the quantizers wrote in
+// the e4m3 consumers' K order from the copy ring itself; persistent ones (`/s/t`) loop over output
+// tiles with the ring's state carried on (M = 129 gives the tiny layer 7-10 blocks over 2 N blocks).
 TEST(ExpertsGpu, E4m3ActivationsOnMxfp4WarpSpecializedTilesMatchOracle) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
   if (cuda::device_sm() < 90) GTEST_SKIP() << "no wgmma on sm_" << cuda::device_sm();
@@ -360,11 +362,14 @@ TEST(ExpertsGpu, E4m3ActivationsOnMxfp4WarpSpecializedTilesMatchOracle) {
   wide.hidden_size = 2048;
   wide.intermediate_size = 768;
   int case_index = 0;
-  for (const char* text : {"128x256/1x8x1/4/p", "128x128/1x8x1/6/p", "64x256/1x8x1/8/p", "64x128/1x8x1/4/p"}) {
+  for (const char* text : {"128x256/1x8x1/4/p", "128x128/1x8x1/6/p", "64x256/1x8x1/8/p", "64x128/1x8x1/4/p",
+                           "128x256/1x8x1/4/p/t", "64x128/1x8x1/6/p/t", "128x256/1x8x1/6/p/s/t",
+                           "64x128/1x8x1/4/p/s/t"}) {
     const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
-    ASSERT_EQ(cuda::gemm_plan(tiny, tiny.w13(), tile, cuda::device_sm(), false, true).input,
-              cuda::GemmInput::row_scaled_e4m3)
-        << text;
+    const cuda::GemmPlan plan = cuda::gemm_plan(tiny, tiny.w13(), tile, cuda::device_sm(), false, true);
+    ASSERT_EQ(plan.input, cuda::GemmInput::row_scaled_e4m3) << text;
+    ASSERT_EQ(plan.tile.mma_order_tokens, tile.mma_order_tokens) << text;
+    ASSERT_EQ(plan.tile.persistent, tile.persistent) << text;
     Options o = one_tile_everywhere(tile);
     o.fp8_wgmma = true;
     for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})

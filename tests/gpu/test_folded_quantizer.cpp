@@ -45,10 +45,10 @@ struct Case {
   ActFormat format;
   bool values_out;
   int64_t rows, cols, stride;
-  bool mma_order = false;  // values_out: in the MMA's K order (a `/t` GEMM's input)
+  bool mma_order = false;  // in the MMA's K order (a `/t` GEMM's input: 16-bit values, or FP8 per-token codes)
   std::string label() const {
     return std::string(moeq::to_string(format)) + " " + std::string(moeq::to_string(dtype)) +
-           (values_out ? (mma_order ? " values in MMA order" : " values") : " codes") + " rows " + std::to_string(rows) +
+           (values_out ? " values" : " codes") + (mma_order ? " in MMA order" : "") + " rows " + std::to_string(rows) +
            " cols " + std::to_string(cols) + " stride " + std::to_string(stride);
   }
 };
@@ -92,7 +92,8 @@ Outputs run(const Case& c, bool align, cu::RoutingPath path, bool folded, const 
       cu::quantize_activation_values(c.format, c.dtype, x.ptr(), c.stride, c.rows, c.cols, codes.ptr(), scales.ptr(),
                                      stream, c.mma_order);
     } else {
-      cu::quantize_activation(c.format, c.dtype, x.ptr(), c.stride, c.rows, c.cols, codes.ptr(), scales.ptr(), stream);
+      cu::quantize_activation(c.format, c.dtype, x.ptr(), c.stride, c.rows, c.cols, codes.ptr(), scales.ptr(), stream,
+                              c.mma_order);
     }
   }
   cu::check(cu::driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
@@ -115,12 +116,13 @@ TEST(FoldedQuantizerGpu, EqualsTheQuantizersOwnLaunchOnEveryRoutingPath) {
   int seed = 0;
   for (const DType dtype : {DType::bf16, DType::f16})
     for (const ActFormat format : {ActFormat::fp8_token, ActFormat::mxfp8, ActFormat::mxfp4})
-      for (const int out_kind : {0, 1, 2})  // codes, values, values in the MMA's K order
+      for (const int out_kind : {0, 1, 2, 3})  // codes, values, values in the MMA's K order, codes in it (FP8 per token)
         for (const auto& [rows, cols] : shapes)
           for (const int64_t pad : {int64_t{0}, int64_t{3}}) {
             if (pad != 0 && rows > 129) continue;
             if (out_kind == 2 && (rows == 1600 || format == ActFormat::mxfp8)) continue;  // the order is the sink's alone
-            const Case c{dtype, format, out_kind > 0, rows, cols, cols + pad, out_kind == 2};
+            if (out_kind == 3 && (rows == 1600 || format != ActFormat::fp8_token || cols % 128 != 0)) continue;
+            const Case c{dtype, format, out_kind == 1 || out_kind == 2, rows, cols, cols + pad, out_kind >= 2};
             const cu::DeviceBuffer x = cu::DeviceBuffer::from_host(
                 quantize_input(dtype, rows, c.stride, cols, static_cast<uint32_t>(++seed)));
             std::mt19937 rng(static_cast<uint32_t>(seed));

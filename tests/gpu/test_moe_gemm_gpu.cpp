@@ -445,6 +445,98 @@ TEST(MoeGemmGpu, EveryTileCandidateMatchesTheDequantizedProduct) {
   }
 }
 
+// e4m3 activations on the warp-specialized MXFP4 tiles (kernels/moe_gemm_ws_e4m3.cuh): the same FP8 codes and row
+// scales, in their natural order to a permuting tile, in the e4m3 consumers' K order (e4m3_mma_order_position) to its
+// `/t` form, and to the persistent `/s/t` form over 1, 3 and one CTA per SM, give bit-identical outputs (the same MMAs
+// in the same order; the persistent tile's ring state, row buffers and wide-tile bits turn over from tile to tile).
+// The permuting tile's output is within the dequantized product's bounds. MX scales of every third row raised by 13
+// binades in one group of every other K tile make those K tiles take the one-pass-per-group path.
+TEST(MoeGemmGpu, E4m3MmaOrderAndPersistentTilesEqualThePermutingTile) {
+  if (const std::string why = wgmma_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  cuda::Stream stream;
+  std::mt19937 rng(63);
+  GemmCase c = make_case("mxfp4", DType::none);  // K = 768: six 128-k tiles
+  c.w.n = 600;
+  HostWeights h = quantized_weights(c, rng);
+  const int64_t E = c.w.num_experts, N = c.w.n, K = c.w.k, groups = K / 32, M = 250, slots = M * kGatherTopK;
+  for (int64_t row = 0; row < E * N; row += 3)
+    for (int64_t g = 1; g < groups; g += 8) {
+      uint8_t& scale = h.q->scales[static_cast<size_t>(row * groups + g)];
+      scale = static_cast<uint8_t>(std::min(scale + 13, 250));
+    }
+  const DeviceWeights dw = upload(*h.q);
+  // Codes: random e4m3 bytes but the NaNs (0x7F, 0xFF); scales: powers of two and others.
+  std::vector<uint8_t> codes(static_cast<size_t>(M * K)), ordered(codes.size());
+  for (uint8_t& code : codes) {
+    do code = static_cast<uint8_t>(rng() & 0xFF);
+    while ((code & 0x7F) == 0x7F);
+  }
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t k = 0; k < K; ++k)
+      ordered[static_cast<size_t>(m * K + moeq_dev::e4m3_mma_order_position(k))] = codes[static_cast<size_t>(m * K + k)];
+  std::vector<float> row_scales(static_cast<size_t>(M));
+  std::uniform_real_distribution<float> unit(0.25f, 4.0f);
+  for (float& s : row_scales) s = unit(rng);
+  const std::vector<int32_t> ids = gather_ids(M, rng);
+  cuda::DeviceBuffer natural_d = cuda::DeviceBuffer::from_host(codes), ordered_d = cuda::DeviceBuffer::from_host(ordered),
+                     scales_d = cuda::DeviceBuffer::from_host(row_scales), ids_d = cuda::DeviceBuffer::from_host(ids);
+  const auto run = [&](const cuda::GemmTile& tile, int64_t max_ctas) {
+    const int64_t cap = cuda::align_capacity(slots, E, tile.block_m);
+    cuda::DeviceBuffer local(static_cast<size_t>(slots * 4)), sorted(static_cast<size_t>(cap * 4)),
+        expert_ids(static_cast<size_t>(cap / tile.block_m * 4)), padded(4), out(static_cast<size_t>(slots * N * 2));
+    out.fill_bytes(0xFF);  // NaN in bf16
+    const cuda::RouteIds route{ids_d.ptr(), DType::i32, M, kGatherTopK, E, 0, E, 0};
+    cuda::map_and_align(route, tile.block_m, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()}, stream.get());
+    cuda::MoeGemmArgs g = gemm_args(c, dw, tile, tile.mma_order_tokens ? ordered_d.ptr() : natural_d.ptr(), out.ptr(), false);
+    g.a_e4m3 = true;
+    g.a_row_scales = scales_d.ptr();
+    g.gather = true;
+    g.sorted_ids = sorted.ptr();
+    g.expert_ids = expert_ids.ptr();
+    g.num_tokens_padded = padded.ptr();
+    g.num_slots = slots;
+    g.src_row_divisor = kGatherTopK;
+    g.sorted_capacity = cap;
+    g.max_ctas = max_ctas;
+    cuda::moe_gemm(g, stream.get());
+    cuda::check(cuda::driver().cuStreamSynchronize(stream.get()), "cuStreamSynchronize");
+    return out.to_host<uint16_t>(static_cast<size_t>(slots * N));
+  };
+  // The float64 product of the codes' values, row scales and the weights as dequantized after the raise.
+  std::vector<float> w(static_cast<size_t>(E * N * K));
+  for (int64_t e = 0; e < E; ++e) ref::dequantize_expert(c.w, h.q->view(), e, w.data() + e * N * K);
+  for (const char* permuting : {"128x128/1x8x1/4/p", "64x128/1x8x1/6/p"}) {
+    const cuda::GemmTile tile = cuda::parse_gemm_tile(permuting);
+    ASSERT_TRUE(cuda::gemm_takes_e4m3(c.w, tile, 90, false)) << permuting;
+    const std::vector<uint16_t> want = run(tile, 0);
+    double err = 0, norm = 0;
+    bool finite = true;
+    for (int64_t s = 0; s < slots; s += 7) {
+      const int64_t m = s / kGatherTopK, e = ids[static_cast<size_t>(s)];
+      for (int64_t n = 0; n < N; ++n) {
+        double sum = 0;
+        for (int64_t k = 0; k < K; ++k)
+          sum += static_cast<double>(ref::e4m3_to_f32(codes[static_cast<size_t>(m * K + k)])) *
+                 w[static_cast<size_t>((e * N + n) * K + k)];
+        sum *= row_scales[static_cast<size_t>(m)];
+        const double got = ref::bf16_to_f32(want[static_cast<size_t>(s * N + n)]);
+        finite = finite && std::isfinite(got);
+        err += (got - sum) * (got - sum);
+        norm += sum * sum;
+      }
+    }
+    EXPECT_TRUE(finite && std::sqrt(err / norm) < 5e-3) << permuting << ": rel " << std::sqrt(err / norm);
+    cuda::GemmTile ordered_tile = tile, persistent = tile;
+    ordered_tile.mma_order_tokens = persistent.mma_order_tokens = true;
+    persistent.persistent = true;
+    ASSERT_TRUE(cuda::gemm_takes_e4m3(c.w, persistent, 90, false)) << persistent.to_string();
+    EXPECT_TRUE(run(ordered_tile, 0) == want) << ordered_tile.to_string() << ": differs from " << permuting;
+    for (int64_t ctas : {1, 3, 0})
+      EXPECT_TRUE(run(persistent, ctas) == want) << persistent.to_string() << ", " << ctas << " CTAs: differs from "
+                                                 << permuting;
+  }
+}
+
 // Persistent (/s) tiles: one CTA loops over many output tiles, its rings, row buffers and barrier
 // phases running on from tile to tile. With 1, 3 and 7 CTAs (and one per SM) over 3 N blocks (N = 600,
 // the last one partial) and up to ~15 M blocks, the output is bit-identical to the same tile's with one

@@ -186,6 +186,21 @@ TEST(GemmTiles, MmaOrderTilesAreProducerTilesOfWholeKTiles) {
   // (kernels/moe_gemm_sync.cuh's K order): e.g. k = 16 + 4 = 20 (t 1, s 1, j 0) sits at 16 + 2 = 18.
   EXPECT_EQ(moeq_dev::mma_order_position(20), 18);
   EXPECT_EQ(moeq_dev::mma_order_position(64 + 6), 64 + 8 + 16 + 0);
+  // e4m3 codes: the same 4-byte units moved the same way over 128-k tiles (byte b of the e4m3 row where
+  // byte b of the 16-bit row goes), so MMA j (k32) of lane t reads its physical k 32 t + 8 j + 4 h + [0, 4)
+  // at bytes 32 j + 16 h + 4 t + [0, 4) of the tile's row.
+  std::set<long long> seen_e4m3;
+  for (long long k = 0; k < 384; ++k) {
+    const long long to = moeq_dev::e4m3_mma_order_position(k);
+    EXPECT_EQ(to / 128, k / 128) << k;
+    EXPECT_EQ(to % 4, k % 4) << k;
+    EXPECT_TRUE(seen_e4m3.insert(to).second) << k;
+    EXPECT_EQ(to, 2 * moeq_dev::mma_order_position(k / 2) + k % 2) << k;
+  }
+  EXPECT_EQ(moeq_dev::e4m3_mma_order_position(32 * 1 + 8 * 2 + 4 * 1 + 3), 32 * 2 + 16 * 1 + 4 * 1 + 3);
+  // store_e4m3x8_in_mma_order relies on it: the two 4-code units of an 8-code chunk land 16 bytes apart.
+  for (long long e = 0; e < 384; e += 8)
+    EXPECT_EQ(moeq_dev::e4m3_mma_order_position(e + 4), moeq_dev::e4m3_mma_order_position(e) + 16) << e;
   // store_pairs_in_mma_order relies on it: the 4 pairs of an 8-element chunk land 8 elements apart.
   for (long long e = 0; e < 192; e += 8)
     for (int i = 0; i < 4; ++i)
@@ -212,8 +227,8 @@ TEST(GemmTiles, MmaOrderTilesAreProducerTilesOfWholeKTiles) {
   bool ordering_kernel = false;
   for (const jit::KernelSpec& spec : cuda::layer_kernel_specs(d)) ordering_kernel |= spec.entry == "moeq_order_rows_for_mma";
   EXPECT_TRUE(ordering_kernel);
-  // Quantized activations keep `/t` on their 16-bit values (the quantizers write them in that order); e4m3 codes and
-  // K off a multiple of 64 run the twin.
+  // Quantized activations keep `/t` on their 16-bit values and on e4m3 codes (the quantizers write both in the
+  // order); K off a multiple of 64 runs the twin.
   EXPECT_TRUE(cuda::gemm_plan(d, d.w13(), ordered, 90, true).tile.mma_order_tokens);
   for (const char* scheme : {"int4-g128:mxfp8", "int4-g128:fp8-token", "mxfp4:mxfp4"}) {
     ExpertsDesc q = io::find_preset("qwen3-30b-a3b").desc;
@@ -227,7 +242,19 @@ TEST(GemmTiles, MmaOrderTilesAreProducerTilesOfWholeKTiles) {
   const cuda::GemmTile narrow = cuda::parse_gemm_tile("128x128/1x8x1/4/p/t");
   const cuda::GemmPlan e4m3_plan = cuda::gemm_plan(e4m3, e4m3.w13(), narrow, 90, false, true);
   EXPECT_EQ(e4m3_plan.input, cuda::GemmInput::row_scaled_e4m3);
-  EXPECT_FALSE(e4m3_plan.tile.mma_order_tokens);
+  EXPECT_TRUE(e4m3_plan.tile.mma_order_tokens);
+  EXPECT_EQ(e4m3_plan.tile.to_string(), "128x128/1x8x1/4/p/t");
+  // A planned persistent 256-channel `/t` tile runs as its persistent 128-channel `/t` tile; without `/t` a
+  // persistent tile runs one tile per CTA (the permuting consumers carry no ring state across tiles).
+  const cuda::GemmPlan wide_plan =
+      cuda::gemm_plan(e4m3, e4m3.w13(), cuda::parse_gemm_tile("128x256/1x8x1/4/p/s/t"), 90, false, true);
+  EXPECT_EQ(wide_plan.input, cuda::GemmInput::row_scaled_e4m3);
+  EXPECT_EQ(wide_plan.tile.to_string(), "128x128/1x8x1/4/p/s/t");
+  EXPECT_TRUE(cuda::gemm_tile_reasons(wide_plan.tile, e4m3.w13()).empty());
+  const cuda::GemmPlan permuting_plan =
+      cuda::gemm_plan(e4m3, e4m3.w13(), cuda::parse_gemm_tile("128x256/1x8x1/4/p/s"), 90, false, true);
+  EXPECT_EQ(permuting_plan.input, cuda::GemmInput::row_scaled_e4m3);
+  EXPECT_EQ(permuting_plan.tile.to_string(), "128x128/1x8x1/4/p");
   ExpertsDesc odd = d;
   odd.hidden_size = 2880 + 32;  // GEMM1's K: 45.5 K tiles
   EXPECT_FALSE(cuda::gemm_plan(odd, odd.w13(), ordered, 90, true).tile.mma_order_tokens);

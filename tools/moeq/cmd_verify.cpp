@@ -26,6 +26,7 @@ struct VerifyArgs {
   std::string seed = "0";
   std::vector<std::string> codes{"prepared", "canonical"};
   std::string tuning;  // a tuning table (JSON, `moeq tune`) in place of the shipped one; empty: the shipped one
+  bool fp8_wgmma = false;  // Options::fp8_wgmma
 };
 
 int run_verify(const VerifyArgs& a) {
@@ -42,6 +43,7 @@ int run_verify(const VerifyArgs& a) {
   // The table is read before the GPU is looked for: a bad path is an error on any machine.
   Options options;
   if (!a.tuning.empty()) options.tuning = TuningTable::load(a.tuning);
+  options.fp8_wgmma = a.fp8_wgmma;
   require_cuda_device("verify");
   std::vector<std::string> schemes = a.schemes;
   if (schemes.empty()) schemes = {"mxfp4", "nvfp4", "mxfp8", "fp8-channel", "fp8-block", "int4-g128", "int4-g64-zp", "int8-ch"};
@@ -94,6 +96,8 @@ Action add_verify_command(CLI::App& app) {
   cmd->add_option("--seed", a->seed, "Seed")->capture_default_str();
   cmd->add_option("--tuning", a->tuning,
                   "A tuning table (JSON, `moeq tune`) in place of the shipped one (M it does not cover: the planner's rules)");
+  cmd->add_flag("--fp8-wgmma", a->fp8_wgmma,
+               "Options::fp8_wgmma: canonical MXFP4 x FP8 per token on the e4m3 wgmma body where a tile admits it");
   cmd->add_option("--codes", a->codes, "Weight code layouts: prepared (moeq::prepare_codes), canonical")
       ->capture_default_str();
   return [a] { return run_verify(*a); };

@@ -23,7 +23,25 @@ MOEQ_MMA_ORDER_HD long long mma_order_position(long long k) {
   return (k & ~63ll) + 2 * (8 * s + 4 * j + t) + (in_tile & 1);
 }
 
+// The same for e4m3 codes (one byte each; the e4m3 consumers of kernels/moe_gemm_ws_e4m3.cuh, `/t` tiles):
+// a 128-k tile of codes fills the 128 bytes of a 64-k tile of 16-bit elements, and the consumers' K order
+// moves the same 4-byte units the same way. Lane t owns the physical k [32t, 32t + 32) of a tile, MMA j (k32)
+// taking 32t + 8j + 4h + [0, 4) as its logical k 16h + 4t + [0, 4): unit u = 8t + 2j + h moves to 8j + 4h + t.
+MOEQ_MMA_ORDER_HD long long e4m3_mma_order_position(long long k) {
+  const int in_tile = static_cast<int>(k & 127), unit = in_tile >> 2;
+  const int t = unit >> 3, j = (unit >> 1) & 3, h = unit & 1;
+  return (k & ~127ll) + 4 * (8 * j + 4 * h + t) + (in_tile & 3);
+}
+
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+// The e4m3 codes [e, e + 8) (e % 8 == 0; each row a whole number of 128-k tiles), bytes of `codes` (byte i of the
+// pair = element e + i), stored in the MMA's K order: units 2u and 2u + 1 land 16 bytes apart (h = 0, 1).
+__device__ __forceinline__ void store_e4m3x8_in_mma_order(unsigned char* codes, long long e, uint2 w) {
+  unsigned* first = reinterpret_cast<unsigned*>(codes + e4m3_mma_order_position(e));
+  first[0] = w.x;
+  first[4] = w.y;
+}
+
 // The 16-bit elements [e, e + 8) of `values` (e % 8 == 0; each row a whole number of 64-k tiles), given as 4
 // pairs, stored in the MMA's K order: each pair at its own place.
 // NOTE: the chunk is units u0 + i (u0 % 4 == 0: t = u0 / 8, s = s0 + i / 2, j = i % 2), so pair i lands

@@ -24,8 +24,8 @@
 // two groups of kStages / 2 tiles with one wait per group (the ring's NOTE in kernels/moe_gemm_ws_consumers.cuh).
 // Cfg::kActE4m3 (MXFP4 x FP8 per token): the same producer over e4m3 token codes (128 k per
 // tile), other consumers (kernels/moe_gemm_ws_e4m3.cuh).
-// Cfg::kMmaOrderTokens (`/t` tiles): the token rows come with each 64-k tile already in the
-// consumers' K order (moeq_dev::mma_order_position: the permutation the permute warps apply), so
+// Cfg::kMmaOrderTokens (`/t` tiles): the token rows come with each 64-k tile (e4m3: 128-k tile) already in
+// the consumers' K order (moeq_dev::mma_order_position: the permutation the permute warps apply), so
 // wgmma reads the copy ring's staging itself through 128-byte-swizzled descriptors: no permute
 // warps, no permuted buffers, and a stage goes back to the copy warps once the MMAs that read its
 // tokens have completed.

@@ -47,16 +47,28 @@ __device__ __forceinline__ void moe_gemm_ws_consumers(const WsCta<Cfg>& cta) {
   auto channel_of = [&](int nt, int r) { return consumer * S::kConsumerN + nt * 64 + warp * 16 + g + r * 8; };
   if constexpr (Cfg::kActE4m3) {
     static_assert(!gemm_activation_epilogue<Cfg>(), "the activation epilogue takes 16-bit A");
-    const int e = block_expert_buffers[0], n0 = n0_of(0);
-    const int *row_src = row_src_buffers, *row_dst = row_dst_buffers;
-    fetch_row_scales(row_src);
-    float acc[kTilesN][kTilesM][4];
-    moe_gemm_ws_e4m3_consumers<Cfg, S>(p, e, n0, tiles_k, smem_base, staged0, permuted0, retired0, wide_tiles, ctid,
-                                       channel_of, acc);
-    named_barrier_sync(2, 128 * S::kConsumers);
-    write_output_tile<Cfg>(p, e, n0, acc, smem, S::kOutRowBytes, 0, t, channel_of, row_src, block_row_scales);
-    named_barrier_sync(2, 128 * S::kConsumers);
-    store_output_rows<BM, BN, 128 * S::kConsumers>(p, smem, S::kOutRowBytes, row_dst, n0, ctid);
+    // Persistent (`/s/t`): the tiles as the 16-bit loop below runs them (row buffers, rows_full / rows_empty, the out
+    // tile past the ring), the ring state carried from tile to tile.
+    E4m3Ring ring = e4m3_ring_start<S>(smem_base);
+    for (int i = 0; i < num_tiles; ++i) {
+      const int buf = i % kRowBuffers;
+      if constexpr (kPersistent) mbarrier_wait(rows_full0 + 8 * buf, (i / kRowBuffers) & 1);
+      const int e = block_expert_buffers[buf], n0 = n0_of(i);
+      const int *row_src = row_src_buffers + buf * BM, *row_dst = row_dst_buffers + buf * BM;
+      fetch_row_scales(row_src);
+      float acc[kTilesN][kTilesM][4];
+      moe_gemm_ws_e4m3_consumers<Cfg, S>(p, e, n0, tiles_k, (i * tiles_k) % kStages, ring, kPersistent && i > 0, smem_base,
+                                         landed0, staged0, permuted0, retired0, wide_tiles, ctid, channel_of, acc);
+      unsigned char* out_tile = smem + S::kEpilogueOffset;
+      named_barrier_sync(2, 128 * S::kConsumers);
+      write_output_tile<Cfg>(p, e, n0, acc, out_tile, S::kOutRowBytes, 0, t, channel_of, row_src, block_row_scales);
+      named_barrier_sync(2, 128 * S::kConsumers);
+      store_output_rows<BM, BN, 128 * S::kConsumers>(p, out_tile, S::kOutRowBytes, row_dst, n0, ctid);
+      if constexpr (kPersistent) {
+        __syncwarp();
+        if (lane == 0) mbarrier_arrive(rows_empty0 + 8 * buf);
+      }
+    }
   } else {
     // Counted along over every K tile of every output tile: tile j's permuted buffer j % kPermBuffers
     // (S::kMmaOrder: its stage, j % kStages), its phase and its wgmma descriptor.

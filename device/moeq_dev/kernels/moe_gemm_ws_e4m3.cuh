@@ -18,6 +18,13 @@
 // Tiles where some row's exponents spread wider (or hold the NaN scale 0xFF) are found before
 // the main loop (a bit per K tile in shared memory, the same for every consumer warp, so the
 // warpgroups issue the same MMAs) and run one pass per group, each promoted with its own scale.
+// S::kMmaOrder (`/t` tiles): the token codes come with each 128-k tile already in that K order
+// (format/mma_order.cuh, e4m3_mma_order_position: the same 4-byte-unit permutation the permute
+// warps apply), so wgmma reads the copy ring's 128-byte-swizzled staging itself (MMA j at byte
+// 32 j of each row, as the 16-bit `/t` tile's k16 step j), the consumers wait for `landed`, and a
+// stage goes back to the copy warps once the MMAs that read its tokens have completed.
+// S::kPersistent (`/s`, with `/t` only): the caller loops over output tiles; the ring's stage, phase and
+// descriptor (E4m3Ring) run on from tile to tile, and each tile scans its own rows' wide K tiles.
 // NOTE: NVRTC-safe: no standard headers.
 #include "moeq_dev/format/e2m1_e4m3.cuh"
 #include "moeq_dev/format/ue8m0.cuh"
@@ -36,14 +43,42 @@ __device__ __forceinline__ float e4m3_fold_scale(int m) {
   return __uint_as_float(m >= 7 ? static_cast<unsigned>(m - 6) << 23 : 1u << (m + 16));
 }
 
+// Where the consumers' token ring stands: the buffer the next K tile reads (a permuted buffer, or with
+// MMA-order tokens its stage), its phase and its wgmma descriptor. Persistent tiles carry it across tiles.
+struct E4m3Ring {
+  int buffer;
+  unsigned parity;
+  unsigned long long descriptor;
+};
+
+template <class S>
+__device__ __forceinline__ unsigned long long e4m3_first_descriptor(unsigned smem_base) {
+  return S::kMmaOrder ? wgmma_descriptor_swizzle128(smem_base)
+                      : wgmma_descriptor(smem_base + S::kPermutedOffset, 128, 1024);
+}
+
+template <class S>
+__device__ __forceinline__ E4m3Ring e4m3_ring_start(unsigned smem_base) {
+  return {0, 0u, e4m3_first_descriptor<S>(smem_base)};
+}
+
+// One output tile's main loop. stage0: the ring stage of its first K tile (0 unless persistent);
+// clear_wide: zero the wide-tile bits first (a persistent tile after the first: every consumer has passed
+// the previous tile's epilogue barriers, so none reads them any more).
 template <class Cfg, class S, class ChannelOf>
 __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& p, int e, int n0, int tiles_k,
-                                                           unsigned smem_base, unsigned staged0, unsigned permuted0,
-                                                           unsigned retired0, unsigned* wide_tiles, int ctid,
+                                                           int stage0, E4m3Ring& ring, bool clear_wide,
+                                                           unsigned smem_base, unsigned landed0, unsigned staged0,
+                                                           unsigned permuted0, unsigned retired0, unsigned* wide_tiles, int ctid,
                                                            ChannelOf channel_of, float (&acc)[S::kTilesN][S::kTilesM][4]) {
   constexpr int BM = S::kBlockM, kStages = S::kStages, kTilesN = S::kTilesN, kTilesM = S::kTilesM;
   constexpr int kConsumerThreads = 128 * S::kConsumers;
   static_assert(kTilesN == 1, "one 64-channel MMA tile per consumer (a partial beside the accumulators)");
+  constexpr bool kMmaOrder = S::kMmaOrder;
+  static_assert(!S::kPersistent || kMmaOrder, "persistent e4m3 tiles: MMA-order tokens (a stage is its token buffer)");
+  // Token buffers: the permuted ones (kPermBuffers), or with MMA-order tokens the stages themselves.
+  constexpr int kBuffers = kMmaOrder ? kStages : S::kPermBuffers;
+  constexpr unsigned kBufferBytes = kMmaOrder ? S::kStageBytes : S::kTokenBytes;
   const int N = p.n, K = p.k, groups_k = K / 32;
   const int lane = ctid % 32, t = lane % 4;
   const unsigned char* scales = static_cast<const unsigned char*>(p.scaling.scales) + static_cast<long long>(e) * N * groups_k;
@@ -53,6 +88,10 @@ __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& 
   // PERF: kScanBatch pairs' loads in flight per thread: one pair per iteration waited for its
   // loads each time (a global latency per pair, 8 pairs per thread at Qwen3's K = 2048).
   constexpr int kScanBatch = 8;
+  if (clear_wide) {
+    if (ctid < kE4m3WideWords) wide_tiles[ctid] = 0;
+    named_barrier_sync(3, kConsumerThreads);
+  }
   const int pairs = S::kBlockN * tiles_k;
   for (int first = ctid; first < pairs; first += kConsumerThreads * kScanBatch) {
     unsigned char v[kScanBatch][4];
@@ -114,17 +153,21 @@ __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& 
   };
   // Tile j's code words (rows g, g + 8: this lane's 32 codes of each), from ring stage q, once its
   // permuted buffer is ready (the permute warps arrive on `permuted` only after the stage's
-  // `landed`: the codes have landed too).
+  // `landed`: the codes have landed too); kMmaOrder: once the stage (== buffer) has landed, which
+  // wgmma reads with no proxy fence between, as the 16-bit `/t` consumers do (their NOTE).
   auto load_words = [&](int q, int buffer, unsigned parity, uint4 (&words)[2]) {
-    mbarrier_wait(permuted0 + 8 * buffer, parity);
+    mbarrier_wait((kMmaOrder ? landed0 : permuted0) + 8 * buffer, parity);
     const unsigned codes = smem_base + q * S::kStageBytes + S::kCodeOffset;
 #pragma unroll
     for (int r = 0; r < 2; ++r) words[r] = lds_128(codes + channel_of(0, r) * S::kCodeRowBytes + 16 * t);
   };
-  // The stage goes back to the copy warps once every code word of it has been used.
+  // The stage goes back to the copy warps once every code word of it has been used (kMmaOrder: its
+  // tokens too, once the tile's MMAs have completed: the arrival at the end of the tile instead).
   auto release_stage = [&](int q) {
-    __syncwarp();
-    if (lane == 0) mbarrier_arrive(staged0 + 8 * q);
+    if constexpr (!kMmaOrder) {
+      __syncwarp();
+      if (lane == 0) mbarrier_arrive(staged0 + 8 * q);
+    }
   };
   // Decodes 8 codes per word into fragments: each row's groups relative to the row's largest
   // exponent of the tile (narrow tiles), or, for pass `group` of a wide tile, this lane's words at
@@ -170,8 +213,10 @@ __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& 
     wgmma_fence();  // the fragments were written, and the partial read, by ordinary instructions
 #pragma unroll
     for (int j = 0; j < 4; ++j)
+      // Permuted: core matrices of MMA j start at 256 j; kMmaOrder: MMA j is bytes 32 j of each
+      // 128-byte (swizzled) row.
       wgmma_m64k32_e4m3_rs<BM>(reinterpret_cast<float(&)[BM / 2]>(partial), f.a[j],
-                               wgmma_descriptor_advance(descriptor, j * 256), j > 0);
+                               wgmma_descriptor_advance(descriptor, j * (kMmaOrder ? 32 : 256)), j > 0);
     wgmma_commit();
     fence_operands(f);
   };
@@ -188,26 +233,28 @@ __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& 
   // PERF: decode, MMAs, wait and promotion in turn ran the Qwen3 MXFP4 x FP8 GEMM1 at M = 4096 in
   // 670 us against the 16-bit tile's 526 (ncu, bench/results/2026-12-02-h200-e4m3-ws.md).
   // Wide tiles are not decoded ahead: they run their passes in turn.
-  const unsigned long long first_descriptor = wgmma_descriptor(smem_base + S::kPermutedOffset, 128, 1024);
-  unsigned long long descriptor = first_descriptor;
-  int buffer = 0;
-  unsigned buffer_parity = 0;
+  const unsigned long long first_descriptor = e4m3_first_descriptor<S>(smem_base);
+  unsigned long long descriptor = ring.descriptor;
+  int buffer = ring.buffer;
+  unsigned buffer_parity = ring.parity;
   Fragments current;
   if (tiles_k > 0 && !is_wide(0)) {
     uint4 words[2];
     Exponents first;
     load_exponents(0, first);
-    load_words(0, 0, 0, words);
+    load_words(stage0, buffer, buffer_parity, words);
     decode(words, first, -1, current);
-    release_stage(0);
+    release_stage(stage0);
   }
   for (int j0 = 0; j0 < tiles_k; j0 += kStages) {
 #pragma unroll
-    for (int q = 0; q < kStages; ++q) {
-      const int j = j0 + q;
+    for (int qq = 0; qq < kStages; ++qq) {
+      const int j = j0 + qq;
+      // The ring stage of tile j (j0 is a multiple of kStages).
+      const int q = S::kPersistent ? (stage0 + qq < kStages ? stage0 + qq : stage0 + qq - kStages) : qq;
       if (j < tiles_k) {
-        const int next_stage = (q + 1) % kStages;
-        const int next_buffer = buffer + 1 == S::kPermBuffers ? 0 : buffer + 1;
+        const int next_stage = q + 1 == kStages ? 0 : q + 1;
+        const int next_buffer = buffer + 1 == kBuffers ? 0 : buffer + 1;
         const unsigned next_parity = next_buffer == 0 ? buffer_parity ^ 1u : buffer_parity;
         const bool next_narrow = j + 1 < tiles_k && !is_wide(j + 1);
         if (!is_wide(j)) {
@@ -244,15 +291,17 @@ __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& 
 #pragma unroll
         for (int r = 0; r < 2; ++r) ready[r] = pending[r];
         load_exponents(j + 3, pending);
-        // Every MMA of tile j has completed (wait_group 0): its permuted tokens go back.
+        // Every MMA of tile j has completed (wait_group 0): its permuted tokens go back (kMmaOrder:
+        // its stage, codes and tokens).
         __syncwarp();
-        if (lane == 0) mbarrier_arrive(retired0 + 8 * buffer);
-        descriptor = next_buffer == 0 ? first_descriptor : wgmma_descriptor_advance(descriptor, S::kTokenBytes);
+        if (lane == 0) mbarrier_arrive((kMmaOrder ? staged0 : retired0) + 8 * buffer);
+        descriptor = next_buffer == 0 ? first_descriptor : wgmma_descriptor_advance(descriptor, kBufferBytes);
         buffer = next_buffer;
         buffer_parity = next_parity;
       }
     }
   }
+  ring = {buffer, buffer_parity, descriptor};
 }
 
 }  // namespace moeq_dev

@@ -139,8 +139,7 @@ struct MoeGemmWsShape {
                     (kMmaOrder && (kBlockM == 16 || kBlockM == 24 || kBlockM == 32)),
                 "producer tiles: 48, 64, 80, 96, 128 or 144 tokens (the wgmma N), or 16, 24, 32 with MMA-order tokens");
   static_assert(!Cfg::kActE4m3 || kBlockM == 64 || kBlockM == 128, "e4m3 activations on producer tiles: 64 or 128 tokens");
-  static_assert(!kPersistent || !Cfg::kActE4m3, "persistent producer tiles: 16-bit activations");
-  static_assert(!kMmaOrder || !Cfg::kActE4m3, "MMA-order tokens: 16-bit activations");
+  static_assert(!kPersistent || !Cfg::kActE4m3 || kMmaOrder, "persistent producer tiles: 16-bit activations, or e4m3 on `/t`");
   // 512 channels: four 64-channel tiles per consumer, so up to 64 tokens (128 accumulators a thread).
   static_assert(kBlockN == 128 || kBlockN == 256 ||
                     (kBlockN == 512 && kBlockM <= 64 && !Cfg::kActE4m3 &&

@@ -23,7 +23,7 @@ struct FoldedQuantizerArgs {
   int rows, cols;
   int vectorized, warps_per_row;  // as moeq_quantize_activation's
   unsigned first_block;           // the routing's CTAs come first
-  int mma_order;                  // kFoldValuesOut: the values in the MMA's K order (CodeSink)
+  int mma_order;                  // the values (or FP8 per-token codes) in the MMA's K order (CodeSink)
 };
 
 template <class RoutingCfg>

@@ -41,7 +41,9 @@ __device__ __forceinline__ unsigned short code_value_bits(unsigned code, float m
 // kValues, their 16-bit values (code_value_bits) into a dense [rows, cols] buffer at the same
 // element index: the quantize-dequantize of the 16-bit GEMM path in one kernel, bit for bit the
 // dequantizer's output. mma_order != 0 (kValues, cols % 64 == 0): each value at its place in the
-// MMA's K order instead (format/mma_order.cuh; a `/t` GEMM's input), pairs kept together.
+// MMA's K order instead (format/mma_order.cuh; a `/t` GEMM's input), pairs kept together; FP8
+// per-token codes (not kValues, cols % 128 == 0): each code at its place in the e4m3 consumers' K
+// order (e4m3_mma_order_position).
 template <QuantFormat kFormat, bool kBf16, bool kValues>
 struct CodeSink {
   unsigned char* out;  // codes, or with kValues the 16-bit values
@@ -69,6 +71,8 @@ struct CodeSink {
                (static_cast<unsigned>(code_value_bits<kFormat, kBf16>((word >> (shift + 8)) & 0xFFu, mx_scale)) << 16);
       }
       store_values8(e, v);
+    } else if (mma_order) {
+      store_e4m3x8_in_mma_order(out, e, w);
     } else {
       *reinterpret_cast<uint2*>(out + e) = w;
     }
@@ -91,7 +95,7 @@ struct CodeSink {
     if constexpr (kValues) {
       reinterpret_cast<unsigned short*>(out)[value_index(e)] = code_value_bits<kFormat, kBf16>(code, mx_scale);
     } else {
-      out[e] = static_cast<unsigned char>(code);
+      out[mma_order ? e4m3_mma_order_position(e) : e] = static_cast<unsigned char>(code);
     }
   }
   // Two e2m1 codes (low nibble = element e, e even).
