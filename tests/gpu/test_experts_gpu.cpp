@@ -350,8 +350,9 @@ TEST(ExpertsGpu, E4m3ActivationsOnEveryDirectTileMatchOracle) {
 // scales raised by 12 binades in one group of every third row (the fold's widest exact window:
 // the other groups decode at shift 0, the subnormal e4m3 code) or by 13 (those K tiles take one
 // pass per group), in every K tile or every third. `/t` tiles read the codes the quantizers wrote in
-// the e4m3 consumers' K order from the copy ring itself; persistent ones (`/s/t`) loop over output
-// tiles with the ring's state carried on (M = 129 gives the tiny layer 7-10 blocks over 2 N blocks).
+// the e4m3 consumers' K order from the copy ring itself. Persistent ones (`/s/t`) run here with a CTA for
+// each of their few output tiles (the tiny layer's 14-20, the wide case's ~100, under 132 SMs): the loop over tiles
+// with the ring's state carried on is MoeGemmGpu.E4m3MmaOrderAndPersistentTilesEqualThePermutingTile's (1 and 3 CTAs).
 TEST(ExpertsGpu, E4m3ActivationsOnMxfp4WarpSpecializedTilesMatchOracle) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
   if (cuda::device_sm() < 90) GTEST_SKIP() << "no wgmma on sm_" << cuda::device_sm();
