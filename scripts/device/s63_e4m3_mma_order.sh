@@ -14,17 +14,21 @@
 # 8 stages a few % more (the permuted buffers' 48 KB freed); persistent a further 10-20% (session 24: ~6 us per CTA
 # of fixed cost against ~1.1 us per K tile, 16 K tiles a GEMM1 CTA).
 # ncu: each kernel of one step (p4, st6, the values path N, bf16) under ncu, gpu__time_duration (ncu_*.csv).
-# Usage: s63_e4m3_mma_order.sh check|time|ncu|both BUILD   (env OUT, MOEQ_CACHE_DIR; both = all three)
+# quick: the three e4m3 tests (not the folded quantizer's), then time without t4 (for a short device budget).
+# Usage: s63_e4m3_mma_order.sh check|time|ncu|both|quick BUILD   (env OUT, MOEQ_CACHE_DIR; both = all three)
 . "$(dirname "$0")/evidence_lib.sh"
 mode="$1"
 device_setup "$2"
 tables="$(cd "$(dirname "$0")" && pwd)/tables"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv,noheader
-if [ "$mode" = check ] || [ "$mode" = both ]; then
-  timeout 400 "$build/moeq_gpu_tests" --gtest_filter='ElementwiseGpu.MmaOrderMovesEveryElementToItsPosition:ExpertsGpu.E4m3ActivationsOnMxfp4WarpSpecializedTilesMatchOracle:MoeGemmGpu.E4m3MmaOrderAndPersistentTilesEqualThePermutingTile:FoldedQuantizerGpu.*' \
-    >"$out/tests.txt" 2>&1
+tests='ElementwiseGpu.MmaOrderMovesEveryElementToItsPosition:ExpertsGpu.E4m3ActivationsOnMxfp4WarpSpecializedTilesMatchOracle:MoeGemmGpu.E4m3MmaOrderAndPersistentTilesEqualThePermutingTile'
+[ "$mode" != quick ] && tests="$tests:FoldedQuantizerGpu.*"
+if [ "$mode" = check ] || [ "$mode" = both ] || [ "$mode" = quick ]; then
+  timeout 300 "$build/moeq_gpu_tests" --gtest_filter="$tests" >"$out/tests.txt" 2>&1
   echo "tests rc=$? $(($(date +%s) - t0)) s"
   grep -E "^\[  (PASSED|FAILED) |^\[       OK \]|^\[  FAILED  \]" "$out/tests.txt" | sort -u
+fi
+if [ "$mode" = check ] || [ "$mode" = both ]; then
   for t in p4 t8 st6; do
     timeout 150 "$build/moeq" verify --preset qwen3-30b-a3b --scheme mxfp4:fp8-token --fp8-wgmma --codes canonical \
       --tuning "$tables/s63_$t.json" --activation silu -M 256 1024 --layout indexed contiguous >>"$out/verify.txt" 2>&1
@@ -32,11 +36,13 @@ if [ "$mode" = check ] || [ "$mode" = both ]; then
   done
   grep -cE "^pass" "$out/verify.txt"; grep -E "^FAIL" "$out/verify.txt" | head
 fi
-if [ "$mode" = time ] || [ "$mode" = both ]; then
+if [ "$mode" = time ] || [ "$mode" = both ] || [ "$mode" = quick ]; then
   export STEP_TIMEOUT=150 STEP_CODES=canonical
   layer_steps shipped qwen3-30b-a3b mxfp4 4096 N
   layer_steps shipped qwen3-30b-a3b mxfp4:fp8-token 4096 N
-  for t in p4 t4 t8 st6 st6 t8 t4 p4; do layer_steps "$tables/s63_$t.json" qwen3-30b-a3b mxfp4:fp8-token 4096 E; done
+  order="p4 t4 t8 st6 st6 t8 t4 p4"
+  [ "$mode" = quick ] && order="p4 t8 st6 st6 t8 p4"
+  for t in $order; do layer_steps "$tables/s63_$t.json" qwen3-30b-a3b mxfp4:fp8-token 4096 E; done
   layer_steps shipped qwen3-30b-a3b mxfp4:fp8-token 4096 N
   layer_steps shipped qwen3-30b-a3b mxfp4 4096 N
 fi
