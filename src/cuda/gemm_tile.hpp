@@ -132,9 +132,12 @@ GemmTile unaligned_scales_tile(GemmTile tile);
 // direct tile (/r) of the block.
 GemmTile mma_sync_tile_of(GemmTile tile);
 // The tile without `/t`: what runs a `/t` tile's GEMM of weights w where its input cannot come in the MMA's
-// K order (the masked layout's 16-bit GEMM1, e4m3 input, K off a multiple of 64), with fewer stages where its permuted token
+// K order (the masked layout's 16-bit GEMM1, K off a multiple of 64), with fewer stages where its permuted token
 // tiles would not fit beside the ring; a 16- to 32-row `/t` tile's is the direct tile (/r) of its block. The kernel
-// loaders take it beside the `/t` tile.
+// loaders take it beside the `/t` tile where gemm_runs_permuting_twin says a launch may run it.
 GemmTile permuting_tile(GemmTile tile, const WeightDesc& w);
+// Whether a GEMM planned on `tile` reading `input` may run as permuting_tile at apply time: `/t` tiles over 16-bit
+// input. e4m3 input never does: its `/t` tiles need K % 128 == 0 (gemm_takes_e4m3), in every layout.
+bool gemm_runs_permuting_twin(const GemmTile& tile, GemmInput input);
 
 }  // namespace moeq::cuda

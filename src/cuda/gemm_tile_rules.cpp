@@ -222,6 +222,10 @@ GemmTile permuting_tile(GemmTile tile, const WeightDesc& w) {
   return tile;
 }
 
+bool gemm_runs_permuting_twin(const GemmTile& tile, GemmInput input) {
+  return tile.mma_order_tokens && input != GemmInput::row_scaled_e4m3;
+}
+
 GemmTile unaligned_scales_tile(GemmTile tile) {
   if (tile.block_n == 512) tile.block_n = 256;
   return tile;

@@ -67,9 +67,8 @@ std::vector<jit::KernelSpec> other_kernel_specs(const ExpertsDesc& d) {
 template <class Add>
 void add_gemm(const Add& add, const WeightDesc& w, DType act_dtype, const GemmPlan& plan, bool prepared,
               const GemmVariantUse& use) {
-  // NOTE: e4m3 input has no twin: its `/t` tiles run only where K % 128 == 0 (gemm_takes_e4m3), in every layout.
-  const bool e4m3 = plan.input == GemmInput::row_scaled_e4m3;
-  for (const GemmTile& ordered : {plan.tile, e4m3 ? plan.tile : permuting_tile(plan.tile, w)}) {
+  const GemmTile twin = gemm_runs_permuting_twin(plan.tile, plan.input) ? permuting_tile(plan.tile, w) : plan.tile;
+  for (const GemmTile& ordered : {plan.tile, twin}) {
     for (const GemmTile& tile : {ordered, unaligned_scales_tile(ordered)})
       for (bool mx_scales_at_most_two : {false, true}) {
         add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, plan.input, mx_scales_at_most_two));

@@ -116,9 +116,7 @@ void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& request
             gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold, v.variant, v.activation);
         }
   gemm_function(w, act_dtype, tile, false, true, input);
-  // NOTE: e4m3 input never runs the twin (add_gemm's NOTE in layer_kernels.cpp).
-  if (tile.mma_order_tokens && input != GemmInput::row_scaled_e4m3)
-    load_moe_gemm(w, act_dtype, permuting_tile(tile, w), input, use);
+  if (gemm_runs_permuting_twin(tile, input)) load_moe_gemm(w, act_dtype, permuting_tile(tile, w), input, use);
 }
 
 int ctas_per_sm_for_registers(int registers, int threads, int registers_per_sm) {

@@ -485,22 +485,14 @@ TEST(MoeGemmGpu, E4m3MmaOrderAndPersistentTilesEqualThePermutingTile) {
   cuda::DeviceBuffer natural_d = cuda::DeviceBuffer::from_host(codes), ordered_d = cuda::DeviceBuffer::from_host(ordered),
                      scales_d = cuda::DeviceBuffer::from_host(row_scales), ids_d = cuda::DeviceBuffer::from_host(ids);
   const auto run = [&](const cuda::GemmTile& tile, int64_t max_ctas) {
-    const int64_t cap = cuda::align_capacity(slots, E, tile.block_m);
-    cuda::DeviceBuffer local(static_cast<size_t>(slots * 4)), sorted(static_cast<size_t>(cap * 4)),
-        expert_ids(static_cast<size_t>(cap / tile.block_m * 4)), padded(4), out(static_cast<size_t>(slots * N * 2));
+    cuda::DeviceBuffer out(static_cast<size_t>(slots * N * 2));
     out.fill_bytes(0xFF);  // NaN in bf16
-    const cuda::RouteIds route{ids_d.ptr(), DType::i32, M, kGatherTopK, E, 0, E, 0};
-    cuda::map_and_align(route, tile.block_m, {local.ptr(), sorted.ptr(), expert_ids.ptr(), padded.ptr()}, stream.get());
+    RoutedGemm1 routed({ids_d.ptr(), DType::i32, M, kGatherTopK, E, 0, E, 0}, tile);
+    routed.align(stream.get());
     cuda::MoeGemmArgs g = gemm_args(c, dw, tile, tile.mma_order_tokens ? ordered_d.ptr() : natural_d.ptr(), out.ptr(), false);
+    routed.set_gather(g, false);
     g.a_e4m3 = true;
     g.a_row_scales = scales_d.ptr();
-    g.gather = true;
-    g.sorted_ids = sorted.ptr();
-    g.expert_ids = expert_ids.ptr();
-    g.num_tokens_padded = padded.ptr();
-    g.num_slots = slots;
-    g.src_row_divisor = kGatherTopK;
-    g.sorted_capacity = cap;
     g.max_ctas = max_ctas;
     cuda::moe_gemm(g, stream.get());
     cuda::check(cuda::driver().cuStreamSynchronize(stream.get()), "cuStreamSynchronize");

@@ -25,13 +25,10 @@ MOEQ_MMA_ORDER_HD long long mma_order_position(long long k) {
 
 // The same for e4m3 codes (one byte each; the e4m3 consumers of kernels/moe_gemm_ws_e4m3.cuh, `/t` tiles):
 // a 128-k tile of codes fills the 128 bytes of a 64-k tile of 16-bit elements, and the consumers' K order
-// moves the same 4-byte units the same way. Lane t owns the physical k [32t, 32t + 32) of a tile, MMA j (k32)
-// taking 32t + 8j + 4h + [0, 4) as its logical k 16h + 4t + [0, 4): unit u = 8t + 2j + h moves to 8j + 4h + t.
-MOEQ_MMA_ORDER_HD long long e4m3_mma_order_position(long long k) {
-  const int in_tile = static_cast<int>(k & 127), unit = in_tile >> 2;
-  const int t = unit >> 3, j = (unit >> 1) & 3, h = unit & 1;
-  return (k & ~127ll) + 4 * (8 * j + 4 * h + t) + (in_tile & 3);
-}
+// moves the same 4-byte units the same way (lane t owns the physical k [32t, 32t + 32) of a tile, MMA j (k32)
+// taking 32t + 8j + 4h + [0, 4) as its logical k 16h + 4t + [0, 4): unit u = 8t + 2j + h moves to 8j + 4h + t),
+// so code k goes where byte k of the 16-bit row goes.
+MOEQ_MMA_ORDER_HD long long e4m3_mma_order_position(long long k) { return 2 * mma_order_position(k >> 1) + (k & 1); }
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 // The e4m3 codes [e, e + 8) (e % 8 == 0; each row a whole number of 128-k tiles), bytes of `codes` (byte i of the

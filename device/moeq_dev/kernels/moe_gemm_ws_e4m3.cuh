@@ -66,12 +66,11 @@ __device__ __forceinline__ E4m3Ring e4m3_ring_start(unsigned smem_base) {
   return {0, 0u, e4m3_first_descriptor<S>(smem_base)};
 }
 
-// One output tile's main loop. stage0: the ring stage of its first K tile (0 unless persistent);
-// clear_wide: zero the wide-tile bits first (a persistent tile after the first: every consumer has passed
+// One output tile's main loop. clear_wide: zero the wide-tile bits first (a persistent tile after the first: every consumer has passed
 // the previous tile's epilogue barriers, so none reads them any more).
 template <class Cfg, class S, class ChannelOf>
 __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& p, int e, int n0, int tiles_k,
-                                                           int stage0, E4m3Ring& ring, bool clear_wide,
+                                                           E4m3Ring& ring, bool clear_wide,
                                                            unsigned smem_base, unsigned landed0, unsigned staged0,
                                                            unsigned permuted0, unsigned retired0, unsigned* wide_tiles, int ctid,
                                                            ChannelOf channel_of, float (&acc)[S::kTilesN][S::kTilesM][4]) {
@@ -246,6 +245,8 @@ __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& 
     uint4 words[2];
     Exponents first;
     load_exponents(0, first);
+    // The ring stage of tile 0: 0, or where the persistent ring stands (its buffer: a stage per token buffer).
+    const int stage0 = S::kPersistent ? buffer : 0;
     load_words(stage0, buffer, buffer_parity, words);
     decode(words, first, -1, current);
     release_stage(stage0);
@@ -254,8 +255,8 @@ __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& 
 #pragma unroll
     for (int qq = 0; qq < kStages; ++qq) {
       const int j = j0 + qq;
-      // The ring stage of tile j (j0 is a multiple of kStages).
-      const int q = S::kPersistent ? (stage0 + qq < kStages ? stage0 + qq : stage0 + qq - kStages) : qq;
+      // The ring stage of tile j: qq (j0 is a multiple of kStages), or persistent the ring's buffer.
+      const int q = S::kPersistent ? buffer : qq;
       if (j < tiles_k) {
         const int next_stage = q + 1 == kStages ? 0 : q + 1;
         const int next_buffer = buffer + 1 == kBuffers ? 0 : buffer + 1;
