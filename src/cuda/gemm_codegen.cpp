@@ -79,6 +79,9 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
   // NOTE: timing only (docs/env.md); read once per process, so gemm_config_key needs no bits for it.
   static const long ws_diag = env_integer("MOEQ_DIAG_WS", 0, 63, 0);
   if (ws_diag != 0 && tile.producer && tile.wgmma) s << "  static constexpr int kDiagWs = " << ws_diag << ";\n";
+  static const long e4m3_window = env_integer("MOEQ_DIAG_E4M3_WINDOW", 1, 16, 0);
+  if (e4m3_window != 0 && input == GemmInput::row_scaled_e4m3)
+    s << "#define MOEQ_E4M3_PROMOTE_TILES " << e4m3_window << "\n";
   // NOTE: named only where true, so that the other kernels' sources stay what they were.
   if (variant == GemmVariant::self_routed) s << "  static constexpr bool kSelfRouted = true;\n";
   if (w.bias_dtype != DType::none) s << "  static constexpr bool kBias = true;\n";

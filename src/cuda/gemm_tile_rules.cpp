@@ -180,7 +180,9 @@ bool gemm_takes_e4m3(const WeightDesc& w, const GemmTile& tile, int sm, bool pre
   // spilled (ptxas: 52-60 bytes at 64 x 256).
   // NOTE: the e4m3 ring holds twice the codes per stage; a 16-bit tile's legality does not imply it fits.
   // NOTE: persistent only with MMA-order tokens (the consumers carry one ring state, a stage being its token buffer).
+  // NOTE: an even ring: the consumers' two fragment sets alternate with the K tile, unrolled over the stages.
   return tile.producer && tile.wgmma && (!tile.persistent || tile.mma_order_tokens) && tile.block_n == 128 &&
+         tile.stages % 2 == 0 &&
          (tile.block_m == 64 || tile.block_m == 128) &&
          w.k % 128 == 0 && w.k <= 32768 &&
          gemm_smem_bytes(tile, w, GemmInput::row_scaled_e4m3) + gemm_static_smem_bytes(tile) <= 227 * 1024;

@@ -921,7 +921,9 @@ TEST(GemmTiles, GemmPlanTakesE4m3OnlyWhereAnE4m3BodyRuns) {
   const cuda::GemmTile deep = cuda::parse_gemm_tile("128x128/1x8x1/8/p");
   ASSERT_TRUE(cuda::gemm_tile_reasons(deep, mx.w13()).empty());
   EXPECT_EQ(input(mx, deep, 90, false), cuda::GemmInput::row_scaled_values);
-  EXPECT_EQ(input(mx, cuda::parse_gemm_tile("128x128/1x8x1/7/p"), 90, false), cuda::GemmInput::row_scaled_e4m3);
+  EXPECT_EQ(input(mx, cuda::parse_gemm_tile("128x128/1x8x1/6/p"), 90, false), cuda::GemmInput::row_scaled_e4m3);
+  // An odd ring fits but is refused: the e4m3 consumers' two fragment sets alternate over the unrolled stages.
+  EXPECT_EQ(input(mx, cuda::parse_gemm_tile("128x128/1x8x1/7/p"), 90, false), cuda::GemmInput::row_scaled_values);
   ExpertsDesc odd_k = mx;
   odd_k.hidden_size = 2880;  // gpt-oss: K % 128 != 0
   EXPECT_EQ(input(odd_k, ws, 90, false), cuda::GemmInput::row_scaled_values);

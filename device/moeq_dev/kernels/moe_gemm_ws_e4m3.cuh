@@ -10,13 +10,12 @@
 // matrices match word for word (move_token_unit: core matrix (step j, half h) holds physical k
 // 32t + 8j + 4h + [0, 4) at word t).
 // Scales: every MMA mixes the tile's four MX groups, so each row's group scales are folded into
-// the e4m3 codes relative to the row's largest exponent m of the tile (format/e2m1_e4m3.cuh:
-// exact while the four exponents lie within 12 binades), the tile's products land in a zeroed
-// partial and are promoted into the fp32 accumulators once per tile with 2^(m - 133):
-// FP8 tensor-core sums stay within 128 k (the promotion interval DeepGEMM uses for the same
-// reason: the e4m3 MMA's internal accumulation keeps fewer bits than fp32).
-// Tiles where some row's exponents spread wider (or hold the NaN scale 0xFF) are found before
-// the main loop (a bit per K tile in shared memory, the same for every consumer warp, so the
+// the e4m3 codes relative to the row's base, its largest finite exponent m over all of K (format/e2m1_e4m3.cuh:
+// exact for exponents down to m - 12): the products of a window of kE4m3PromoteTiles such tiles sum in a
+// partial that is promoted into the fp32 accumulators with 2^(m - 133), one wait per window: the e4m3 MMA's
+// internal accumulation keeps fewer bits than fp32 (DeepGEMM promotes every 128 k for that reason).
+// Tiles where some row holds an exponent more than 12 binades below its base (or the NaN scale 0xFF) are found
+// before the main loop (a bit per K tile in shared memory, the same for every consumer warp, so the
 // warpgroups issue the same MMAs) and run one pass per group, each promoted with its own scale.
 // S::kMmaOrder (`/t` tiles): the token codes come with each 128-k tile already in that K order
 // (format/mma_order.cuh, e4m3_mma_order_position: the same 4-byte-unit permutation the permute
@@ -42,7 +41,14 @@ namespace moeq_dev {
 // K tiles per CTA the wide-tile bits cover (K <= 32768; the host admits no larger K).
 constexpr int kE4m3WideWords = 8;
 
-// 2^(m - 133): the promotion factor of a tile whose row's largest scale exponent is m (the codes
+// Narrow K tiles (128 k each) whose products the e4m3 MMAs sum in the partial before it is promoted into
+// the fp32 accumulators: the MMA's own accumulation keeps fewer bits than fp32 (DeepGEMM promotes every 128 k).
+#ifndef MOEQ_E4M3_PROMOTE_TILES
+#define MOEQ_E4M3_PROMOTE_TILES 2
+#endif
+constexpr int kE4m3PromoteTiles = MOEQ_E4M3_PROMOTE_TILES;
+
+// 2^(m - 133): the promotion factor of a row whose base (largest scale exponent) is m (the codes
 // carry 2^(e - m + 12 - 6) of each group's 2^(e - 127)); fp32 subnormal below m = 7.
 __device__ __forceinline__ float e4m3_fold_scale(int m) {
   return __uint_as_float(m >= 7 ? static_cast<unsigned>(m - 6) << 23 : 1u << (m + 16));
@@ -87,48 +93,71 @@ __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& 
   const int lane = ctid % 32, t = lane % 4;
   const unsigned char* scales = static_cast<const unsigned char*>(p.scaling.scales) + static_cast<long long>(e) * N * groups_k;
 
-  // The wide tiles: some row of the block has group exponents more than 12 binades apart there.
-  // (row, tile) pairs past N are copies of row N - 1 (the lanes' rows below), which is in this block.
-  // PERF: kScanBatch pairs' loads in flight per thread: one pair per iteration waited for its
-  // loads each time (a global latency per pair, 8 pairs per thread at Qwen3's K = 2048).
-  constexpr int kScanBatch = 8;
+  // Each row's base: its largest finite scale exponent over all of K (rows past N are copies of row N - 1, which
+  // is in this block). Lane t of a quad scans tiles t, t + 4, ... of its rows g and g + 8; the quad shares them.
+  int scale_row[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) scale_row[r] = min(n0 + channel_of(0, r), N - 1) * groups_k;
+  int row_base[2] = {0, 0};
+  constexpr int kScanBatch = 4;  // tiles' loads in flight per lane and row
+  for (int first = t; first < tiles_k; first += 4 * kScanBatch) {
+    unsigned char v[kScanBatch][2][4];
+#pragma unroll
+    for (int u = 0; u < kScanBatch; ++u)
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int tile = first + 4 * u;
+          v[u][r][q] = tile < tiles_k ? scales[scale_row[r] + 4 * tile + q] : 0;
+        }
+#pragma unroll
+    for (int u = 0; u < kScanBatch; ++u)
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          if (v[u][r][q] != kUe8m0NanCode) row_base[r] = max(row_base[r], static_cast<int>(v[u][r][q]));
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    row_base[r] = max(row_base[r], __shfl_xor_sync(0xFFFFFFFFu, row_base[r], 1));
+    row_base[r] = max(row_base[r], __shfl_xor_sync(0xFFFFFFFFu, row_base[r], 2));
+  }
+  // The wide tiles: some row of the block has a group exponent more than 12 binades below its base there (or
+  // the NaN scale). The same bits for every consumer warp, so the warpgroups issue the same MMAs.
   if (clear_wide) {
     if (ctid < kE4m3WideWords) wide_tiles[ctid] = 0;
     named_barrier_sync(3, kConsumerThreads);
   }
-  const int pairs = S::kBlockN * tiles_k;
-  for (int first = ctid; first < pairs; first += kConsumerThreads * kScanBatch) {
-    unsigned char v[kScanBatch][4];
+  for (int first = t; first < tiles_k; first += 4 * kScanBatch) {
+    unsigned char v[kScanBatch][2][4];
+#pragma unroll
+    for (int u = 0; u < kScanBatch; ++u)
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int tile = first + 4 * u;
+          v[u][r][q] = tile < tiles_k ? scales[scale_row[r] + 4 * tile + q] : row_base[r];
+        }
 #pragma unroll
     for (int u = 0; u < kScanBatch; ++u) {
-      const int i = first + u * kConsumerThreads, row = i / tiles_k, tile = i - row * tiles_k;
-      const bool valid = i < pairs && n0 + row < N;
-      const unsigned char* s = scales + (valid ? static_cast<long long>(n0 + row) * groups_k + 4 * tile : 0);
+      bool wide = false;
 #pragma unroll
-      for (int q = 0; q < 4; ++q) v[u][q] = valid ? s[q] : 0;
-    }
+      for (int r = 0; r < 2; ++r)
 #pragma unroll
-    for (int u = 0; u < kScanBatch; ++u) {
-      int lo = 255, hi = 0;
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        lo = min(lo, static_cast<int>(v[u][q]));
-        hi = max(hi, static_cast<int>(v[u][q]));
-      }
-      const int tile = (first + u * kConsumerThreads) % tiles_k;
-      if (hi == static_cast<int>(kUe8m0NanCode) || hi - lo > kE2m1E4m3MaxShift)
-        atomicOr(&wide_tiles[tile >> 5], 1u << (tile & 31));
+        for (int q = 0; q < 4; ++q)
+          wide |= v[u][r][q] == kUe8m0NanCode || static_cast<int>(v[u][r][q]) + kE2m1E4m3MaxShift < row_base[r];
+      const int tile = first + 4 * u;
+      if (wide) atomicOr(&wide_tiles[tile >> 5], 1u << (tile & 31));
     }
   }
   named_barrier_sync(3, kConsumerThreads);
+  // A narrow tile's products carry 2^(base - 133) of the row's scale (format/e2m1_e4m3.cuh at shift e - base + 12).
+  const float row_scale[2] = {e4m3_fold_scale(row_base[0]), e4m3_fold_scale(row_base[1])};
 
-  // This lane's group (t) of row channel_of(nt, r) in tile j: scale_offset[nt][r] + 4 j.
-  int scale_offset[kTilesN][2];
-#pragma unroll
-  for (int nt = 0; nt < kTilesN; ++nt)
-#pragma unroll
-    for (int r = 0; r < 2; ++r) scale_offset[nt][r] = min(n0 + channel_of(nt, r), N - 1) * groups_k + t;
-  // The exponents of this lane's group of rows g and g + 8 in tile j (0 past the last tile), kept
+  // The exponents of this lane's group (t) of rows g and g + 8 in tile j (0 past the last tile), kept
   // as loaded until used: tile j + 1's (`ready`, decoded during iteration j) and tile j + 2's
   // (`pending`, loaded during iteration j - 1 and waited for one tile later).
   // PERF: packed into one word as they arrived, each tile's loads were waited for at once (a
@@ -136,7 +165,7 @@ __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& 
   using Exponents = unsigned char[2];
   auto load_exponents = [&](int j, Exponents& slot) {
 #pragma unroll
-    for (int r = 0; r < 2; ++r) slot[r] = j < tiles_k ? scales[scale_offset[0][r] + 4 * j] : 0;
+    for (int r = 0; r < 2; ++r) slot[r] = j < tiles_k ? scales[scale_row[r] + 4 * j + t] : 0;
   };
   Exponents ready, pending;
   load_exponents(1, ready);
@@ -148,12 +177,11 @@ __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& 
     for (int mt = 0; mt < kTilesM; ++mt)
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[nt][mt][i] = 0.0f;
-  float partial[kTilesM][4];  // one 64-channel tile's products of a K tile (or of one group)
+  float partial[kTilesM][4];  // one 64-channel tile's products of a window of narrow K tiles (or of one group)
 
-  // A narrow tile's A fragments (MMA j: rows g / g + 8, k halves) and its rows' promotion scales.
+  // A K tile's A fragments (MMA j: rows g / g + 8, k halves).
   struct Fragments {
     unsigned a[4][4];
-    float scale[2];
   };
   // Tile j's code words (rows g, g + 8: this lane's 32 codes of each), from ring stage q, once its
   // permuted buffer is ready (the permute warps arrive on `permuted` only after the stage's
@@ -166,32 +194,23 @@ __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& 
     for (int r = 0; r < 2; ++r) words[r] = lds_128(codes + channel_of(0, r) * S::kCodeRowBytes + 16 * t);
   };
   // The stage goes back to the copy warps once every code word of it has been used (kMmaOrder: its
-  // tokens too, once the tile's MMAs have completed: the arrival at the end of the tile instead).
+  // tokens too, once the tile's MMAs have completed: `retire` instead).
   auto release_stage = [&](int q) {
     if constexpr (!kMmaOrder) {
       __syncwarp();
       if (lane == 0) mbarrier_arrive(staged0 + 8 * q);
     }
   };
-  // Decodes 8 codes per word into fragments: each row's groups relative to the row's largest
-  // exponent of the tile (narrow tiles), or, for pass `group` of a wide tile, this lane's words at
-  // 2^0 if it owns that group and zeros otherwise, with the group's own scale.
-  auto decode = [&](const uint4 (&words)[2], const Exponents& exponents, int group, Fragments& f) {
-    E2m1E4m3Table table[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int exponent = exponents[r];
-      if (group < 0) {
-        int m = max(exponent, __shfl_xor_sync(0xFFFFFFFFu, exponent, 1));
-        m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, 2));
-        table[r] = e2m1_e4m3_table(exponent - m + kE2m1E4m3MaxShift);
-        f.scale[r] = e4m3_fold_scale(m);
-      } else {
-        table[r] = e2m1_e4m3_table(6);
-        f.scale[r] = ue8m0_to_f32(__shfl_sync(0xFFFFFFFFu, exponent, (lane & ~3) | group));
-      }
-    }
-    const bool mine = group < 0 || t == group;
+  // Every MMA that read token buffer b has completed: it goes back (kMmaOrder: its stage, codes and tokens).
+  auto retire = [&](int b) {
+    __syncwarp();
+    if (lane == 0) mbarrier_arrive((kMmaOrder ? staged0 : retired0) + 8 * b);
+  };
+  // Decodes 8 codes per word into fragments through one table per row: `shift` binades above 2^-6 (narrow
+  // tiles: the lane's group exponent less the row's base, plus 12), or, for pass `group` of a wide tile, this
+  // lane's words at 2^0 if it owns that group and zeros otherwise.
+  auto decode = [&](const uint4 (&words)[2], const int (&shift)[2], bool mine, Fragments& f) {
+    const E2m1E4m3Table table[2] = {e2m1_e4m3_table(shift[0]), e2m1_e4m3_table(shift[1])};
     const unsigned w[2][4] = {{words[0].x, words[0].y, words[0].z, words[0].w},
                               {words[1].x, words[1].y, words[1].z, words[1].w}};
 #pragma unroll
@@ -199,49 +218,59 @@ __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& 
 #pragma unroll
       for (int r = 0; r < 2; ++r) e2m1x8_to_e4m3(mine ? w[r][mma] : 0u, table[r], f.a[mma][r], f.a[mma][r + 2]);
   };
-  // The 4 MMAs of a K tile into the zeroed partial (not waited for).
-  // PERF: without the operand fences ptxas moved fragment writes (the `current = next` copies)
-  // between the MMAs and injected a warpgroup.arrive before 3 of every 4 (ptxas C7519, 12 sites).
-  auto fence_operands = [&](Fragments& f) {
+  auto decode_narrow = [&](const uint4 (&words)[2], const Exponents& exponents, Fragments& f) {
+    const int shift[2] = {exponents[0] - row_base[0] + kE2m1E4m3MaxShift, exponents[1] - row_base[1] + kE2m1E4m3MaxShift};
+    decode(words, shift, true, f);
+  };
+  // The 4 MMAs of a K tile into the partial (not waited for); accumulate: onto the window's earlier tiles.
+  // PERF: without the fragment fences ptxas moved fragment writes between the MMAs and injected a
+  // warpgroup.arrive before 3 of every 4 (ptxas C7519, 12 sites). The partial is fenced only where ordinary
+  // instructions touch it (the promotion, after wait_group 0): a fence while MMAs that write it are in flight
+  // made ptxas wait for them there (C7517) and serialize every wgmma (C7513).
+  auto issue = [&](Fragments& f, unsigned long long descriptor, bool accumulate) {
 #pragma unroll
     for (int j = 0; j < 4; ++j)
 #pragma unroll
       for (int i = 0; i < 4; ++i) wgmma_fence_operand(f.a[j][i]);
-#pragma unroll
-    for (int mt = 0; mt < kTilesM; ++mt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) wgmma_fence_operand(partial[mt][i]);
-  };
-  auto issue = [&](Fragments& f, unsigned long long descriptor) {
-    fence_operands(f);
-    wgmma_fence();  // the fragments were written, and the partial read, by ordinary instructions
+    wgmma_fence();  // the fragments were written by ordinary instructions
 #pragma unroll
     for (int j = 0; j < 4; ++j)
       // Permuted: core matrices of MMA j start at 256 j; kMmaOrder: MMA j is bytes 32 j of each
       // 128-byte (swizzled) row.
       wgmma_m64k32_e4m3_rs<BM>(reinterpret_cast<float(&)[BM / 2]>(partial), f.a[j],
-                               wgmma_descriptor_advance(descriptor, j * (kMmaOrder ? 32 : 256)), j > 0);
+                               wgmma_descriptor_advance(descriptor, j * (kMmaOrder ? 32 : 256)), accumulate || j > 0);
     wgmma_commit();
-    fence_operands(f);
   };
+  // After wait_group 0. NOTE: the fences keep the reads of the partial below the wait, and the next MMAs' writes
+  // of it below these reads.
   auto promote = [&](const float (&scale)[2]) {
 #pragma unroll
     for (int mt = 0; mt < kTilesM; ++mt)
 #pragma unroll
+      for (int i = 0; i < 4; ++i) wgmma_fence_operand(partial[mt][i]);
+#pragma unroll
+    for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
       for (int i = 0; i < 4; ++i) acc[0][mt][i] = fmaf(partial[mt][i], scale[i >> 1], acc[0][mt][i]);
+#pragma unroll
+    for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) wgmma_fence_operand(partial[mt][i]);
   };
   const auto is_wide = [&](int j) { return ((wide_tiles[j >> 5] >> (j & 31)) & 1u) != 0; };
 
-  // Software-pipelined: tile j's MMAs run while this warpgroup decodes tile j + 1 (into `next`,
-  // since the MMAs read `current`'s registers until they complete); then the wait, the promotion.
-  // PERF: decode, MMAs, wait and promotion in turn ran the Qwen3 MXFP4 x FP8 GEMM1 at M = 4096 in
-  // 670 us against the 16-bit tile's 526 (ncu, bench/results/2026-12-02-h200-e4m3-ws.md).
-  // Wide tiles are not decoded ahead: they run their passes in turn.
+  // Software-pipelined over two fragment sets (tile j's: frag[j % 2], as kStages is even): tile j's MMAs run
+  // while this warpgroup decodes tile j + 1, and queue behind tile j - 1's. Narrow tiles share one base per
+  // row, so their products sum in the partial over a window of kE4m3PromoteTiles tiles before the wait and
+  // the promotion (one FFMA per accumulator); a wide tile runs its passes alone, each waited for and promoted.
+  // PERF: one wait and promotion per tile (the row's base per tile) ran the Qwen3 MXFP4 x FP8 GEMM1 at M = 4096
+  // in 610.6 us against the 16-bit values path's 423.9 (H100 ncu, bench/results/2026-12-07-h100-s63-e4m3-mma-order.md).
+  static_assert(kStages % 2 == 0, "tile j's fragments are frag[j % 2] with j % kStages unrolled");
   const unsigned long long first_descriptor = e4m3_first_descriptor<S>(smem_base);
   unsigned long long descriptor = ring.descriptor;
   int buffer = ring.buffer;
   unsigned buffer_parity = ring.parity;
-  Fragments current;
+  Fragments frag[2];
   if (tiles_k > 0 && !is_wide(0)) {
     uint4 words[2];
     Exponents first;
@@ -249,64 +278,82 @@ __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& 
     // The ring stage of tile 0: 0, or where the persistent ring stands (its buffer: a stage per token buffer).
     const int stage0 = S::kPersistent ? buffer : 0;
     load_words(stage0, buffer, buffer_parity, words);
-    decode(words, first, -1, current);
+    decode_narrow(words, first, frag[0]);
     release_stage(stage0);
   }
+  int window = 0;           // narrow tiles in the partial since the last promotion
+  int running_buffer = -1;  // the token buffer of the tile before, whose MMAs may still run
   for (int j0 = 0; j0 < tiles_k; j0 += kStages) {
 #pragma unroll
     for (int qq = 0; qq < kStages; ++qq) {
       const int j = j0 + qq;
       // The ring stage of tile j: qq (j0 is a multiple of kStages), or persistent the ring's buffer.
       const int q = S::kPersistent ? buffer : qq;
+      Fragments& current = frag[qq % 2];
+      Fragments& next = frag[(qq + 1) % 2];
       if (j < tiles_k) {
         const int next_stage = q + 1 == kStages ? 0 : q + 1;
         const int next_buffer = buffer + 1 == kBuffers ? 0 : buffer + 1;
         const unsigned next_parity = next_buffer == 0 ? buffer_parity ^ 1u : buffer_parity;
         const bool next_narrow = j + 1 < tiles_k && !is_wide(j + 1);
         if (!is_wide(j)) {
-          issue(current, descriptor);
-          Fragments next;
+          issue(current, descriptor, window > 0);
+          ++window;
+          wgmma_wait<1>();  // tile j - 1's MMAs, which read `next`
+          if (running_buffer >= 0) retire(running_buffer);
+          running_buffer = buffer;
           if (next_narrow) {
             uint4 words[2];
             load_words(next_stage, next_buffer, next_parity, words);
-            decode(words, ready, -1, next);
+            decode_narrow(words, ready, next);
             release_stage(next_stage);
           }
-          wgmma_wait<0>();
-          promote(current.scale);
-          if (next_narrow) current = next;
+          if (window == kE4m3PromoteTiles || !next_narrow) {
+            wgmma_wait<0>();
+            retire(buffer);
+            running_buffer = -1;
+            promote(row_scale);
+            window = 0;
+          }
         } else {
+          // The tile before promoted and retired (its next was not narrow): the partial is free.
+          // NOTE: a no-op wait, but ptxas cannot see the one before through the branches: without it, it
+          // serialized every wgmma of the kernel (C7513).
+          wgmma_wait<0>();
           uint4 words[2];
           Exponents exponents;  // waited for here: wide tiles are the slow path
           load_exponents(j, exponents);
           load_words(q, buffer, buffer_parity, words);
+          const int unshifted[2] = {6, 6};
           for (int group = 0; group < 4; ++group) {
-            Fragments pass;
-            decode(words, exponents, group, pass);
+            decode(words, unshifted, t == group, current);
             if (group == 0) release_stage(q);  // every code word has been read into a fragment
-            issue(pass, descriptor);
+            float scale[2];
+#pragma unroll
+            for (int r = 0; r < 2; ++r) scale[r] = ue8m0_to_f32(__shfl_sync(0xFFFFFFFFu, exponents[r], (lane & ~3) | group));
+            issue(current, descriptor, false);
             wgmma_wait<0>();
-            promote(pass.scale);
+            promote(scale);
           }
+          retire(buffer);
           if (next_narrow) {
             load_words(next_stage, next_buffer, next_parity, words);
-            decode(words, ready, -1, current);
+            decode_narrow(words, ready, next);
             release_stage(next_stage);
           }
         }
 #pragma unroll
         for (int r = 0; r < 2; ++r) ready[r] = pending[r];
         load_exponents(j + 3, pending);
-        // Every MMA of tile j has completed (wait_group 0): its permuted tokens go back (kMmaOrder:
-        // its stage, codes and tokens).
-        __syncwarp();
-        if (lane == 0) mbarrier_arrive((kMmaOrder ? staged0 : retired0) + 8 * buffer);
         descriptor = next_buffer == 0 ? first_descriptor : wgmma_descriptor_advance(descriptor, kBufferBytes);
         buffer = next_buffer;
         buffer_parity = next_parity;
       }
     }
   }
+  // NOTE: nothing is in flight here (the last tile promotes), but ptxas cannot see that through the loop and
+  // otherwise waits before the caller's first use of registers the MMAs wrote (C7517), serializing them (C7513).
+  wgmma_wait<0>();
   ring = {buffer, buffer_parity, descriptor};
 }
 
