@@ -315,6 +315,7 @@ layer_steps() {
     [ "$who" = R ] && order=0
     [ "$who" = C ] && order=2
     [ "$who" = E ] && extra="--fp8-wgmma"
+    [ "$who" = P ] && bin="$old_build/moeq" extra="--fp8-wgmma"
     # NOTE: only W sets MOEQ_FUSED_ACTIVATION_MAX_ROWS; the other letters run the library's own limit.
     # shellcheck disable=SC2086
     env -u MOEQ_FUSED_ACTIVATION_MAX_ROWS ${max_rows:+MOEQ_FUSED_ACTIVATION_MAX_ROWS=$max_rows} \

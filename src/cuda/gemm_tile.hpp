@@ -57,8 +57,6 @@ GemmTile parse_gemm_tile(const std::string& text);
 // The tiles `moeq bench --tile` sweeps and tests/gpu checks one by one: the planner's and the
 // candidates for tuning.
 std::vector<GemmTile> gemm_tile_candidates();
-// Static shared memory of the kernel (row maps and the block's expert).
-int64_t gemm_static_smem_bytes(const GemmTile& tile);
 
 // What a GEMM's A operand holds: compile-time in the kernel (MoeGemmCfg::kRowScales, kActE4m3).
 enum class GemmInput : uint8_t {
@@ -68,6 +66,8 @@ enum class GemmInput : uint8_t {
   row_scaled_e4m3,    // FP8 per-token e4m3 codes (1 byte each) into e4m3 MMAs (gemm_takes_e4m3); row
                       // scales as above
 };
+// Static shared memory of the kernel (row maps and the block's expert; e4m3 input adds the scan's slots).
+int64_t gemm_static_smem_bytes(const GemmTile& tile, GemmInput input = GemmInput::values);
 
 // Whether a GEMM1 of this tile and input may run self-routed (MoeGemmArgs::self_route): an 8-row direct tile over
 // 16-bit activations. Only these get a self-routed kernel in the warm lists, so apply asks for no other.

@@ -9,7 +9,7 @@
 
 namespace moeq::cuda {
 
-int64_t gemm_static_smem_bytes(const GemmTile& tile) {
+int64_t gemm_static_smem_bytes(const GemmTile& tile, GemmInput input) {
   // Row maps and the block's expert; producer tiles add the copy warps' row pointers and the
   // mbarriers (wgmma: a landed and a staged one per stage, a permuted and a retired one per
   // permuted token buffer; mma.sync: a full and an empty one per stage). NOTE: with ptxas's
@@ -27,7 +27,14 @@ int64_t gemm_static_smem_bytes(const GemmTile& tile) {
   const int64_t persistent = tile.persistent ? rows + 32 : 0;
   // The copy warps' row pointers: 8 bytes a row, each thread's on a 16-byte boundary (rows rounded up to 16).
   const int64_t row_pointers = 8 * ((int64_t{tile.block_m} + 15) / 16 * 16);
-  return rows + persistent + (tile.producer ? row_pointers + 4 * int64_t{tile.block_m} + 24 * int64_t{tile.stages} + 160 : 0);
+  // e4m3 consumers on MMA-order tokens: per row buffer the scan warps' slot (a base per channel, the wide-tile
+  // bits, its `scanned` mbarrier). ptxas: 2816 for 128x128/4/p/t, 4096 for 128x128/6/p/s/t, 2304 for 64x128/6/p/s/t
+  // (session 64), against 3000, 4288 and 2720 here.
+  const int64_t e4m3_scan = input == GemmInput::row_scaled_e4m3 && tile.mma_order_tokens
+                                ? (tile.persistent ? 2 : 1) * int64_t{tile.block_n + 32 + 8}
+                                : 0;
+  return rows + persistent + e4m3_scan +
+         (tile.producer ? row_pointers + 4 * int64_t{tile.block_m} + 24 * int64_t{tile.stages} + 160 : 0);
 }
 
 bool gemm_self_routes(const GemmTile& tile, GemmInput input) {
@@ -185,7 +192,9 @@ bool gemm_takes_e4m3(const WeightDesc& w, const GemmTile& tile, int sm, bool pre
          tile.stages % 2 == 0 &&
          (tile.block_m == 64 || tile.block_m == 128) &&
          w.k % 128 == 0 && w.k <= 32768 &&
-         gemm_smem_bytes(tile, w, GemmInput::row_scaled_e4m3) + gemm_static_smem_bytes(tile) <= 227 * 1024;
+         gemm_smem_bytes(tile, w, GemmInput::row_scaled_e4m3) +
+                 gemm_static_smem_bytes(tile, GemmInput::row_scaled_e4m3) <=
+             227 * 1024;
 }
 
 GemmTile e4m3_tile_of(const GemmTile& tile) {

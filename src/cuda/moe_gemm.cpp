@@ -75,7 +75,7 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
   const uint64_t key = gemm_config_key(w, act_dtype, tile, prepared, segments, input, mx_scales_at_most_two);
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = table.find(key); it != table.end()) return it->second;
-  const int64_t smem = gemm_smem_bytes(tile, w, input), static_smem = gemm_static_smem_bytes(tile);
+  const int64_t smem = gemm_smem_bytes(tile, w, input), static_smem = gemm_static_smem_bytes(tile, input);
   if (const int max_smem = process_device_info().max_smem_per_block_optin; !segments && smem + static_smem > max_smem)
     throw Error("moe_gemm: tile " + tile.to_string() + " needs " + std::to_string(smem + static_smem) +
                 " bytes of shared memory; this device allows " + std::to_string(max_smem));

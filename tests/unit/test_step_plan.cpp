@@ -212,7 +212,7 @@ TEST(StepPlan, EveryPlannedTileRunsOnEachDevice) {
                                             std::to_string(M) + (gemm1 ? " gemm1 " : " gemm2 ") + plan.tile.to_string();
                   const auto reasons = cuda::gemm_tile_reasons(plan.tile, w);
                   EXPECT_TRUE(reasons.empty()) << where << ": " << reasons.front();
-                  EXPECT_LE(cuda::gemm_smem_bytes(plan.tile, w, plan.input) + cuda::gemm_static_smem_bytes(plan.tile),
+                  EXPECT_LE(cuda::gemm_smem_bytes(plan.tile, w, plan.input) + cuda::gemm_static_smem_bytes(plan.tile, plan.input),
                             gpu.max_smem)
                       << where;
                   // What the architecture has: wgmma, setmaxnreg, bulk copies and clusters from sm_90, e4m3 MMAs

@@ -70,20 +70,26 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   // +107 us (GEMM1) and +38 us (GEMM2) against MXFP8 activations on the same tile (ncu,
   // bench/results/2026-12-02-h200-e4m3-direct.md); here they land while the first stage does.
   __shared__ float block_row_scales[Cfg::kRowScales ? BM : 1];
-  // Cfg::kActE4m3: the K tiles that need one pass per MX group (moe_gemm_ws_e4m3_consumers).
-  __shared__ unsigned wide_tiles[Cfg::kActE4m3 ? kE4m3WideWords : 1];
+  // Cfg::kActE4m3: the K tiles that need one pass per MX group (moe_gemm_ws_e4m3_consumers), and with MMA-order
+  // tokens each row's base, one slot per row buffer (the producer's scan, e4m3_scan_block).
+  constexpr bool kE4m3Scan = Cfg::kActE4m3 && S::kMmaOrder;
+  __shared__ unsigned wide_tiles[Cfg::kActE4m3 ? kRowBuffers * kE4m3WideWords : 1];
+  __shared__ unsigned char e4m3_row_bases[kE4m3Scan ? kRowBuffers * BN : 1];
   constexpr int kPermBuffers = S::kPermBuffers;
   // landed and staged (kStages each: copies done, stage free), permuted and retired (kPermBuffers
   // each: tokens permuted, buffer free); persistent: rows_full and rows_empty (one per row buffer:
   // a tile's rows written by the copy warps, read by the consumers' epilogue).
   constexpr int kRowBarriers = kPersistent ? 2 * kRowBuffers : 0;
-  __shared__ __align__(8) unsigned long long barriers[2 * kStages + 2 * kPermBuffers + kRowBarriers];
+  // kE4m3Scan: scanned (one per row buffer: the slot's scan written by the producer's scan warps).
+  constexpr int kScanBarriers = kE4m3Scan ? kRowBuffers : 0;
+  __shared__ __align__(8) unsigned long long barriers[2 * kStages + 2 * kPermBuffers + kRowBarriers + kScanBarriers];
 
   const int tid = threadIdx.x;
   constexpr int kCopyThreads = S::kCopyThreads;
   const unsigned landed0 = smem_address(&barriers[0]), staged0 = landed0 + 8 * kStages,
                  permuted0 = staged0 + 8 * kStages, retired0 = permuted0 + 8 * kPermBuffers,
-                 rows_full0 = retired0 + 8 * kPermBuffers, rows_empty0 = rows_full0 + 8 * kRowBuffers;
+                 rows_full0 = retired0 + 8 * kPermBuffers, rows_empty0 = rows_full0 + 8 * kRowBuffers,
+                 scanned0 = rows_full0 + 8 * kRowBarriers;
   if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
@@ -106,6 +112,8 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
         mbarrier_init(rows_empty0 + 8 * b, 4 * S::kConsumers);  // one lane per consumer warp, after its stores
       }
     }
+#pragma unroll
+    for (int b = 0; b < kScanBarriers; ++b) mbarrier_init(scanned0 + 8 * b, 128 - kCopyThreads);  // every scan thread
     if constexpr (S::kBulkCodes) fence_mbarrier_init();  // the bulk copies complete through the async proxy
   }
   if (Cfg::kActE4m3 && tid < kE4m3WideWords) wide_tiles[tid] = 0;  // seen after load_block_rows' barrier
@@ -138,10 +146,12 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
   const long long row_bytes = static_cast<long long>(K) * S::kCodeBits / 8;
   const unsigned smem_base = smem_address(smem);
   const WsCta<Cfg> cta{p, tid, smem, smem_base, row_src_buffers, row_dst_buffers, block_expert_buffers, row_ptr,
-                       block_row_scales, wide_tiles, landed0, staged0, permuted0, retired0, rows_full0, rows_empty0,
+                       block_row_scales, wide_tiles, e4m3_row_bases, landed0, staged0, permuted0, retired0, rows_full0,
+                       rows_empty0, scanned0,
                        first_tile, tile_step, m_blocks, num_tiles, N, K, tiles_n16, tiles_k, row_bytes};
   if (tid < 128) {
-    moe_gemm_ws_producer<Cfg>(cta);
+    if (kE4m3Scan && tid >= kCopyThreads) moe_gemm_ws_scan_warps<Cfg>(cta);
+    else moe_gemm_ws_producer<Cfg>(cta);
     return;
   }
   moe_gemm_ws_consumers<Cfg>(cta);

@@ -58,7 +58,9 @@ __device__ __forceinline__ void moe_gemm_ws_consumers(const WsCta<Cfg>& cta) {
       fetch_row_scales(row_src);
       float acc[kTilesN][kTilesM][4];
       moe_gemm_ws_e4m3_consumers<Cfg, S>(p, e, n0, tiles_k, ring, kPersistent && i > 0, smem_base, landed0, staged0,
-                                         permuted0, retired0, wide_tiles, ctid, channel_of, acc);
+                                         permuted0, retired0, wide_tiles + (S::kMmaOrder ? buf * kE4m3WideWords : 0),
+                                         cta.e4m3_row_bases + buf * BN, cta.scanned0 + 8 * buf,
+                                         (i / kRowBuffers) & 1, ctid, channel_of, acc);
       unsigned char* out_tile = smem + S::kEpilogueOffset;
       named_barrier_sync(2, 128 * S::kConsumers);
       write_output_tile<Cfg>(p, e, n0, acc, out_tile, S::kOutRowBytes, 0, t, channel_of, row_src, block_row_scales);

@@ -44,7 +44,7 @@ constexpr int kE4m3WideWords = 8;
 // Narrow K tiles (128 k each) whose products the e4m3 MMAs sum in the partial before it is promoted into
 // the fp32 accumulators: the MMA's own accumulation keeps fewer bits than fp32 (DeepGEMM promotes every 128 k).
 #ifndef MOEQ_E4M3_PROMOTE_TILES
-#define MOEQ_E4M3_PROMOTE_TILES 2
+#define MOEQ_E4M3_PROMOTE_TILES 1
 #endif
 constexpr int kE4m3PromoteTiles = MOEQ_E4M3_PROMOTE_TILES;
 
@@ -52,6 +52,45 @@ constexpr int kE4m3PromoteTiles = MOEQ_E4M3_PROMOTE_TILES;
 // carry 2^(e - m + 12 - 6) of each group's 2^(e - 127)); fp32 subnormal below m = 7.
 __device__ __forceinline__ float e4m3_fold_scale(int m) {
   return __uint_as_float(m >= 7 ? static_cast<unsigned>(m - 6) << 23 : 1u << (m + 16));
+}
+
+// One output tile's scan of the scales (MMA-order tiles: the producer warpgroup's two warps that permute tokens on
+// `/p` tiles, idle on `/t`, while the consumers run the tile before): each row's base (its largest finite exponent
+// over K) into row_bases[row], and the wide K tiles (some row's exponent there more than 12 binades below its base,
+// or the NaN scale) into wide. Rows past N are copies of row N - 1, which is in the block. `threads` threads with
+// ids stid share it and named barrier `barrier`.
+template <int BN>
+__device__ __forceinline__ void e4m3_scan_block(const MoeGemmParams& p, int e, int n0, int tiles_k, int stid, int threads,
+                                                int barrier, unsigned char* row_bases, unsigned* wide) {
+  const int N = p.n, groups_k = 4 * tiles_k;
+  const unsigned char* scales = static_cast<const unsigned char*>(p.scaling.scales) + static_cast<long long>(e) * N * groups_k;
+  if (stid < kE4m3WideWords) wide[stid] = 0;
+  named_barrier_sync(barrier, threads);
+  constexpr int kBatch = 8;  // groups in flight per thread: 2 K tiles
+  for (int r = stid; r < BN; r += threads) {
+    const unsigned char* row = scales + static_cast<long long>(min(n0 + r, N - 1)) * groups_k;
+    int base = 0;
+    for (int g0 = 0; g0 < groups_k; g0 += kBatch) {
+      unsigned char v[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) v[u] = g0 + u < groups_k ? row[g0 + u] : 0;
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u)
+        if (v[u] != kUe8m0NanCode) base = max(base, static_cast<int>(v[u]));
+    }
+    row_bases[r] = static_cast<unsigned char>(base);
+    for (int g0 = 0; g0 < groups_k; g0 += kBatch) {
+      unsigned char v[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) v[u] = g0 + u < groups_k ? row[g0 + u] : static_cast<unsigned char>(base);
+      unsigned bits = 0;  // K tiles g0 / 4 + [0, 2): within one word (g0 / 4 is even)
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u)
+        if (v[u] == kUe8m0NanCode || static_cast<int>(v[u]) + kE2m1E4m3MaxShift < base) bits |= 1u << (u / 4);
+      const int tile0 = g0 / 4;
+      if (bits != 0) atomicOr(&wide[tile0 >> 5], bits << (tile0 & 31));
+    }
+  }
 }
 
 // Where the consumers' token ring stands: the buffer the next K tile reads (a permuted buffer, or with
@@ -75,11 +114,15 @@ __device__ __forceinline__ E4m3Ring e4m3_ring_start(unsigned smem_base) {
 
 // One output tile's main loop. clear_wide: zero the wide-tile bits first (a persistent tile after the first: every consumer has passed
 // the previous tile's epilogue barriers, so none reads them any more).
+// MMA-order tiles: the scan of row-buffer slot `slot` (row_bases, wide_tiles: the slot's), complete once
+// `scanned` (the slot's barrier) reaches `scanned_parity`; permuting tiles scan here, into wide_tiles.
 template <class Cfg, class S, class ChannelOf>
 __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& p, int e, int n0, int tiles_k,
                                                            E4m3Ring& ring, bool clear_wide,
                                                            unsigned smem_base, unsigned landed0, unsigned staged0,
-                                                           unsigned permuted0, unsigned retired0, unsigned* wide_tiles, int ctid,
+                                                           unsigned permuted0, unsigned retired0, unsigned* wide_tiles,
+                                                           const unsigned char* row_bases, unsigned scanned,
+                                                           unsigned scanned_parity, int ctid,
                                                            ChannelOf channel_of, float (&acc)[S::kTilesN][S::kTilesM][4]) {
   constexpr int BM = S::kBlockM, kStages = S::kStages, kTilesN = S::kTilesN, kTilesM = S::kTilesM;
   constexpr int kConsumerThreads = 128 * S::kConsumers;
@@ -94,66 +137,75 @@ __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& 
   const unsigned char* scales = static_cast<const unsigned char*>(p.scaling.scales) + static_cast<long long>(e) * N * groups_k;
 
   // Each row's base: its largest finite scale exponent over all of K (rows past N are copies of row N - 1, which
-  // is in this block). Lane t of a quad scans tiles t, t + 4, ... of its rows g and g + 8; the quad shares them.
+  // is in this block), and the wide K tiles. MMA-order tiles read both from the producer's scan (e4m3_scan_block).
+  // PERF: scanned here, per output tile, they cost the Qwen3 MXFP4 x FP8 step at M = 4096 ~70 us (H100, the step
+  // with and without the scan: bench/results/2026-12-07-h100-s64-e4m3-window.md).
+  // Permuting tiles scan here: lane t of a quad scans tiles t, t + 4, ... of its rows g and g + 8; the quad shares them.
   int scale_row[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) scale_row[r] = min(n0 + channel_of(0, r), N - 1) * groups_k;
   int row_base[2] = {0, 0};
-  constexpr int kScanBatch = 4;  // tiles' loads in flight per lane and row
-  for (int first = t; first < tiles_k; first += 4 * kScanBatch) {
-    unsigned char v[kScanBatch][2][4];
+  if constexpr (kMmaOrder) {
+    mbarrier_wait(scanned, scanned_parity);
 #pragma unroll
-    for (int u = 0; u < kScanBatch; ++u)
+    for (int r = 0; r < 2; ++r) row_base[r] = row_bases[channel_of(0, r)];
+  } else {
+    constexpr int kScanBatch = 4;  // tiles' loads in flight per lane and row
+    for (int first = t; first < tiles_k; first += 4 * kScanBatch) {
+      unsigned char v[kScanBatch][2][4];
 #pragma unroll
-      for (int r = 0; r < 2; ++r)
+      for (int u = 0; u < kScanBatch; ++u)
 #pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const int tile = first + 4 * u;
-          v[u][r][q] = tile < tiles_k ? scales[scale_row[r] + 4 * tile + q] : 0;
-        }
+        for (int r = 0; r < 2; ++r)
 #pragma unroll
-    for (int u = 0; u < kScanBatch; ++u)
+          for (int q = 0; q < 4; ++q) {
+            const int tile = first + 4 * u;
+            v[u][r][q] = tile < tiles_k ? scales[scale_row[r] + 4 * tile + q] : 0;
+          }
 #pragma unroll
-      for (int r = 0; r < 2; ++r)
+      for (int u = 0; u < kScanBatch; ++u)
 #pragma unroll
-        for (int q = 0; q < 4; ++q)
-          if (v[u][r][q] != kUe8m0NanCode) row_base[r] = max(row_base[r], static_cast<int>(v[u][r][q]));
-  }
+        for (int r = 0; r < 2; ++r)
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    row_base[r] = max(row_base[r], __shfl_xor_sync(0xFFFFFFFFu, row_base[r], 1));
-    row_base[r] = max(row_base[r], __shfl_xor_sync(0xFFFFFFFFu, row_base[r], 2));
-  }
-  // The wide tiles: some row of the block has a group exponent more than 12 binades below its base there (or
-  // the NaN scale). The same bits for every consumer warp, so the warpgroups issue the same MMAs.
-  if (clear_wide) {
-    if (ctid < kE4m3WideWords) wide_tiles[ctid] = 0;
+          for (int q = 0; q < 4; ++q)
+            if (v[u][r][q] != kUe8m0NanCode) row_base[r] = max(row_base[r], static_cast<int>(v[u][r][q]));
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      row_base[r] = max(row_base[r], __shfl_xor_sync(0xFFFFFFFFu, row_base[r], 1));
+      row_base[r] = max(row_base[r], __shfl_xor_sync(0xFFFFFFFFu, row_base[r], 2));
+    }
+    // The wide tiles: some row of the block has a group exponent more than 12 binades below its base there (or
+    // the NaN scale). The same bits for every consumer warp, so the warpgroups issue the same MMAs.
+    if (clear_wide) {
+      if (ctid < kE4m3WideWords) wide_tiles[ctid] = 0;
+      named_barrier_sync(3, kConsumerThreads);
+    }
+    for (int first = t; first < tiles_k; first += 4 * kScanBatch) {
+      unsigned char v[kScanBatch][2][4];
+#pragma unroll
+      for (int u = 0; u < kScanBatch; ++u)
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            const int tile = first + 4 * u;
+            v[u][r][q] = tile < tiles_k ? scales[scale_row[r] + 4 * tile + q] : row_base[r];
+          }
+#pragma unroll
+      for (int u = 0; u < kScanBatch; ++u) {
+        bool wide = false;
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+#pragma unroll
+          for (int q = 0; q < 4; ++q)
+            wide |= v[u][r][q] == kUe8m0NanCode || static_cast<int>(v[u][r][q]) + kE2m1E4m3MaxShift < row_base[r];
+        const int tile = first + 4 * u;
+        if (wide) atomicOr(&wide_tiles[tile >> 5], 1u << (tile & 31));
+      }
+    }
     named_barrier_sync(3, kConsumerThreads);
   }
-  for (int first = t; first < tiles_k; first += 4 * kScanBatch) {
-    unsigned char v[kScanBatch][2][4];
-#pragma unroll
-    for (int u = 0; u < kScanBatch; ++u)
-#pragma unroll
-      for (int r = 0; r < 2; ++r)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const int tile = first + 4 * u;
-          v[u][r][q] = tile < tiles_k ? scales[scale_row[r] + 4 * tile + q] : row_base[r];
-        }
-#pragma unroll
-    for (int u = 0; u < kScanBatch; ++u) {
-      bool wide = false;
-#pragma unroll
-      for (int r = 0; r < 2; ++r)
-#pragma unroll
-        for (int q = 0; q < 4; ++q)
-          wide |= v[u][r][q] == kUe8m0NanCode || static_cast<int>(v[u][r][q]) + kE2m1E4m3MaxShift < row_base[r];
-      const int tile = first + 4 * u;
-      if (wide) atomicOr(&wide_tiles[tile >> 5], 1u << (tile & 31));
-    }
-  }
-  named_barrier_sync(3, kConsumerThreads);
   // A narrow tile's products carry 2^(base - 133) of the row's scale (format/e2m1_e4m3.cuh at shift e - base + 12).
   const float row_scale[2] = {e4m3_fold_scale(row_base[0]), e4m3_fold_scale(row_base[1])};
 

@@ -6,6 +6,7 @@
 // NOTE: NVRTC-safe: no standard headers.
 #include "moeq_dev/kernels/moe_gemm_activation_epilogue.cuh"
 #include "moeq_dev/kernels/moe_gemm_common.cuh"
+#include "moeq_dev/kernels/moe_gemm_ws_e4m3.cuh"
 #include "moeq_dev/kernels/moe_gemm_ws_shape.cuh"
 #include "moeq_dev/ptx/cp_async.cuh"
 #include "moeq_dev/ptx/mbarrier.cuh"
@@ -253,6 +254,27 @@ __device__ __forceinline__ void moe_gemm_ws_producer(const WsCta<Cfg>& cta) {
       mbarrier_arrive(permuted0 + 8 * buffer);
       mbarrier_arrive(staged0 + 8 * stage);  // its staging reads are done: their values were stored
     }
+  }
+}
+
+// The producer warpgroup's two scan warps (Cfg::kActE4m3 with MMA-order tokens, whose tokens need no permute
+// warps): each output tile's row bases and wide K tiles into its row-buffer slot (e4m3_scan_block), once the copy
+// warps have written its rows (and so waited for the consumers' epilogue of the slot's last tile, which read the
+// slot before it).
+// NOTE: a function of its own, entered before moe_gemm_ws_producer: as a third branch of it, ptxas spilled 12 bytes
+// of the copy warps' addresses (sm_90a, 128x128/6/p/s/t).
+template <class Cfg>
+__device__ __forceinline__ void moe_gemm_ws_scan_warps(const WsCta<Cfg>& cta) {
+  using S = MoeGemmWsShape<Cfg>;
+  constexpr int kRowBuffers = S::kRowBuffers, kThreads = 128 - S::kCopyThreads;
+  setmaxnreg_dec<S::kProducerRegisters>();
+  const int stid = cta.tid - S::kCopyThreads;
+  for (int i = 0; i < cta.num_tiles; ++i) {
+    const int buf = i % kRowBuffers;
+    if constexpr (S::kPersistent) mbarrier_wait(cta.rows_full0 + 8 * buf, (i / kRowBuffers) & 1);
+    e4m3_scan_block<S::kBlockN>(cta.p, cta.block_expert_buffers[buf], cta.n0_of(i), cta.tiles_k, stid, kThreads, 4,
+                                cta.e4m3_row_bases + buf * S::kBlockN, cta.wide_tiles + buf * kE4m3WideWords);
+    mbarrier_arrive(cta.scanned0 + 8 * buf);
   }
 }
 

@@ -163,8 +163,9 @@ struct WsCta {
   int* block_expert_buffers;  // kRowBuffers: each buffer's expert
   const unsigned short** row_ptr;  // the copy warps' token row pointers (BM, thread-major)
   float* block_row_scales;  // Cfg::kRowScales: BM A-row scales
-  unsigned* wide_tiles;     // Cfg::kActE4m3: the K tiles of one pass per MX group
-  unsigned landed0, staged0, permuted0, retired0, rows_full0, rows_empty0;  // each barrier array's first
+  unsigned* wide_tiles;     // Cfg::kActE4m3: the K tiles of one pass per MX group (MMA-order tokens: a slot per row buffer)
+  unsigned char* e4m3_row_bases;  // Cfg::kActE4m3, MMA-order tokens: BN row bases per row buffer
+  unsigned landed0, staged0, permuted0, retired0, rows_full0, rows_empty0, scanned0;  // each barrier array's first
   // Output tile i of the CTA is the grid's tile first_tile + i tile_step: M block (first_tile + i tile_step) %
   // m_blocks, N block the quotient.
   int first_tile, tile_step, m_blocks, num_tiles;
