@@ -11,7 +11,8 @@
 #   i.e. ~925-945 us; still above the values path (~887).
 # ncu: each kernel of one step, E and the values path (ncu_*.csv).
 # ncufull: GEMM1 under ncu's full set, E and the values path (details page, csv).
-# Usage: s64_e4m3_scan.sh check|time|ncu|ncufull|all BUILD OLD_BUILD   (env OUT, MOEQ_CACHE_DIR)
+# source: the e4m3 GEMM1's SASS with ncu's warp-stall samples per instruction (source_E.csv.xz).
+# Usage: s64_e4m3_scan.sh check|time|ncu|ncufull|source|all BUILD OLD_BUILD   (env OUT, MOEQ_CACHE_DIR)
 . "$(dirname "$0")/evidence_lib.sh"
 mode="$1"
 device_setup "$2"
@@ -55,6 +56,17 @@ if [ "$mode" = ncu ] || [ "$mode" = all ]; then
     grep -E '"moeq_' "$out/ncu_$t.csv" | awk -F'","' '{print $5, $(NF)}' | sed 's/"//g' | head -7 | tr '\n' ';'
     echo
   done
+fi
+if [ "$mode" = source ]; then
+  # The e4m3 GEMM1 (first moeq_moe_gemm launch) under ncu's source counters: the SASS with its warp-stall samples.
+  timeout 250 ncu --section SourceCounters --section WarpStateStats --kernel-name moeq_moe_gemm --launch-count 1 \
+    -o "$out/source_E" "$build/moeq" run --preset qwen3-30b-a3b --scheme mxfp4:fp8-token --fp8-wgmma --tuning "$st6" \
+    --codes canonical -M 4096 >"$out/source_E.log" 2>&1
+  echo "source rc=$? $(($(date +%s) - t0)) s"
+  ncu --import "$out/source_E.ncu-rep" --page source --csv --print-source sass >"$out/source_E.csv" 2>&1
+  echo "import rc=$? $(wc -c <"$out/source_E.csv") bytes"
+  xz -6 "$out/source_E.csv"
+  rm -f "$out/source_E.ncu-rep"
 fi
 if [ "$mode" = ncufull ]; then
   # GEMM1 of one step under ncu's full set (the first moeq_moe_gemm launch), E and the values path: where the e4m3

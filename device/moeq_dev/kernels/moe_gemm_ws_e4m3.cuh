@@ -58,37 +58,65 @@ __device__ __forceinline__ float e4m3_fold_scale(int m) {
 // `/p` tiles, idle on `/t`, while the consumers run the tile before): each row's base (its largest finite exponent
 // over K) into row_bases[row], and the wide K tiles (some row's exponent there more than 12 binades below its base,
 // or the NaN scale) into wide. Rows past N are copies of row N - 1, which is in the block. `threads` threads with
-// ids stid share it and named barrier `barrier`.
+// ids stid share it and named barrier `barrier`; each takes rows stid and stid + threads together.
+// A K tile's 4 MX groups of a row are one 4-byte word (K % 128 == 0, so rows start on 4-group boundaries), read
+// whole where the scales are 4-byte aligned, and compared 4 at a time (byte SIMD).
+// PERF: byte loads 8 in flight per thread, one row after the other, made the Qwen3 MXFP4 x FP8 GEMM1 at M = 4096
+// 539 -> 653 us (H100 ncu): the consumers waited for the scan of their next tile.
 template <int BN>
 __device__ __forceinline__ void e4m3_scan_block(const MoeGemmParams& p, int e, int n0, int tiles_k, int stid, int threads,
                                                 int barrier, unsigned char* row_bases, unsigned* wide) {
   const int N = p.n, groups_k = 4 * tiles_k;
   const unsigned char* scales = static_cast<const unsigned char*>(p.scaling.scales) + static_cast<long long>(e) * N * groups_k;
+  const bool aligned = (reinterpret_cast<unsigned long long>(scales) & 3u) == 0;
+  auto word_at = [&](const unsigned char* row, int j) {
+    if (aligned) return *reinterpret_cast<const unsigned*>(row + 4 * j);
+    return static_cast<unsigned>(row[4 * j]) | static_cast<unsigned>(row[4 * j + 1]) << 8 |
+           static_cast<unsigned>(row[4 * j + 2]) << 16 | static_cast<unsigned>(row[4 * j + 3]) << 24;
+  };
   if (stid < kE4m3WideWords) wide[stid] = 0;
   named_barrier_sync(barrier, threads);
-  constexpr int kBatch = 8;  // groups in flight per thread: 2 K tiles
-  for (int r = stid; r < BN; r += threads) {
-    const unsigned char* row = scales + static_cast<long long>(min(n0 + r, N - 1)) * groups_k;
-    int base = 0;
-    for (int g0 = 0; g0 < groups_k; g0 += kBatch) {
-      unsigned char v[kBatch];
+  constexpr int kBatch = 8;  // K tiles (words) in flight per row
+  constexpr unsigned kNanBytes = 0xFFFFFFFFu;  // kUe8m0NanCode in every byte
+  for (int r0 = stid; r0 < BN; r0 += 2 * threads) {
+    const int rows[2] = {r0, r0 + threads};
+    const unsigned char* row[2];
 #pragma unroll
-      for (int u = 0; u < kBatch; ++u) v[u] = g0 + u < groups_k ? row[g0 + u] : 0;
+    for (int h = 0; h < 2; ++h) row[h] = scales + static_cast<long long>(min(n0 + min(rows[h], BN - 1), N - 1)) * groups_k;
+    unsigned largest[2] = {0u, 0u};  // per byte lane, the NaN codes as 0
+    for (int j0 = 0; j0 < tiles_k; j0 += kBatch) {
+      unsigned w[2][kBatch];
 #pragma unroll
-      for (int u = 0; u < kBatch; ++u)
-        if (v[u] != kUe8m0NanCode) base = max(base, static_cast<int>(v[u]));
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) w[h][u] = j0 + u < tiles_k ? word_at(row[h], j0 + u) : 0u;
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) largest[h] = __vmaxu4(largest[h], w[h][u] & ~__vcmpeq4(w[h][u], kNanBytes));
     }
-    row_bases[r] = static_cast<unsigned char>(base);
-    for (int g0 = 0; g0 < groups_k; g0 += kBatch) {
-      unsigned char v[kBatch];
+    unsigned below[2];  // the bytes under which a group is wide: max(base - 12, 0) in every byte
 #pragma unroll
-      for (int u = 0; u < kBatch; ++u) v[u] = g0 + u < groups_k ? row[g0 + u] : static_cast<unsigned char>(base);
-      unsigned bits = 0;  // K tiles g0 / 4 + [0, 2): within one word (g0 / 4 is even)
+    for (int h = 0; h < 2; ++h) {
+      const unsigned m = __vmaxu4(largest[h], largest[h] >> 16), base = max(m & 0xFFu, (m >> 8) & 0xFFu);
+      if (rows[h] < BN) row_bases[rows[h]] = static_cast<unsigned char>(base);
+      below[h] = static_cast<unsigned>(max(static_cast<int>(base) - kE2m1E4m3MaxShift, 0)) * 0x01010101u;
+    }
+    for (int j0 = 0; j0 < tiles_k; j0 += kBatch) {
+      unsigned w[2][kBatch];
 #pragma unroll
-      for (int u = 0; u < kBatch; ++u)
-        if (v[u] == kUe8m0NanCode || static_cast<int>(v[u]) + kE2m1E4m3MaxShift < base) bits |= 1u << (u / 4);
-      const int tile0 = g0 / 4;
-      if (bits != 0) atomicOr(&wide[tile0 >> 5], bits << (tile0 & 31));
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) w[h][u] = j0 + u < tiles_k ? word_at(row[h], j0 + u) : below[h];
+      unsigned bits = 0;  // K tiles j0 + [0, kBatch): within one word (j0 is a multiple of kBatch)
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        unsigned flagged = 0;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) flagged |= __vcmpeq4(w[h][u], kNanBytes) | __vcmpltu4(w[h][u], below[h]);
+        bits |= (flagged != 0 ? 1u : 0u) << u;
+      }
+      if (bits != 0) atomicOr(&wide[j0 >> 5], bits << (j0 & 31));
     }
   }
 }
