@@ -269,6 +269,11 @@ __device__ __forceinline__ int device_m_blocks(const MoeGemmParams& p) {
   return p.gather ? *p.num_tokens_padded / BM : *p.num_blocks;
 }
 
+// The expert of M block `m_block`.
+__device__ __forceinline__ int block_expert_of(const MoeGemmParams& p, int m_block) {
+  return p.gather ? p.expert_ids[m_block] : p.block_table[3 * m_block];
+}
+
 // The rows of M block `m_block` by T threads (tid in [0, T)): row_src / row_dst (-1: padding) of
 // rows tid + T j, and the block's expert (tid 0). No barrier.
 template <int BM, int T>
@@ -289,7 +294,7 @@ __device__ __forceinline__ void fill_block_rows(const MoeGemmParams& p, int m_bl
     row_src[r] = src;
     row_dst[r] = dst;
   }
-  if (tid == 0) *block_expert = p.gather ? p.expert_ids[m_block] : p.block_table[3 * m_block];
+  if (tid == 0) *block_expert = block_expert_of(p, m_block);
 }
 
 // Self-routed block rows (gemm_self_routed: at most 32 slots, M <= BM, so each local expert's slots fill
