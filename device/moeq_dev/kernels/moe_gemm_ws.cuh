@@ -150,6 +150,11 @@ __device__ __forceinline__ void moe_gemm_ws_block(const MoeGemmParams& p) {
                        rows_empty0, scanned0,
                        first_tile, tile_step, m_blocks, num_tiles, N, K, tiles_n16, tiles_k, row_bytes};
   if (tid < 128) {
+    // NOTE: one setmaxnreg for the producer warpgroup's warps, whichever role they take: PTX asks that every warp
+    // of a warpgroup execute the same setmaxnreg instruction. The 16-bit kernels' machine code is unchanged by it
+    // (80x256/6/p/t, session 64); on the e4m3 `/s/t` tiles ptxas keeps 3 of the copy warps' shared addresses in
+    // local memory (12 bytes, loaded once per output tile).
+    setmaxnreg_dec<S::kProducerRegisters>();
     if (kE4m3Scan && tid >= kCopyThreads) moe_gemm_ws_scan_warps<Cfg>(cta);
     else moe_gemm_ws_producer<Cfg>(cta);
     return;

@@ -38,7 +38,6 @@ __device__ __forceinline__ void moe_gemm_ws_producer(const WsCta<Cfg>& cta) {
   auto m_block_of = [&](int i) { return cta.m_block_of(i); };
   auto n0_of = [&](int i) { return cta.n0_of(i); };
   auto codes_of = [&](int e) { return cta.codes_of(e); };
-  setmaxnreg_dec<S::kProducerRegisters>();
   if (tid < kCopyThreads) {
     // Copy warps. Token chunk j of this thread: row tid / 8 + kRowsPerPass j, 16-byte chunk
     // tid % 8 (a warp copies 4 whole rows: 4 global lines per instruction). Code chunk j
@@ -270,7 +269,6 @@ template <class Cfg>
 __device__ __forceinline__ void moe_gemm_ws_scan_warps(const WsCta<Cfg>& cta) {
   using S = MoeGemmWsShape<Cfg>;
   constexpr int kRowBuffers = S::kRowBuffers, kThreads = 128 - S::kCopyThreads;
-  setmaxnreg_dec<S::kProducerRegisters>();
   const int stid = cta.tid - S::kCopyThreads;
   for (int i = 0; i < cta.num_tiles; ++i) {
     const int buf = i % kRowBuffers;
