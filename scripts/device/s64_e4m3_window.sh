@@ -114,7 +114,8 @@ if [ "$mode" = omit ]; then
 fi
 if [ "$mode" = scan ]; then
   # What the per-tile scan costs in the step: W4 against the same kernels with no scan (bin-noscan: base 123, the
-  # bench's every scale; timing only), and P.
+  # bench's every scale; timing only), and P. bin-noscan was built from a17eec4 with the consumers' scan replaced by
+  # `row_base = {123, 123}` (a local edit, not committed: .cache-device-s64-noscan.txz).
   export STEP_TIMEOUT=150 STEP_CODES=canonical
   st6="$tables/s63_st6.json"
   for who in P W4 NS NS W4 P; do

@@ -23,12 +23,16 @@
 // 32 j of each row, as the 16-bit `/t` tile's k16 step j), the consumers wait for `landed`, and a
 // stage goes back to the copy warps once the MMAs that read its tokens have completed.
 // S::kPersistent (`/s`, with `/t` only): the caller loops over output tiles; the ring's stage, phase and
-// descriptor (E4m3Ring) run on from tile to tile, and each tile scans its own rows' wide K tiles.
+// descriptor (E4m3Ring) run on from tile to tile. On `/t` tiles the producer's scan warps (e4m3_scan_block) find
+// each output tile's row bases and wide K tiles a tile ahead; `/p` tiles' consumers scan them first.
 // PERF: Qwen3 MXFP4 x FP8 per token at M = 4096 (H100, bench/results/2026-12-07-h100-s63-e4m3-mma-order.md): whole
 // steps 1141.7 us on `/p` -> 1094.6 on `/p/t` -> 1091.7 on `/p/s/t` (GEMM2 475.9 -> 432.0 us; GEMM1 610.7 ->
 // 610.6, against the 16-bit values path's 423.9). GEMM1 issues at the values path's rate (IPC 1.5) for 44%
 // longer: the consumers' decode and promotion bound it, not the token path. The persistent stage taken from the
-// ring's buffer instead of computed per K tile: st6 steps 1096.4 -> 1083.5 us.
+// ring's buffer instead of computed per K tile: st6 steps 1096.4 -> 1083.5 us. Session 64 (H100,
+// bench/results/2026-12-07-h100-s64-e4m3-window-scan.md): one base per row over K instead of per tile (no
+// shuffles, a promotion window possible) and the scan moved to the producer's idle warps: st6 steps 1079-1092 ->
+// 965-979 us (-10 to -11%, old and new in one run); the values path 874-896, bf16 824-866.
 // NOTE: NVRTC-safe: no standard headers.
 #include "moeq_dev/format/e2m1_e4m3.cuh"
 #include "moeq_dev/format/ue8m0.cuh"
@@ -167,7 +171,7 @@ __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& 
   // Each row's base: its largest finite scale exponent over all of K (rows past N are copies of row N - 1, which
   // is in this block), and the wide K tiles. MMA-order tiles read both from the producer's scan (e4m3_scan_block).
   // PERF: scanned here, per output tile, they cost the Qwen3 MXFP4 x FP8 step at M = 4096 ~70 us (H100, the step
-  // with and without the scan: bench/results/2026-12-07-h100-s64-e4m3-window.md).
+  // with and without the scan: bench/results/2026-12-07-h100-s64-e4m3-window-scan.md).
   // Permuting tiles scan here: lane t of a quad scans tiles t, t + 4, ... of its rows g and g + 8; the quad shares them.
   int scale_row[2];
 #pragma unroll
@@ -345,6 +349,9 @@ __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& 
   // the promotion (one FFMA per accumulator); a wide tile runs its passes alone, each waited for and promoted.
   // PERF: one wait and promotion per tile (the row's base per tile) ran the Qwen3 MXFP4 x FP8 GEMM1 at M = 4096
   // in 610.6 us against the 16-bit values path's 423.9 (H100 ncu, bench/results/2026-12-07-h100-s63-e4m3-mma-order.md).
+  // With one base per row, windows of 1, 2 and 4 tiles ran the step in 993-995, 1011-1024 and 995-1005 us (the scan
+  // still the consumers'), at relative errors 3.83e-3, 4.88e-3 and 5.70e-3 (Qwen3 M = 256): the window is not the
+  // bound, so it stays 1, DeepGEMM's 128 k (bench/results/2026-12-07-h100-s64-e4m3-window-scan.md).
   static_assert(kStages % 2 == 0, "tile j's fragments are frag[j % 2] with j % kStages unrolled");
   const unsigned long long first_descriptor = e4m3_first_descriptor<S>(smem_base);
   unsigned long long descriptor = ring.descriptor;
