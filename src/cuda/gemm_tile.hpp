@@ -105,14 +105,14 @@ int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w, GemmInput inp
 //   epilogue) on the direct tiles (kernels/moe_gemm_direct.cuh), sm_89 or later (mma.sync
 //   m16n8k32 e4m3), either code layout;
 // - canonical MXFP4 codes on the warp-specialized wgmma tiles of 128 channels
-//   (kernels/moe_gemm_ws_e4m3.cuh: 64 or 128 x 128), persistent only with `/t`, sm_90 or later
-//   (wgmma e4m3), K a multiple of 128 (whole MX windows per K tile) and at most 32768.
+//   (kernels/moe_gemm_ws_e4m3.cuh: 64 or 128 x 128), an even ring, persistent only with `/t`, sm_90 or
+//   later (wgmma e4m3), K a multiple of 128 (whole MX windows per K tile) and at most 32768.
 bool gemm_takes_e4m3(const WeightDesc& w, const GemmTile& tile, int sm, bool prepared_codes);
 // What gemm_takes_e4m3 admits, for the errors that name a refused config.
 inline constexpr char kE4m3Rule[] =
     "e4m3 activations need FP8 per-channel weights on a direct tile (sm_89+) or canonical MXFP4 codes on a "
-    "warp-specialized tile of 64 or 128 tokens and 128 channels (persistent only with /t; sm_90+, K % 128 == 0, its "
-    "ring within 227 KB)";
+    "warp-specialized tile of 64 or 128 tokens and 128 channels (an even number of stages; persistent only with /t; "
+    "sm_90+, K % 128 == 0, its ring within 227 KB)";
 // The tile an e4m3 GEMM runs where `tile` was planned: a warp-specialized tile takes 128 channels
 // (same block, stages, token order: `/t` tiles read codes the quantizers wrote in the e4m3 consumers' K
 // order; gemm_takes_e4m3 says why), persistent only with `/t` (the consumers carry one ring state, each stage

@@ -383,11 +383,14 @@ TEST(ExpertsGpu, E4m3ActivationsOnMxfp4WarpSpecializedTilesMatchOracle) {
         EXPECT_TRUE(r.passed) << text << " " << c.label() << ": rel " << r.error.rel_err << ", max "
                               << r.error.max_err_fraction << (r.error.finite ? "" : ", non-finite");
       }
-    // {raise, every how many K tiles}: 13 on every third tile alternates wide and narrow tiles
-    // (the first wide: no fragments decoded ahead of it).
-    for (const auto& [raise, tile_step] : {std::pair{0, 1}, {12, 1}, {13, 1}, {13, 3}}) {
-      io::VerifyCase c{wide, Layout::indexed, 33, 1, static_cast<uint64_t>(raise + tile_step + 4)};
-      if (raise > 0)
+    // {raise, every how many K tiles}: a group's exponent moved in every third row. The e4m3 body folds a row's
+    // groups relative to its largest exponent over K, so a raise of 13 lifts that base and makes most of those
+    // rows' tiles wide; lowered by 13 (-13), only the tiles holding the lowered group are: every third tile
+    // alternates narrow and wide tiles (the first wide: no fragments decoded ahead of it), every second one
+    // has a wide tile follow each narrow one.
+    for (const auto& [raise, tile_step] : {std::pair{0, 1}, {12, 1}, {13, 1}, {13, 3}, {-13, 3}, {-13, 2}}) {
+      io::VerifyCase c{wide, Layout::indexed, 33, 1, static_cast<uint64_t>(raise + tile_step + 20)};
+      if (raise != 0)
         c.edit = [raise = raise, tile_step = tile_step](io::HostProblem& p) {
           // Group 4 j + 1 of every third row of w13 (a row's second group of 128-k tile j).
           ref::QuantizedWeights& w = *p.w13;
@@ -395,7 +398,7 @@ TEST(ExpertsGpu, E4m3ActivationsOnMxfp4WarpSpecializedTilesMatchOracle) {
           for (int64_t row = 0; row < w.desc.num_experts * w.desc.n; row += 3)
             for (int64_t g = 1; g < groups; g += 4 * tile_step) {
               uint8_t& s = w.scales[static_cast<size_t>(row * groups + g)];
-              s = static_cast<uint8_t>(std::min(s + raise, 250));
+              s = static_cast<uint8_t>(std::clamp(s + raise, 0, 250));
             }
         };
       const io::VerifyResult r = io::verify_on_gpu(c, o);

@@ -461,11 +461,15 @@ TEST(MoeGemmGpu, E4m3MmaOrderAndPersistentTilesEqualThePermutingTile) {
   c.w.n = 600;
   HostWeights h = quantized_weights(c, rng);
   const int64_t E = c.w.num_experts, N = c.w.n, K = c.w.k, groups = K / 32, M = 250, slots = M * kGatherTopK;
+  // Every third row of a third of the 128-channel blocks gets group 1 of every second K tile raised by 13 (its
+  // base rises: most of the block's tiles turn wide), of another third the same groups lowered by 13 (only those
+  // tiles turn wide: narrow and wide tiles alternate); the last third stays narrow.
   for (int64_t row = 0; row < E * N; row += 3) {
-    if ((row / N + row % N / 128) % 2 != 0) continue;
+    const int64_t block_class = (row / N + row % N / 128) % 3;
+    if (block_class == 2) continue;
     for (int64_t g = 1; g < groups; g += 8) {
       uint8_t& scale = h.q->scales[static_cast<size_t>(row * groups + g)];
-      scale = static_cast<uint8_t>(std::min(scale + 13, 250));
+      scale = static_cast<uint8_t>(block_class == 0 ? std::min(scale + 13, 250) : std::max(scale - 13, 0));
     }
   }
   const DeviceWeights dw = upload(*h.q);

@@ -57,7 +57,7 @@ __device__ __forceinline__ void moe_gemm_ws_consumers(const WsCta<Cfg>& cta) {
       const int *row_src = row_src_buffers + buf * BM, *row_dst = row_dst_buffers + buf * BM;
       fetch_row_scales(row_src);
       float acc[kTilesN][kTilesM][4];
-      moe_gemm_ws_e4m3_consumers<Cfg, S>(p, e, n0, tiles_k, ring, kPersistent && i > 0, smem_base, landed0, staged0,
+      moe_gemm_ws_e4m3_consumers<Cfg, S>(p, e, n0, tiles_k, ring, smem_base, landed0, staged0,
                                          permuted0, retired0, wide_tiles + (S::kMmaOrder ? buf * kE4m3WideWords : 0),
                                          cta.e4m3_row_bases + buf * BN, cta.scanned0 + 8 * buf,
                                          (i / kRowBuffers) & 1, ctid, channel_of, acc);

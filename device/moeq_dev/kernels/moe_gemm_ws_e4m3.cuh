@@ -144,13 +144,12 @@ __device__ __forceinline__ E4m3Ring e4m3_ring_start(unsigned smem_base) {
   return {0, 0u, e4m3_first_descriptor<S>(smem_base)};
 }
 
-// One output tile's main loop. clear_wide: zero the wide-tile bits first (a persistent tile after the first: every consumer has passed
-// the previous tile's epilogue barriers, so none reads them any more).
-// MMA-order tiles: the scan of row-buffer slot `slot` (row_bases, wide_tiles: the slot's), complete once
-// `scanned` (the slot's barrier) reaches `scanned_parity`; permuting tiles scan here, into wide_tiles.
+// One output tile's main loop. MMA-order tiles: the scan of the tile's row-buffer slot (row_bases, wide_tiles: the
+// slot's), complete once `scanned` (the slot's barrier) reaches `scanned_parity`; permuting tiles (never persistent:
+// one tile, its wide-tile bits zeroed at the kernel's start) scan here, into wide_tiles.
 template <class Cfg, class S, class ChannelOf>
 __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& p, int e, int n0, int tiles_k,
-                                                           E4m3Ring& ring, bool clear_wide,
+                                                           E4m3Ring& ring,
                                                            unsigned smem_base, unsigned landed0, unsigned staged0,
                                                            unsigned permuted0, unsigned retired0, unsigned* wide_tiles,
                                                            const unsigned char* row_bases, unsigned scanned,
@@ -209,10 +208,6 @@ __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& 
     }
     // The wide tiles: some row of the block has a group exponent more than 12 binades below its base there (or
     // the NaN scale). The same bits for every consumer warp, so the warpgroups issue the same MMAs.
-    if (clear_wide) {
-      if (ctid < kE4m3WideWords) wide_tiles[ctid] = 0;
-      named_barrier_sync(3, kConsumerThreads);
-    }
     for (int first = t; first < tiles_k; first += 4 * kScanBatch) {
       unsigned char v[kScanBatch][2][4];
 #pragma unroll
