@@ -535,6 +535,19 @@ TEST(GemmTiles, SharedMemoryCoversTheRingAndTheEpilogue) {
   // fit too.
   const cuda::GemmTile split = cuda::parse_gemm_tile("8x32/1x1x4/16/k4");
   EXPECT_GE(cuda::gemm_smem_bytes(split, w4), 32 * (1 * 2 * 4) * 4);
+  // Static shared memory bounds what ptxas gave the kernels (sm_90a, session 64): the e4m3 `/t` tiles' scan slots
+  // (a base per channel, the wide-tile bits and an mbarrier per row buffer) count only with e4m3 input.
+  const auto e4m3_static = [](const char* text) {
+    return cuda::gemm_static_smem_bytes(cuda::parse_gemm_tile(text), cuda::GemmInput::row_scaled_e4m3);
+  };
+  EXPECT_GE(e4m3_static("128x128/1x8x1/4/p/t"), 2816);
+  EXPECT_GE(e4m3_static("128x128/1x8x1/6/p/s/t"), 4096);
+  EXPECT_GE(e4m3_static("64x128/1x8x1/6/p/s/t"), 2304);
+  EXPECT_GE(e4m3_static("128x128/1x8x1/4/p"), 2816);
+  const cuda::GemmTile persistent_t = cuda::parse_gemm_tile("128x128/1x8x1/6/p/s/t");
+  EXPECT_EQ(cuda::gemm_static_smem_bytes(persistent_t, cuda::GemmInput::row_scaled_e4m3) -
+                cuda::gemm_static_smem_bytes(persistent_t, cuda::GemmInput::row_scaled_values),
+            2 * (128 + 32 + 8));
 }
 
 // `moeq compile --tile candidates` takes the candidates legal for both GEMMs: a 16-bit INT4 layer has no 512-channel
