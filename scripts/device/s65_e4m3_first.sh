@@ -6,7 +6,7 @@
 #   --fp8-wgmma` on the keyless st6 table: Qwen3-30B-A3B (K = 2048: 16 = all of K) at M = 256 / 1024 and DeepSeek-V3
 #   (K = 7168) at M = 256. Decides whether 256-token e4m3 tiles without a partial are acceptable (contract: 2e-2).
 # time: Qwen3 M = 4096 steps, W1 and W16 alternating, the values path and bf16 around them.
-# Pack: .cache-device-s65-first.txz (14 MB, built at the end of session 64 from c371f70's binaries: moeq,
+# Pack: .cache-device-s65-first.txz (12 MB, built at the end of session 64 from c371f70's binaries: moeq,
 #   moeq_gpu_tests, and for windows 1, 4 and 16 `moeq compile --arch sm_90a --preset P --scheme mxfp4:fp8-token --tuning
 #   tables/s64_any_st6.json` for P = qwen3-30b-a3b and deepseek-v3 (the same kernels), plus the Qwen3 mxfp4 layer).
 #   Rebuild it if the code changed. Device command:
