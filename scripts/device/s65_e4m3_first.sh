@@ -12,7 +12,11 @@
 #   Rebuild it if the code changed. Device command:
 #   mkdir -p .cache-device && tar xJf .cache-device-s65-first.txz -C .cache-device &&
 #   OUT=$OUT bash scripts/device/s65_e4m3_first.sh all .cache-device/bin   (carry: [".cache-device-s65-first.txz"])
-# Usage: s65_e4m3_first.sh tests|window|time|all BUILD   (env OUT, MOEQ_CACHE_DIR)
+# unroll: docs/experiments/2026-12-07-e4m3-persistent-unroll-by-two.patch (persistent e4m3 tiles unrolled by the two
+#   fragment sets instead of the 6 stages: SASS 9640 -> 6872 instructions; 11% of the consumers' samples were `no
+#   instruction`): its e4m3 tests, then Qwen3 M = 4096 steps E (main) and U (the patch) alternating. Its binaries and
+#   kernels: .cache-device-s65-unroll.txz (bin-unroll; extract it beside the first pack). Prediction: -2 to -5%.
+# Usage: s65_e4m3_first.sh tests|window|time|unroll|all BUILD   (env OUT, MOEQ_CACHE_DIR)
 . "$(dirname "$0")/evidence_lib.sh"
 mode="$1"
 device_setup "$2"
@@ -46,6 +50,20 @@ if [ "$mode" = time ] || [ "$mode" = all ]; then
   done
   layer_steps shipped qwen3-30b-a3b mxfp4:fp8-token 4096 N
   layer_steps shipped qwen3-30b-a3b mxfp4 4096 N
+  cat "$out/steps.txt"
+fi
+if [ "$mode" = unroll ]; then
+  unroll="$(dirname "$build")/bin-unroll"
+  timeout 300 "$unroll/moeq_gpu_tests" --gtest_filter='MoeGemmGpu.E4m3MmaOrderAndPersistentTilesEqualThePermutingTile:ExpertsGpu.E4m3*' \
+    >"$out/tests_unroll.txt" 2>&1
+  echo "unroll tests rc=$? $(($(date +%s) - t0)) s"
+  grep -E "^\[  (PASSED|FAILED) |^\[       OK \]|^\[  FAILED  \]" "$out/tests_unroll.txt" | sort -u
+  export STEP_TIMEOUT=150 STEP_CODES=canonical
+  for who in E U U E E U; do
+    echo "$who" >>"$out/steps.txt"
+    if [ "$who" = E ]; then layer_steps "$any" qwen3-30b-a3b mxfp4:fp8-token 4096 E
+    else old_build="$unroll" layer_steps "$any" qwen3-30b-a3b mxfp4:fp8-token 4096 P; fi
+  done
   cat "$out/steps.txt"
 fi
 rm -f "$out/o.tmp"
