@@ -66,5 +66,59 @@ if [ "$mode" = unroll ]; then
   done
   cat "$out/steps.txt"
 fi
+# sign: the e4m3 decode's sign bytes through an immediate (__byte_perm(0, 0x80, ...)): no constant register
+#   rematerialized before each sign PRMT (IMAD 1720 -> 1471 in the st6 kernels, offline). Pack
+#   .cache-device-s65-sign.txz (bin-sign and its Qwen3 st6 kernels): its e4m3 tests, then steps E and S alternating.
+if [ "$mode" = sign ]; then
+  other="$(dirname "$build")/bin-sign"
+  timeout 300 "$other/moeq_gpu_tests" --gtest_filter='MoeGemmGpu.E4m3MmaOrderAndPersistentTilesEqualThePermutingTile:ExpertsGpu.E4m3*' \
+    >"$out/tests_sign.txt" 2>&1
+  echo "sign tests rc=$? $(($(date +%s) - t0)) s"
+  grep -E "^\[  (PASSED|FAILED) |^\[       OK \]|^\[  FAILED  \]" "$out/tests_sign.txt" | sort -u
+  export STEP_TIMEOUT=150 STEP_CODES=canonical
+  for who in E S S E E S; do
+    echo "$who" >>"$out/steps.txt"
+    if [ "$who" = E ]; then layer_steps "$any" qwen3-30b-a3b mxfp4:fp8-token 4096 E
+    else old_build="$other" layer_steps "$any" qwen3-30b-a3b mxfp4:fp8-token 4096 P; fi
+  done
+  cat "$out/steps.txt"
+fi
+# diag: bin-sign's steps with MOEQ_DIAG_WS 0, 2 (no dequantization), 8 (no wgmma issued), 10 (neither): what the
+#   decode and the MMAs cost inside the e4m3 step (timing only; its kernels are in the sign pack).
+if [ "$mode" = diag ]; then
+  other="$(dirname "$build")/bin-sign"
+  export STEP_TIMEOUT=150 STEP_CODES=canonical
+  for d in 0 2 8 10 0; do
+    echo "diag $d" >>"$out/steps.txt"
+    MOEQ_DIAG_WS=$d old_build="$other" layer_steps "$any" qwen3-30b-a3b mxfp4:fp8-token 4096 P
+  done
+  cat "$out/steps.txt"
+fi
+# epi: bin-epi (the sign change and the e4m3 epilogue: row scales from shared memory multiplied in first, the output
+#   rows stored with every load first). Pack .cache-device-s65-epi.txz (bin-epi, its Qwen3 st6 kernels for MOEQ_DIAG_WS
+#   0, 2, 8). Its e4m3 tests, then steps E (main), S (bin-sign), X (bin-epi) in turn, then X's diag steps.
+if [ "$mode" = epi ]; then
+  epi="$(dirname "$build")/bin-epi" sign="$(dirname "$build")/bin-sign"
+  timeout 300 "$epi/moeq_gpu_tests" --gtest_filter='MoeGemmGpu.E4m3MmaOrderAndPersistentTilesEqualThePermutingTile:ExpertsGpu.E4m3*:Fp8MmaGpu.*' \
+    >"$out/tests_epi.txt" 2>&1
+  echo "epi tests rc=$? $(($(date +%s) - t0)) s"
+  grep -E "^\[  (PASSED|FAILED) |^\[       OK \]|^\[  FAILED  \]" "$out/tests_epi.txt" | sort -u
+  export STEP_TIMEOUT=150 STEP_CODES=canonical
+  for who in E S X X S E E X; do
+    echo "$who" >>"$out/steps.txt"
+    case $who in
+      E) layer_steps "$any" qwen3-30b-a3b mxfp4:fp8-token 4096 E ;;
+      S) old_build="$sign" layer_steps "$any" qwen3-30b-a3b mxfp4:fp8-token 4096 P ;;
+      X) old_build="$epi" layer_steps "$any" qwen3-30b-a3b mxfp4:fp8-token 4096 P ;;
+    esac
+  done
+  for d in 2 8 0; do
+    echo "X diag $d" >>"$out/steps.txt"
+    MOEQ_DIAG_WS=$d old_build="$epi" layer_steps "$any" qwen3-30b-a3b mxfp4:fp8-token 4096 P
+  done
+  layer_steps shipped qwen3-30b-a3b mxfp4:fp8-token 4096 N
+  layer_steps shipped qwen3-30b-a3b mxfp4 4096 N
+  cat "$out/steps.txt"
+fi
 rm -f "$out/o.tmp"
 echo "done $(($(date +%s) - t0)) s"
