@@ -29,8 +29,10 @@ if [ "$mode" = tests ] || [ "$mode" = all ]; then
   echo "tests rc=$? $(($(date +%s) - t0)) s"
   grep -E "^\[  (PASSED|FAILED) |^\[       OK \]|^\[  FAILED  \]" "$out/tests.txt" | sort -u
 fi
-if [ "$mode" = window ] || [ "$mode" = all ]; then
-  for w in 1 4 16; do
+if [ "$mode" = window ] || [ "$mode" = all ] || [ "$mode" = window16 ]; then
+  windows="1 4 16"
+  [ "$mode" = window16 ] && windows=16
+  for w in $windows; do
     MOEQ_DIAG_E4M3_WINDOW=$w timeout 150 "$build/moeq" verify --preset qwen3-30b-a3b --scheme mxfp4:fp8-token \
       --fp8-wgmma --codes canonical --tuning "$any" --activation silu -M 256 1024 --layout indexed >"$out/verify_q_w$w.txt" 2>&1
     echo "verify qwen3 W$w rc=$? $(($(date +%s) - t0)) s"
@@ -94,9 +96,10 @@ if [ "$mode" = diag ]; then
   done
   cat "$out/steps.txt"
 fi
-# epi: bin-epi (the sign change and the e4m3 epilogue: row scales from shared memory multiplied in first, the output
+# epi: bin-epi (the decode on both pipes: sign through an immediate, IMAD.IADD / IMAD.HI; and the e4m3 epilogue: row
+#   scales from shared memory multiplied in first, the output
 #   rows stored with every load first). Pack .cache-device-s65-epi.txz (bin-epi, its Qwen3 st6 kernels for MOEQ_DIAG_WS
-#   0, 2, 8). Its e4m3 tests, then steps E (main), S (bin-sign), X (bin-epi) in turn, then X's diag steps.
+#   0, 2, 8). Its e4m3 tests, then steps E (main) and X (bin-epi; S: bin-sign, via EPI_ORDER) in turn, then X's diag steps.
 if [ "$mode" = epi ]; then
   epi="$(dirname "$build")/bin-epi" sign="$(dirname "$build")/bin-sign"
   timeout 300 "$epi/moeq_gpu_tests" --gtest_filter='MoeGemmGpu.E4m3MmaOrderAndPersistentTilesEqualThePermutingTile:ExpertsGpu.E4m3*:Fp8MmaGpu.*' \
@@ -104,7 +107,7 @@ if [ "$mode" = epi ]; then
   echo "epi tests rc=$? $(($(date +%s) - t0)) s"
   grep -E "^\[  (PASSED|FAILED) |^\[       OK \]|^\[  FAILED  \]" "$out/tests_epi.txt" | sort -u
   export STEP_TIMEOUT=150 STEP_CODES=canonical
-  for who in E S X X S E E X; do
+  for who in ${EPI_ORDER:-E X X E}; do
     echo "$who" >>"$out/steps.txt"
     case $who in
       E) layer_steps "$any" qwen3-30b-a3b mxfp4:fp8-token 4096 E ;;
@@ -112,7 +115,7 @@ if [ "$mode" = epi ]; then
       X) old_build="$epi" layer_steps "$any" qwen3-30b-a3b mxfp4:fp8-token 4096 P ;;
     esac
   done
-  for d in 2 8 0; do
+  for d in 2 8; do
     echo "X diag $d" >>"$out/steps.txt"
     MOEQ_DIAG_WS=$d old_build="$epi" layer_steps "$any" qwen3-30b-a3b mxfp4:fp8-token 4096 P
   done
