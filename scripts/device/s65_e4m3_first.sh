@@ -115,7 +115,7 @@ if [ "$mode" = epi ]; then
       X) old_build="$epi" layer_steps "$any" qwen3-30b-a3b mxfp4:fp8-token 4096 P ;;
     esac
   done
-  for d in 2 8; do
+  for d in ${EPI_DIAG-2 8}; do
     echo "X diag $d" >>"$out/steps.txt"
     MOEQ_DIAG_WS=$d old_build="$epi" layer_steps "$any" qwen3-30b-a3b mxfp4:fp8-token 4096 P
   done
