@@ -63,9 +63,10 @@ __device__ __forceinline__ void moe_gemm_ws_consumers(const WsCta<Cfg>& cta) {
                                          (i / kRowBuffers) & 1, ctid, channel_of, acc);
       unsigned char* out_tile = smem + S::kEpilogueOffset;
       named_barrier_sync(2, 128 * S::kConsumers);
-      write_output_tile<Cfg>(p, e, n0, acc, out_tile, S::kOutRowBytes, 0, t, channel_of, row_src, block_row_scales);
+      if constexpr (Cfg::kRowScales) e4m3_scale_token_rows(acc, block_row_scales, t);
+      write_output_tile<E4m3EpilogueCfg<Cfg>>(p, e, n0, acc, out_tile, S::kOutRowBytes, 0, t, channel_of, row_src);
       named_barrier_sync(2, 128 * S::kConsumers);
-      store_output_rows<BM, BN, 128 * S::kConsumers>(p, out_tile, S::kOutRowBytes, row_dst, n0, ctid);
+      e4m3_store_output_rows<BM, BN, 128 * S::kConsumers>(p, out_tile, S::kOutRowBytes, row_dst, n0, ctid);
       if constexpr (kPersistent) {
         __syncwarp();
         if (lane == 0) mbarrier_arrive(rows_empty0 + 8 * buf);

@@ -32,11 +32,14 @@
 // ring's buffer instead of computed per K tile: st6 steps 1096.4 -> 1083.5 us. Session 64 (H100,
 // bench/results/2026-12-07-h100-s64-e4m3-window-scan.md): one base per row over K instead of per tile (no
 // shuffles, a promotion window possible) and the scan moved to the producer's idle warps: st6 steps 1079-1092 ->
-// 965-979 us (-10 to -11%, old and new in one run); the values path 874-896, bf16 824-866.
+// 965-979 us (-10 to -11%, old and new in one run); the values path 874-896, bf16 824-866. Session 65 (H200,
+// bench/results/2026-12-07-h200-s65-e4m3-decode-epilogue.md): the decode on both pipes and the compact epilogue
+// below, steps 955-958 -> 942-945 us; the values path 836-847, bf16 766-789.
 // NOTE: NVRTC-safe: no standard headers.
 #include "moeq_dev/format/e2m1_e4m3.cuh"
 #include "moeq_dev/format/ue8m0.cuh"
 #include "moeq_dev/kernels/moe_gemm_common.cuh"
+#include "moeq_dev/kernels/moe_gemm_ws_shape.cuh"
 #include "moeq_dev/ptx/mbarrier.cuh"
 #include "moeq_dev/ptx/wgmma.cuh"
 
@@ -132,6 +135,63 @@ struct E4m3Ring {
   unsigned parity;
   unsigned long long descriptor;
 };
+
+// The e4m3 tile's epilogue (moe_gemm_ws_consumers.cuh): each token row's A-row scale (FP8 per token, fetched into
+// shared memory before the main loop) multiplied into the accumulators first, then write_output_tile of a config
+// without row scales, then e4m3_store_output_rows.
+// PERF: write_output_tile's own row-scale read tests block_row_scales for null per value, and ptxas kept the 32
+// values' global fallback inline, ~45 instructions apart: the epilogue's straight-line code missed the instruction
+// cache at every value, and the Qwen3 MXFP4 x FP8 GEMM1 at M = 4096 spent ~22% of its consumer warps' stall samples
+// in the epilogue, most of them `no instruction` (H100 ncu source counters, session 64 call 11). With the decode
+// change (format/e2m1_e4m3.cuh) the Qwen3 step went 955-958 -> 942-945 us (H200, session 65): the epilogue's share
+// was smaller than its stall samples suggested.
+template <class Cfg>
+struct E4m3EpilogueCfg : Cfg {
+  static constexpr bool kRowScales = false;
+};
+
+template <int kTilesM>
+__device__ __forceinline__ void e4m3_scale_token_rows(float (&acc)[1][kTilesM][4], const float* block_row_scales, int t) {
+#pragma unroll
+  for (int mt = 0; mt < kTilesM; ++mt) {
+    // Tokens mt * 8 + 2t + {0, 1}: values 0, 2 and 1, 3 of the fragment.
+    const float even = block_row_scales[mt * 8 + 2 * t], odd = block_row_scales[mt * 8 + 2 * t + 1];
+    acc[0][mt][0] *= even;
+    acc[0][mt][2] *= even;
+    acc[0][mt][1] *= odd;
+    acc[0][mt][3] *= odd;
+  }
+}
+
+// store_output_rows of a full tile (16-byte aligned C, every chunk within N) with every chunk's loads first; else
+// store_output_rows itself.
+// PERF: store_output_rows' loop (a shared load, then its global store, one chunk an iteration) waited for each load
+// (short scoreboard): ~9% of the e4m3 GEMM1's consumer stall samples (same profile as above).
+template <int BM, int BN, int T>
+__device__ __forceinline__ void e4m3_store_output_rows(const MoeGemmParams& p, const unsigned char* out_tile,
+                                                       int out_row_bytes, const int* row_dst, int n0, int tid) {
+  constexpr int kChunksOut = BM * (BN / 8), kPerThread = kChunksOut / T;
+  static_assert(kChunksOut % T == 0, "every thread stores the same number of chunks");
+  const bool aligned = ((reinterpret_cast<unsigned long long>(p.c) | static_cast<unsigned long long>(p.c_row_stride) * 2) & 15) == 0;
+  if (!aligned || n0 + BN > p.n) {
+    store_output_rows<BM, BN, T>(p, out_tile, out_row_bytes, row_dst, n0, tid);
+    return;
+  }
+  uint4 values[kPerThread];
+  int dst[kPerThread];
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const unsigned c = tid + j * T, token = c / (BN / 8), chunk = c % (BN / 8);
+    dst[j] = row_dst[token];
+    values[j] = *reinterpret_cast<const uint4*>(out_tile + token * out_row_bytes + chunk * 16);
+  }
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const unsigned chunk = (tid + j * T) % (BN / 8);
+    if (dst[j] >= 0)
+      *reinterpret_cast<uint4*>(p.c + static_cast<long long>(dst[j]) * p.c_row_stride + n0 + chunk * 8) = values[j];
+  }
+}
 
 template <class S>
 __device__ __forceinline__ unsigned long long e4m3_first_descriptor(unsigned smem_base) {
@@ -295,7 +355,14 @@ __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& 
 #pragma unroll
     for (int mma = 0; mma < 4; ++mma)
 #pragma unroll
-      for (int r = 0; r < 2; ++r) e2m1x8_to_e4m3(mine ? w[r][mma] : 0u, table[r], f.a[mma][r], f.a[mma][r + 2]);
+      for (int r = 0; r < 2; ++r) {
+        if constexpr (WsDiag<Cfg>::value & kWsSkipDequant) {
+          f.a[mma][r] = w[r][mma];
+          f.a[mma][r + 2] = w[r][mma] ^ table[r].lo;
+        } else {
+          e2m1x8_to_e4m3(mine ? w[r][mma] : 0u, table[r], f.a[mma][r], f.a[mma][r + 2]);
+        }
+      }
   };
   auto decode_narrow = [&](const uint4 (&words)[2], const Exponents& exponents, Fragments& f) {
     const int shift[2] = {exponents[0] - row_base[0] + kE2m1E4m3MaxShift, exponents[1] - row_base[1] + kE2m1E4m3MaxShift};
@@ -311,6 +378,8 @@ __device__ __forceinline__ void moe_gemm_ws_e4m3_consumers(const MoeGemmParams& 
     for (int j = 0; j < 4; ++j)
 #pragma unroll
       for (int i = 0; i < 4; ++i) wgmma_fence_operand(f.a[j][i]);
+    // Timing only: the fragments are still computed (the operand fences above keep them).
+    if constexpr (WsDiag<Cfg>::value & kWsSkipMma) return;
     wgmma_fence();  // the fragments were written by ordinary instructions
 #pragma unroll
     for (int j = 0; j < 4; ++j)
