@@ -12,11 +12,8 @@
 #   Rebuild it if the code changed. Device command:
 #   mkdir -p .cache-device && tar xJf .cache-device-s65-first.txz -C .cache-device &&
 #   OUT=$OUT bash scripts/device/s65_e4m3_first.sh all .cache-device/bin   (carry: [".cache-device-s65-first.txz"])
-# unroll: docs/experiments/2026-12-07-e4m3-persistent-unroll-by-two.patch (persistent e4m3 tiles unrolled by the two
-#   fragment sets instead of the 6 stages: SASS 9640 -> 6872 instructions; 11% of the consumers' samples were `no
-#   instruction`): its e4m3 tests, then Qwen3 M = 4096 steps E (main) and U (the patch) alternating. Its binaries and
-#   kernels: .cache-device-s65-unroll.txz (bin-unroll; extract it beside the first pack). Prediction: -2 to -5%.
-# Usage: s65_e4m3_first.sh tests|window|time|unroll|all BUILD   (env OUT, MOEQ_CACHE_DIR)
+# epi (the mode that ran, session 65 calls 13-14): below.
+# Usage: s65_e4m3_first.sh tests|window|window16|time|epi|all BUILD   (env OUT, MOEQ_CACHE_DIR)
 . "$(dirname "$0")/evidence_lib.sh"
 mode="$1"
 device_setup "$2"
@@ -54,52 +51,11 @@ if [ "$mode" = time ] || [ "$mode" = all ]; then
   layer_steps shipped qwen3-30b-a3b mxfp4 4096 N
   cat "$out/steps.txt"
 fi
-if [ "$mode" = unroll ]; then
-  unroll="$(dirname "$build")/bin-unroll"
-  timeout 300 "$unroll/moeq_gpu_tests" --gtest_filter='MoeGemmGpu.E4m3MmaOrderAndPersistentTilesEqualThePermutingTile:ExpertsGpu.E4m3*' \
-    >"$out/tests_unroll.txt" 2>&1
-  echo "unroll tests rc=$? $(($(date +%s) - t0)) s"
-  grep -E "^\[  (PASSED|FAILED) |^\[       OK \]|^\[  FAILED  \]" "$out/tests_unroll.txt" | sort -u
-  export STEP_TIMEOUT=150 STEP_CODES=canonical
-  for who in E U U E E U; do
-    echo "$who" >>"$out/steps.txt"
-    if [ "$who" = E ]; then layer_steps "$any" qwen3-30b-a3b mxfp4:fp8-token 4096 E
-    else old_build="$unroll" layer_steps "$any" qwen3-30b-a3b mxfp4:fp8-token 4096 P; fi
-  done
-  cat "$out/steps.txt"
-fi
-# sign: the e4m3 decode's sign bytes through an immediate (__byte_perm(0, 0x80, ...)): no constant register
-#   rematerialized before each sign PRMT (IMAD 1720 -> 1471 in the st6 kernels, offline). Pack
-#   .cache-device-s65-sign.txz (bin-sign and its Qwen3 st6 kernels): its e4m3 tests, then steps E and S alternating.
-if [ "$mode" = sign ]; then
-  other="$(dirname "$build")/bin-sign"
-  timeout 300 "$other/moeq_gpu_tests" --gtest_filter='MoeGemmGpu.E4m3MmaOrderAndPersistentTilesEqualThePermutingTile:ExpertsGpu.E4m3*' \
-    >"$out/tests_sign.txt" 2>&1
-  echo "sign tests rc=$? $(($(date +%s) - t0)) s"
-  grep -E "^\[  (PASSED|FAILED) |^\[       OK \]|^\[  FAILED  \]" "$out/tests_sign.txt" | sort -u
-  export STEP_TIMEOUT=150 STEP_CODES=canonical
-  for who in E S S E E S; do
-    echo "$who" >>"$out/steps.txt"
-    if [ "$who" = E ]; then layer_steps "$any" qwen3-30b-a3b mxfp4:fp8-token 4096 E
-    else old_build="$other" layer_steps "$any" qwen3-30b-a3b mxfp4:fp8-token 4096 P; fi
-  done
-  cat "$out/steps.txt"
-fi
-# diag: bin-sign's steps with MOEQ_DIAG_WS 0, 2 (no dequantization), 8 (no wgmma issued), 10 (neither): what the
-#   decode and the MMAs cost inside the e4m3 step (timing only; its kernels are in the sign pack).
-if [ "$mode" = diag ]; then
-  other="$(dirname "$build")/bin-sign"
-  export STEP_TIMEOUT=150 STEP_CODES=canonical
-  for d in 0 2 8 10 0; do
-    echo "diag $d" >>"$out/steps.txt"
-    MOEQ_DIAG_WS=$d old_build="$other" layer_steps "$any" qwen3-30b-a3b mxfp4:fp8-token 4096 P
-  done
-  cat "$out/steps.txt"
-fi
-# epi: bin-epi (the decode on both pipes: sign through an immediate, IMAD.IADD / IMAD.HI; and the e4m3 epilogue: row
-#   scales from shared memory multiplied in first, the output
-#   rows stored with every load first). Pack .cache-device-s65-epi.txz (bin-epi, its Qwen3 st6 kernels for MOEQ_DIAG_WS
-#   0, 2, 8). Its e4m3 tests, then steps E (main) and X (bin-epi; S: bin-sign, via EPI_ORDER) in turn, then X's diag steps.
+# epi: bin-epi (the decode on both pipes: sign through an immediate, IMAD.IADD / IMAD.HI; the e4m3 epilogue: row
+#   scales from shared memory multiplied in first, the output rows stored with every load first). Pack
+#   .cache-device-s65-epi.txz (bin-epi, its Qwen3 st6 kernels for MOEQ_DIAG_WS 0, 2, 8). Its e4m3 tests, then steps
+#   E (main) and X (bin-epi) in turn (EPI_ORDER; S: bin-sign of .cache-device-s65-sign.txz), then X's diag steps
+#   (EPI_DIAG).
 if [ "$mode" = epi ]; then
   epi="$(dirname "$build")/bin-epi" sign="$(dirname "$build")/bin-sign"
   timeout 300 "$epi/moeq_gpu_tests" --gtest_filter='MoeGemmGpu.E4m3MmaOrderAndPersistentTilesEqualThePermutingTile:ExpertsGpu.E4m3*:Fp8MmaGpu.*' \
