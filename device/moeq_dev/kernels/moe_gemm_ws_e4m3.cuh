@@ -145,6 +145,8 @@ struct E4m3Ring {
 // in the epilogue, most of them `no instruction` (H100 ncu source counters, session 64 call 11). With the decode
 // change (format/e2m1_e4m3.cuh) the Qwen3 step went 955-958 -> 942-945 us (H200, session 65): the epilogue's share
 // was smaller than its stall samples suggested.
+// NOTE: e4m3-only for now: the same fix inside write_output_tile_at and store_output_rows changes every
+// warp-specialized kernel, which needs the full GPU suite on a device (docs/perf-notes.md, next after session 65).
 template <class Cfg>
 struct E4m3EpilogueCfg : Cfg {
   static constexpr bool kRowScales = false;
