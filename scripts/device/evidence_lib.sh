@@ -364,3 +364,33 @@ filtered_gpu_tests() {
   echo "gpu tests $(($(date +%s) - t0)) s"
   grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|rc=" "$out/gpu_tests.txt" | head -14
 }
+
+# diag_steps TABLE LETTER LABEL D...: Qwen3-30B-A3B MXFP4 x FP8 per-token steps at M = 4096 on TABLE (layer_steps
+# letter LETTER, so E or P), one per MOEQ_DIAG_WS value D (timing only), each headed "LABEL diag D" in steps.txt.
+diag_steps() {
+  local table="$1" letter="$2" label="$3" d
+  shift 3
+  for d in "$@"; do
+    echo "$label diag $d" >>"$out/steps.txt"
+    MOEQ_DIAG_WS=$d layer_steps "$table" qwen3-30b-a3b mxfp4:fp8-token 4096 "$letter"
+  done
+}
+
+# qwen3_baseline_steps: the Qwen3-30B-A3B MXFP4 M = 4096 step on the FP8 values path and with bf16 activations (N,
+# shipped tables), the baselines of the e4m3 body.
+qwen3_baseline_steps() {
+  layer_steps shipped qwen3-30b-a3b mxfp4:fp8-token 4096 N
+  layer_steps shipped qwen3-30b-a3b mxfp4 4096 N
+}
+
+# ncu_qwen3_times LABEL BINARY RUN_ARG...: ncu's duration of each kernel of one Qwen3-30B-A3B `moeq run -M 4096
+# --codes canonical RUN_ARG...` (CSV into ncu_LABEL.csv), printed on one line.
+ncu_qwen3_times() {
+  local label="$1" binary="$2"
+  shift 2
+  timeout 120 ncu --clock-control none --csv --metrics gpu__time_duration.sum \
+    "$binary" run --preset qwen3-30b-a3b "$@" --codes canonical -M 4096 >"$out/ncu_$label.csv" 2>&1
+  echo "ncu $label rc=$? $(($(date +%s) - t0)) s"
+  grep -E '"moeq_' "$out/ncu_$label.csv" | awk -F'","' '{print $5, $(NF)}' | sed 's/"//g' | head -8 | tr '\n' ';'
+  echo
+}
