@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <chrono>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cuda/driver.hpp"
@@ -15,6 +17,8 @@
 #include "jit/compiler.hpp"
 #include "reference/formats.hpp"
 #include "tests/gpu/fp8_mma_probe_source.hpp"
+#include "tests/gpu/wgmma_mix_probe_source.hpp"
+#include "tests/gpu/wgmma_rate_probe_source.hpp"
 
 namespace {
 
@@ -105,6 +109,104 @@ TEST(Fp8MmaGpu, M16n8k32E4m3FragmentsMatchTheProduct) {
   }
   std::printf("m16n8k32 e4m3: largest |error| / sum |products| = %.3g (2^%.1f)\n", worst,
               worst > 0 ? std::log2(worst) : -1e9);
+}
+
+
+// The wgmma rate probe (tests/gpu/wgmma_rate_probe_source.hpp): one CTA an SM, one or two warpgroups each, groups of
+// m64n128 MMAs over 128 k into one accumulator set, as the e4m3 GEMM consumers issue them (A from registers, fixed or
+// reloaded every group) and with A from shared memory, against bf16 with A from registers. A short run must end every
+// accumulator at exactly 128 x iterations (ones times ones); a long one is timed. Prints each form's rate: session 66
+// saw groups of 4 e4m3 MMAs take ~1000-1300 cycles inside the GEMMs (docs/perf-notes.md), against 256 at the e4m3 rate.
+TEST(Fp8MmaGpu, WgmmaRateProbeAccumulatesAndReportsItsRate) {
+  if (cu::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const cu::DeviceInfo info = cu::current_device_info();
+  if (info.cc_major * 10 + info.cc_minor < 90) GTEST_SKIP() << "no wgmma on sm_" << info.cc_major << info.cc_minor;
+  // NOTE: 16 iterations sum to 2048. The e4m3 MMAs' own accumulation drops a product of 1 onto a sum of 2^14: on an
+  // H100 the long run's e4m3 accumulators stopped at 16384 (session 67), so only the short run checks values.
+  const int ctas = info.num_sms, checked_iterations = 16, timed_iterations = 8192;
+  cu::DeviceBuffer out(static_cast<size_t>(2 * ctas * 4));
+  cu::Stream stream;
+  for (const char* entry : {"moeq_test_wgmma_rate_e4m3_rs", "moeq_test_wgmma_rate_e4m3_ss", "moeq_test_wgmma_rate_bf16_rs",
+                            "moeq_test_wgmma_rate_e4m3_rs_fresh", "moeq_test_wgmma_rate_bf16_rs_fresh"})
+    for (int warpgroups : {1, 2}) {
+      const cu::CUfunction f = moeq::jit::kernel_cache().function({entry, moeq::test::kWgmmaRateProbeSource});
+      cu::LaunchShape shape;
+      shape.grid_x = static_cast<unsigned>(ctas);
+      shape.block_x = 128u * static_cast<unsigned>(warpgroups);
+      shape.smem_bytes = 8192 + 32768;
+      shape.programmatic = false;
+      out.fill_bytes(0xFF);
+      cu::launch(f, shape, stream.get(), out.ptr(), checked_iterations);
+      stream.synchronize();
+      const std::vector<float> got = out.to_host<float>(static_cast<size_t>(2 * ctas));
+      for (int c = 0; c < ctas; ++c)
+        for (int w = 0; w < warpgroups; ++w)
+          ASSERT_EQ(got[static_cast<size_t>(2 * c + w)], 128.0f * checked_iterations)
+              << entry << " CTA " << c << " warpgroup " << w;
+      double best_ms = 1e30;
+      for (int round = 0; round < 3; ++round) {
+        const auto start = std::chrono::steady_clock::now();
+        cu::launch(f, shape, stream.get(), out.ptr(), timed_iterations);
+        stream.synchronize();
+        best_ms = std::min(best_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      }
+      const float last = out.to_host<float>(1)[0];
+      // Per warpgroup and iteration: 64 x 128 x 128 multiply-adds.
+      const double flops = 2.0 * 64 * 128 * 128 * timed_iterations * warpgroups * ctas;
+      std::printf("%s, %d warpgroup(s) a CTA: %.3f ms, %.0f TFLOP/s (long run's first accumulator %.0f)\n", entry,
+                  warpgroups, best_ms, flops / best_ms * 1e-9, last);
+    }
+}
+
+// The wgmma mix probe (tests/gpu/wgmma_mix_probe_source.hpp): the e4m3 groups of the rate probe with fragments
+// reloaded every group, two consumer warpgroups a CTA, plus one of the e4m3 GEMM consumers' surroundings at a time
+// (ALU work per fragment register, the window-1 promotion, scale loads from global memory, a copy warpgroup). A short
+// run checks every accumulator; a long one prints the rate, to say which surrounding slows the MMAs.
+TEST(Fp8MmaGpu, WgmmaMixProbeAccumulatesAndReportsItsRate) {
+  if (cu::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const cu::DeviceInfo info = cu::current_device_info();
+  if (info.cc_major * 10 + info.cc_minor < 90) GTEST_SKIP() << "no wgmma on sm_" << info.cc_major << info.cc_minor;
+  const int ctas = info.num_sms, checked_iterations = 16, timed_iterations = 8192;
+  // 32 MB of source chunks: L2-resident on an H100 or H200 (50 / 60 MB), as the GEMMs' token rows mostly are.
+  const int src_chunks = 2 << 20;
+  cu::DeviceBuffer src(static_cast<size_t>(src_chunks) * 16);
+  src.fill_bytes(0x11);
+  cu::DeviceBuffer out(static_cast<size_t>(2 * ctas * 4));
+  cu::Stream stream;
+  for (const moeq::test::WgmmaMixEntry& entry : moeq::test::kWgmmaMixEntries) {
+    const cu::CUfunction f = moeq::jit::kernel_cache().function({entry.name, moeq::test::kWgmmaMixProbeSource});
+    cu::LaunchShape shape;
+    shape.grid_x = static_cast<unsigned>(ctas);
+    shape.block_x = entry.third_warpgroup ? 384u : 256u;
+    shape.smem_bytes = 8192 + 32768 + (entry.third_warpgroup ? 65536 : 0);
+    shape.programmatic = false;
+    cu::check(cu::driver().cuFuncSetAttribute(f, cu::func_attr::kMaxDynamicSharedSizeBytes,
+                                              static_cast<int>(shape.smem_bytes)),
+              "cuFuncSetAttribute");
+    const cu::CUdeviceptr src_ptr = src.ptr();
+    out.fill_bytes(0xFF);
+    cu::launch(f, shape, stream.get(), out.ptr(), checked_iterations, src_ptr, src_chunks, 1.0f);
+    stream.synchronize();
+    const std::vector<float> got = out.to_host<float>(static_cast<size_t>(2 * ctas));
+    int wrong = 0;
+    for (int c = 0; c < ctas; ++c)
+      for (int w = 0; w < 2; ++w)
+        if (got[static_cast<size_t>(2 * c + w)] != 128.0f * checked_iterations && wrong++ == 0)
+          ADD_FAILURE() << entry.name << " CTA " << c << " warpgroup " << w << ": " << got[static_cast<size_t>(2 * c + w)]
+                        << " against " << 128.0f * checked_iterations;
+    if (wrong > 0) std::printf("%s: %d of %d accumulators wrong\n", entry.name, wrong, 2 * ctas);
+    double best_ms = 1e30;
+    for (int round = 0; round < 3; ++round) {
+      const auto start = std::chrono::steady_clock::now();
+      cu::launch(f, shape, stream.get(), out.ptr(), timed_iterations, src_ptr, src_chunks, 1.0f);
+      stream.synchronize();
+      best_ms = std::min(best_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    const double flops = 2.0 * 64 * 128 * 128 * timed_iterations * 2 * ctas;
+    // At the e4m3 rate a group of 4 m64n128k32 takes 256 SM cycles, so two warpgroups' groups 512 (~260 ns at 1.98 GHz).
+    std::printf("%s: %.3f ms, %.0f TFLOP/s, %.1f ns a group (both warpgroups)\n", entry.name, best_ms,
+                flops / best_ms * 1e-9, best_ms * 1e6 / timed_iterations);
+  }
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include "jit/compiler.hpp"
 #include "jit/nvrtc.hpp"
 #include "tests/gpu/fp8_mma_probe_source.hpp"
+#include "tests/gpu/wgmma_mix_probe_source.hpp"
+#include "tests/gpu/wgmma_rate_probe_source.hpp"
 
 namespace {
 
@@ -18,6 +20,18 @@ TEST(Fp8MmaJit, ProbeKernelsCompileForSm89AndSm90a) {
     const auto& cubin = cache.cubin({"moeq_test_mma_e4m3", moeq::test::kFp8MmaProbeSource}, arch);
     ASSERT_GE(cubin.size(), 4u);
     EXPECT_EQ(cubin[0], 0x7f);
+  }
+  // The wgmma rate probe: sm_90a only (wgmma).
+  for (const char* entry : {"moeq_test_wgmma_rate_e4m3_rs", "moeq_test_wgmma_rate_e4m3_ss", "moeq_test_wgmma_rate_bf16_rs",
+                            "moeq_test_wgmma_rate_e4m3_rs_fresh", "moeq_test_wgmma_rate_bf16_rs_fresh"}) {
+    const auto& cubin = cache.cubin({entry, moeq::test::kWgmmaRateProbeSource}, moeq::jit::Arch{90, true});
+    ASSERT_GE(cubin.size(), 4u) << entry;
+    EXPECT_EQ(cubin[0], 0x7f) << entry;
+  }
+  for (const moeq::test::WgmmaMixEntry& entry : moeq::test::kWgmmaMixEntries) {
+    const auto& cubin = cache.cubin({entry.name, moeq::test::kWgmmaMixProbeSource}, moeq::jit::Arch{90, true});
+    ASSERT_GE(cubin.size(), 4u) << entry.name;
+    EXPECT_EQ(cubin[0], 0x7f) << entry.name;
   }
 }
 
