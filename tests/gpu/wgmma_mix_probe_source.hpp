@@ -14,8 +14,6 @@
 // - kScaleLoads: a 4-byte global load a group, used 3 groups later by every fragment's chain (the MX scale bytes);
 // - kAluWarpgroup: a third warpgroup issuing LOP3 chains until both consumers finish (ALU work beside the MMAs in
 //   other warps, as a decode warpgroup would do it);
-// - kPingPong: the two consumer warpgroups take turns issuing their groups (named barriers, FlashAttention-3's
-//   schedule);
 // - kCopyWarpgroup: a third warpgroup streaming 16-byte cp.async chunks from global memory into 64 KB of shared
 //   memory until both consumers finish (the token and code copies).
 // Every accumulator (the promoted ones with kPromote) ends at 128 x iterations (ones times ones).
@@ -27,11 +25,7 @@ namespace moeq::test {
 inline const std::string kWgmmaMixProbeSource = std::string(kWgmmaProbeCommonSource) + R"(#include "moeq_dev/ptx/cp_async.cuh"
 #include "moeq_dev/ptx/mbarrier.cuh"
 namespace {
-__device__ __forceinline__ void named_barrier_arrive(unsigned id, unsigned threads) {
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-
-constexpr int kPromote = 64, kScaleLoads = 128, kCopyWarpgroup = 256, kSharedA = 512, kImad = 1024, kBf16 = 2048, kAluWarpgroup = 4096, kPingPong = 8192;
+constexpr int kPromote = 64, kScaleLoads = 128, kCopyWarpgroup = 256, kSharedA = 512, kImad = 1024, kBf16 = 2048, kAluWarpgroup = 4096;
 
 template <int kFlags>
 __device__ void wgmma_mix(float* out, int iterations, const uint4* src, int src_chunks, float unit) {
@@ -39,7 +33,6 @@ __device__ void wgmma_mix(float* out, int iterations, const uint4* src, int src_
   // straight into the A registers, wgmma.fence between), the H100 summed 1984 or 2016 for 2048 in every CTA (session
   // 67): the MMAs read some registers before their loads had landed.
   constexpr int kAlu = (kFlags & 63) > 0 ? (kFlags & 63) : 1;
-  constexpr bool ping_pong = (kFlags & kPingPong) != 0;
   constexpr bool promote = (kFlags & kPromote) != 0, scale_loads = (kFlags & kScaleLoads) != 0;
   constexpr bool shared_a = (kFlags & kSharedA) != 0, imad = (kFlags & kImad) != 0, bf16 = (kFlags & kBf16) != 0;
   // MMAs (and fragment sets of 4 registers) a group of 128 k.
@@ -126,16 +119,11 @@ __device__ void wgmma_mix(float* out, int iterations, const uint4* src, int src_
       }
   };
   make_fragments(0, scale_ring[0]);
-  if constexpr (ping_pong)
-    if (warpgroup == 1) named_barrier_arrive(1, 256);
   for (int it = 0; it < iterations; it += 4) {
 #pragma unroll
     for (int g = 0; g < 4; ++g) {
       const int set = g % 2;
       if constexpr (scale_loads) scale_ring[(g + 3) % 4] = scale_words[((it + g + 3) * 256 + threadIdx.x) & scale_mask];
-      // Ping-pong (FlashAttention-3's schedule): the warpgroups take turns issuing their groups, so one makes its
-      // fragments while the other's MMAs run.
-      if constexpr (ping_pong) moeq_dev::named_barrier_sync(1 + warpgroup, 256);
       moeq_dev::wgmma_fence();
 #pragma unroll
       for (int j = 0; j < kMmas; ++j) {
@@ -150,8 +138,6 @@ __device__ void wgmma_mix(float* out, int iterations, const uint4* src, int src_
                                               !promote || j > 0);
       }
       moeq_dev::wgmma_commit();
-      if constexpr (ping_pong)
-        if (warpgroup == 0 || it + g + 1 < iterations) named_barrier_arrive(2 - warpgroup, 256);
       if constexpr (promote) {
         make_fragments(1 - set, scale_ring[(g + 1) % 4]);
         moeq_dev::wgmma_wait<0>();
@@ -202,9 +188,6 @@ MOEQ_TEST_WGMMA_MIX(scales, kScaleLoads)
 MOEQ_TEST_WGMMA_MIX(scales_alu16, kScaleLoads | 16)
 MOEQ_TEST_WGMMA_MIX(copies, kCopyWarpgroup)
 MOEQ_TEST_WGMMA_MIX(copies_alu16, kCopyWarpgroup | 16)
-MOEQ_TEST_WGMMA_MIX(ping_pong_alu8, kPingPong | 8)
-MOEQ_TEST_WGMMA_MIX(ping_pong_alu16, kPingPong | 16)
-MOEQ_TEST_WGMMA_MIX(ping_pong_promote_alu16, kPingPong | kPromote | 16)
 MOEQ_TEST_WGMMA_MIX(alu_warpgroup, kAluWarpgroup)
 MOEQ_TEST_WGMMA_MIX(ss_alu_warpgroup, kSharedA | kAluWarpgroup)
 MOEQ_TEST_WGMMA_MIX(all_alu16, kPromote | kScaleLoads | kCopyWarpgroup | 16)
@@ -233,9 +216,6 @@ inline constexpr WgmmaMixEntry kWgmmaMixEntries[] = {
     {"moeq_test_wgmma_mix_scales_alu16", false},
     {"moeq_test_wgmma_mix_copies", true},
     {"moeq_test_wgmma_mix_copies_alu16", true},
-    {"moeq_test_wgmma_mix_ping_pong_alu8", false},
-    {"moeq_test_wgmma_mix_ping_pong_alu16", false},
-    {"moeq_test_wgmma_mix_ping_pong_promote_alu16", false},
     {"moeq_test_wgmma_mix_alu_warpgroup", true},
     {"moeq_test_wgmma_mix_ss_alu_warpgroup", true},
     {"moeq_test_wgmma_mix_all_alu16", true},
