@@ -14,6 +14,15 @@ device_setup() {
   t0=$(date +%s)
 }
 
+# e4m3_script_setup BUILD: device_setup, st6 (the e4m3 body's st6 tuning table), the GPU's clocks, and the step
+# settings the issue-5 e4m3 scripts share.
+e4m3_script_setup() {
+  device_setup "$1"
+  st6="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/tables/s64_any_st6.json"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv,noheader
+  export STEP_TIMEOUT=150 STEP_CODES=canonical
+}
+
 # warm_tiles "SCHEME ..." "TILE ..." ["PRESET ..."]: compiles those GEMM kernels (sm_90a; the tiny
 # preset unless others are named) on 16 cores, appending to warm.txt.
 # NOTE: 16 processes of one compile thread each (`-j 1`): 16 processes of 16 threads would hold 256
