@@ -3,7 +3,8 @@
 # warpgroups take turns issuing their MMAs; results unchanged) against without, on the st6 table, beside the values
 # path and bf16. The wgmma mix probe said integer work in the consumer warps barely overlaps their own e4m3 MMAs
 # (bench/results/2026-12-07-h100-s67-wgmma-probes.md).
-# BUILD must be built with docs/experiments/2026-12-07-e4m3-ping-pong.patch applied (it adds MOEQ_DIAG_WS 256).
+# BUILD must be built with docs/experiments/2026-12-07-e4m3-ping-pong.patch applied (it adds MOEQ_DIAG_WS 256), best
+# with docs/experiments/2026-12-07-wgmma-decode-warpgroup-probe.patch over it (the probe's decode-warpgroup rows).
 # Written in session 67; never ran (no device time was left to start a machine).
 # Device command (carry: ["build"]): OUT=$OUT bash scripts/device/s67_ping_pong.sh all build
 # check: the wgmma probes, the e4m3 GPU tests and `moeq verify` with ping-pong; time: the steps.
@@ -24,6 +25,10 @@ if [ "$mode" = short ]; then
   wait
   "$build/moeq" compile -j 16 --preset qwen3-30b-a3b --scheme mxfp4 >"$out/compile_bf16.txt" 2>&1
   echo "compiled $(($(date +%s) - t0)) s: $(tail -qn1 "$out"/compile_*.txt | paste -sd';')"
+  # The probes (with docs/experiments/2026-12-07-wgmma-decode-warpgroup-probe.patch too, its rows): seconds.
+  timeout 60 "$build/moeq_gpu_tests" --gtest_filter='Fp8MmaGpu.Wgmma*' >"$out/probes.txt" 2>&1
+  echo "probes rc=$? $(($(date +%s) - t0)) s"
+  grep -E "TFLOP|wrong|^\[  (PASSED|FAILED) " "$out/probes.txt"
   MOEQ_DIAG_WS=256 timeout 100 "$build/moeq" verify --preset qwen3-30b-a3b --scheme mxfp4:fp8-token --fp8-wgmma \
     --codes canonical --tuning "$st6" -M 256 --layout indexed >"$out/verify_pp.txt" 2>&1
   echo "verify E ping-pong rc=$? $(($(date +%s) - t0)) s"
