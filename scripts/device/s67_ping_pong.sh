@@ -8,11 +8,34 @@
 # Written in session 67; never ran (no device time was left to start a machine).
 # Device command (carry: ["build"]): OUT=$OUT bash scripts/device/s67_ping_pong.sh all build
 # check: the wgmma probes, the e4m3 GPU tests and `moeq verify` with ping-pong; time: the steps.
-# short: see below.
-# Usage: s67_ping_pong.sh check|time|all|short BUILD   (env OUT, MOEQ_CACHE_DIR)
+# short, w: see below.
+# Usage: s67_ping_pong.sh check|time|all|short|w BUILD   (env OUT, MOEQ_CACHE_DIR)
 . "$(dirname "$0")/evidence_lib.sh"
 mode="$1"
 e4m3_script_setup "$2"
+if [ "$mode" = w ]; then
+  # The 256-channel patch on a table of non-persistent tiles (tables/s67_e4m3_whole_k_np.json): its persistent tile,
+  # which session 66 timed, had every wgmma serialized by ptxas (C7512, 408 bytes spilled); the non-persistent one
+  # spills 84 and serializes nothing (offline, nvcc 13.0). BUILD/s67w: a build of main with
+  # docs/experiments/2026-12-07-e4m3-256-channel-whole-k.patch (its moeq and moeq_gpu_tests).
+  np="$(cd "$(dirname "$0")" && pwd)/tables/s67_e4m3_whole_k_np.json"
+  "$build/s67w/moeq" compile -j 8 --preset qwen3-30b-a3b --scheme mxfp4:fp8-token --tuning "$np" >"$out/compile_wnp.txt" 2>&1 &
+  "$build/moeq" compile -j 8 --preset qwen3-30b-a3b --scheme mxfp4:fp8-token --tuning "$st6" >"$out/compile_e.txt" 2>&1 &
+  wait
+  grep -h "serialized" "$out"/compile_*.txt
+  timeout 100 "$build/s67w/moeq" verify --preset qwen3-30b-a3b --scheme mxfp4:fp8-token --fp8-wgmma --codes canonical \
+    --tuning "$np" -M 256 --layout indexed >"$out/verify_wnp.txt" 2>&1
+  echo "verify W np rc=$? $(($(date +%s) - t0)) s"
+  grep -hE "^(pass|FAIL)" "$out/verify_wnp.txt"
+  main_build="$build"
+  for round in 1 2; do
+    build="$build/s67w" && layer_steps "$np" qwen3-30b-a3b mxfp4:fp8-token 4096 E && build="$main_build"
+    layer_steps "$st6" qwen3-30b-a3b mxfp4:fp8-token 4096 E
+  done
+  qwen3_baseline_steps
+  cat "$out/steps.txt"
+  exit 0
+fi
 if [ "$mode" = short ]; then
   # One short call (little device time left): main's body with and without ping-pong, verify with it at M = 256,
   # beside the values path and bf16. No GPU tests.

@@ -39,6 +39,16 @@ Arch current_arch() {
   return arch;
 }
 
+std::string wgmma_serialization_note(const std::string& log) {
+  constexpr std::string_view kSerialized = "wgmma.mma_async instructions are serialized";
+  const size_t at = log.find(kSerialized);
+  if (at == std::string::npos) return "";
+  const size_t line_start = log.rfind('\n', at);
+  const size_t begin = line_start == std::string::npos ? 0 : line_start + 1;
+  const size_t end = log.find('\n', at);
+  return log.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
 const char* to_string(CubinOrigin origin) {
   switch (origin) {
     case CubinOrigin::kMemory: return "memory";
@@ -88,6 +98,7 @@ CubinLookup KernelCache::lookup(const KernelSpec& spec, Arch arch) {
   if (!options_.dump_dir.empty()) dump_result(spec, result.key, compiled.log, compiled.cubin);
   result.origin = CubinOrigin::kCompiled;
   result.compile_ms = compiled.compile_ms;
+  result.wgmma_serialized = wgmma_serialization_note(compiled.log);
   result.cubin = &cache_.insert(result.key, std::move(compiled.cubin));
   result.lookup_ms = ms_since(start);
   return result;

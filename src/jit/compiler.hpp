@@ -35,7 +35,15 @@ struct CubinLookup {
   CubinOrigin origin = CubinOrigin::kCompiled;
   double compile_ms = 0.0;  // NVRTC time when compiled, else 0
   double lookup_ms = 0.0;   // key + memory/disk lookup (+ compile + store when compiled)
+  // When compiled: ptxas's note that it serialized the kernel's wgmma instructions (wgmma_serialization_note),
+  // else empty. Not kept in the cache: a hit says nothing.
+  std::string wgmma_serialized;
 };
+
+// The first line of an NVRTC log in which ptxas says it serialized wgmma.mma_async instructions (C7510-C7520:
+// too few registers, a fence or a register write inside the pipeline), or "" if none. Such a kernel is correct,
+// but its MMAs wait for each other: session 67 found the 256-channel e4m3 tile of session 66 timed that way.
+std::string wgmma_serialization_note(const std::string& log);
 
 struct LoadedKernel {
   cuda::CUfunction function = nullptr;

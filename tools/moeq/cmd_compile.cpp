@@ -94,7 +94,7 @@ int run_compile(const CompileArgs& a) {
   const auto start = std::chrono::steady_clock::now();
   const std::vector<jit::CubinLookup> results = cache.lookup_all(specs, arch, threads);
   const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  int compiled = 0, hits = 0;
+  int compiled = 0, hits = 0, serialized = 0;
   double compile_ms = 0.0;
   for (size_t i = 0; i < specs.size(); ++i) {
     const jit::CubinLookup& r = results[i];
@@ -104,9 +104,17 @@ int run_compile(const CompileArgs& a) {
     compile_ms += r.compile_ms;
     std::printf("  %-28s %-8s %8.1f ms  %s\n", specs[i].entry.c_str(), jit::to_string(r.origin), r.lookup_ms,
                 r.key.substr(0, 16).c_str());
+    // NOTE: correct but slow kernels; a warning, not an error (MOEQ_DUMP_DIR keeps the source and the whole log).
+    if (!r.wgmma_serialized.empty()) {
+      ++serialized;
+      std::printf("    serialized wgmma: %s\n", r.wgmma_serialized.c_str());
+    }
   }
   std::printf("\n%d compiled, %d from the cache, %.1f ms (%.1f ms of NVRTC on %d threads)\n", compiled, hits, wall_ms,
               compile_ms, threads);
+  if (serialized > 0)
+    std::printf("%d of the %d compiled kernels had ptxas serialize their wgmma instructions (slow, not wrong)\n",
+                serialized, compiled);
   // NOTE: the kernels compiled all the same; what failed is the one thing compile is for, the disk copy.
   if (const size_t failed = cache.cache().disk_write_failures(); failed > 0)
     throw Error(std::to_string(failed) + " of " + std::to_string(compiled) + " kernels could not be written to the cache at " +
