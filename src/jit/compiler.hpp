@@ -40,8 +40,8 @@ struct CubinLookup {
   std::string wgmma_serialized;
 };
 
-// The first line of an NVRTC log in which ptxas says it serialized wgmma.mma_async instructions (C7510-C7520:
-// too few registers, a fence or a register write inside the pipeline), or "" if none. Such a kernel is correct,
+// The first line of an NVRTC log in which ptxas says it serialized wgmma.mma_async instructions (seen: C7511 and
+// C7512, too few registers; C7513, ordinary instructions writing a wgmma's inputs inside the pipeline), or "" if none. Such a kernel is correct,
 // but its MMAs wait for each other: session 67 found the 256-channel e4m3 tile of session 66 timed that way.
 std::string wgmma_serialization_note(const std::string& log);
 
