@@ -305,7 +305,8 @@ clocks_stop() { kill "$clocks_pid" 2>/dev/null; wait "$clocks_pid" 2>/dev/null; 
 # MOEQ_FUSED_ACTIVATION_MAX_ROWS=$WIDE_ROWS (default 1024: the direct tiles fuse at up to that many slots), R = $build with
 # MOEQ_FOLD_ORDER=0 (GEMM1's MMA-order pass in its own launch, not folded into the routing's), C = $build with
 # MOEQ_FOLD_ORDER=2 (folded on the chunked routing path too), E = $build with --fp8-wgmma (the e4m3 wgmma body, canonical
-# codes); STEP_TIMEOUT seconds a process (60), STEP_CODES the --codes list (the bench's default). TABLE planner adds
+# codes), Q = $build with MOEQ_GEMM2_QUANTIZES_MAX_ROWS=0 (FP8 per token: the activation-quantize kernel between the
+# GEMMs at every M); STEP_TIMEOUT seconds a process (60), STEP_CODES the --codes list (the bench's default). TABLE planner adds
 # --no-shipped-tuning (shipped: the shipped tables); a TABLE ending in .json adds --tuning TABLE (its rows replace the
 # shipped table's at the M they cover) and is recorded by its file name.
 layer_steps() {
@@ -314,7 +315,7 @@ layer_steps() {
   case "$1" in *.json) flags="--tuning $1" ;; esac
   [ -n "${STEP_CODES:-}" ] && flags="$flags --codes $STEP_CODES"
   for who in $5; do
-    bin="$build/moeq" self=1 fused=1 act=1 order=1 max_rows="" extra=""
+    bin="$build/moeq" self=1 fused=1 act=1 order=1 max_rows="" extra="" quantizing_rows=""
     [ "$who" = O ] && bin="$old_build/moeq"
     [ "$who" = Z ] && self=0
     [ "$who" = F ] && fused=0
@@ -324,10 +325,12 @@ layer_steps() {
     [ "$who" = R ] && order=0
     [ "$who" = C ] && order=2
     [ "$who" = E ] && extra="--fp8-wgmma"
+    [ "$who" = Q ] && quantizing_rows=0
     [ "$who" = P ] && bin="$old_build/moeq" extra="--fp8-wgmma"
     # NOTE: only W sets MOEQ_FUSED_ACTIVATION_MAX_ROWS; the other letters run the library's own limit.
     # shellcheck disable=SC2086
-    env -u MOEQ_FUSED_ACTIVATION_MAX_ROWS ${max_rows:+MOEQ_FUSED_ACTIVATION_MAX_ROWS=$max_rows} \
+    env -u MOEQ_FUSED_ACTIVATION_MAX_ROWS -u MOEQ_GEMM2_QUANTIZES_MAX_ROWS ${max_rows:+MOEQ_FUSED_ACTIVATION_MAX_ROWS=$max_rows} \
+      ${quantizing_rows:+MOEQ_GEMM2_QUANTIZES_MAX_ROWS=$quantizing_rows} \
       MOEQ_SELF_ROUTE=$self MOEQ_FUSED_REDUCE=$fused MOEQ_FUSED_ACTIVATION=$act MOEQ_FOLD_ORDER=$order timeout "${STEP_TIMEOUT:-60}" "$bin" bench --trials 5 \
       --kernel layer $flags $extra --preset "$2" --scheme "$3" -M $4 >"$out/o.tmp" 2>&1
     grep -E '^layer  [a-z]' "$out/o.tmp" | grep -v '^layer  preset' |
