@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Session 68, issue 5 at M <= 256: an FP8 per-token layer's direct GEMMs quantize their own input rows
+# (docs/experiments/2026-12-07-fp8-rows-quantized-in-gemm.patch): GEMM2 from GEMM1's output (no activation-quantize
+# kernel between the GEMMs), and the self-routed GEMM1 from the caller's rows (no quantizer in the routing's launch, so
+# GEMM1 streams its weights while the routing runs). One call: the two Qwen3-30B-A3B layers compiled on 16 cores, both
+# bit-equality tests and the warm-up test, `moeq verify`, then whole steps with both (N), without GEMM2's (Q:
+# MOEQ_GEMM2_QUANTIZES_MAX_ROWS=0) and without self-routing (Z: MOEQ_SELF_ROUTE=0, GEMM1's quantizer back in the
+# routing's launch), beside bf16.
+# BUILD: the patched tree's moeq, moeq_gpu_tests and moeq_gpu_warmup_test.
+# Device command (carry: ["build_dev"]): OUT=$OUT bash scripts/device/s68_rows_quantized.sh build_dev/q
+# Usage: s68_rows_quantized.sh BUILD [M ...]   (env OUT, MOEQ_CACHE_DIR)
+. "$(dirname "$0")/evidence_lib.sh"
+device_setup "$1"
+shift
+ms="${*:-1 2 4 8 16 32 64 128}"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv,noheader
+for s in mxfp4:fp8-token mxfp4; do
+  "$build/moeq" compile -j 8 --preset qwen3-30b-a3b --scheme $s >"$out/compile_${s%%:*}${s#*:}.txt" 2>&1 &
+done
+wait
+echo "compiled $(($(date +%s) - t0)) s: $(tail -qn1 "$out"/compile_*.txt | paste -sd';')"
+filtered_gpu_tests 'MoeGemmGpu.Gemm2QuantizingItsRows*:MoeGemmGpu.SelfRoutedGemm1QuantizingItsRows*' 200
+VERIFY_ACTIVATIONS="silu swiglu-oai" layer_verify "qwen3-30b-a3b mxfp4:fp8-token 1 4 7 16 128"
+export STEP_TIMEOUT=120
+for round in 1 2; do
+  layer_steps shipped qwen3-30b-a3b mxfp4:fp8-token "$ms" "Q Z N"
+  layer_steps shipped qwen3-30b-a3b mxfp4 "$ms" N
+done
+cat "$out/steps.txt"
+echo "done $(($(date +%s) - t0)) s"
