@@ -7,20 +7,28 @@
 # MOEQ_GEMM2_QUANTIZES_MAX_ROWS=0) and without self-routing (Z: MOEQ_SELF_ROUTE=0, GEMM1's quantizer back in the
 # routing's launch), beside bf16.
 # BUILD: the patched tree's moeq, moeq_gpu_tests and moeq_gpu_warmup_test.
-# Device command (carry: ["build_dev"]): OUT=$OUT bash scripts/device/s68_rows_quantized.sh build_dev/q
-# Usage: s68_rows_quantized.sh BUILD [M ...]   (env OUT, MOEQ_CACHE_DIR)
+# Device commands (carry: ["build_dev"]), two calls on one warm machine (the second reuses the first's kernels):
+#   OUT=$OUT bash scripts/device/s68_rows_quantized.sh tests build_dev/q
+#   OUT=$OUT bash scripts/device/s68_rows_quantized.sh steps build_dev/q [M ...]
+# tests: the layers compiled, both bit-equality tests, the warm-up test, `moeq verify`; steps: N / Q / Z / bf16.
+# Usage: s68_rows_quantized.sh tests|steps BUILD [M ...]   (env OUT, MOEQ_CACHE_DIR)
 . "$(dirname "$0")/evidence_lib.sh"
-device_setup "$1"
-shift
-ms="${*:-1 2 4 8 16 32 64 128}"
+mode="$1"
+device_setup "$2"
+shift 2
+ms="${*:-1 4 8 16 64 128}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv,noheader
 for s in mxfp4:fp8-token mxfp4; do
   "$build/moeq" compile -j 8 --preset qwen3-30b-a3b --scheme $s >"$out/compile_${s%%:*}${s#*:}.txt" 2>&1 &
 done
 wait
 echo "compiled $(($(date +%s) - t0)) s: $(tail -qn1 "$out"/compile_*.txt | paste -sd';')"
-filtered_gpu_tests 'MoeGemmGpu.Gemm2QuantizingItsRows*:MoeGemmGpu.SelfRoutedGemm1QuantizingItsRows*' 200
-VERIFY_ACTIVATIONS="silu swiglu-oai" layer_verify "qwen3-30b-a3b mxfp4:fp8-token 1 4 7 16 128"
+if [ "$mode" = tests ]; then
+  filtered_gpu_tests 'MoeGemmGpu.Gemm2QuantizingItsRows*:MoeGemmGpu.SelfRoutedGemm1QuantizingItsRows*' 300
+  VERIFY_ACTIVATIONS="silu swiglu-oai" layer_verify "qwen3-30b-a3b mxfp4:fp8-token 1 4 7 16 128"
+  echo "done $(($(date +%s) - t0)) s"
+  exit 0
+fi
 export STEP_TIMEOUT=120
 for round in 1 2; do
   layer_steps shipped qwen3-30b-a3b mxfp4:fp8-token "$ms" "Q Z N"

@@ -193,6 +193,8 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   };
   // GEMM1's input: x [rows_in, K] of row stride `stride` (the caller's hidden states or the permuted
   // rows); x = 0: g1 already holds it (the contiguous layout's quantized rows).
+  static const int64_t quantizing_gemm2_max_rows =
+      cuda::env_integer("MOEQ_GEMM2_QUANTIZES_MAX_ROWS", 0, 1L << 30, cuda::kQuantizingGemm2MaxRows);
   const auto run_chain = [&](CUdeviceptr x, int64_t stride, int64_t rows_in, int64_t rows) {
     if (x != 0) set_gemm_input(g1, input1, x, stride, rows_in, K, "quanted_gate_up_input", "dequantized_gate_up_input");
     if (d.act_format == ActFormat::none) {
@@ -234,6 +236,17 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
         cuda::activation(d.activation, d.interleaved_gate_up, c, g1.c, rows, I, activation_output, stream,
                          g2.tile.mma_order_tokens);
       set_gemm_input(g2, input2, activation_output, I, rows, I, "quanted_down_input", "dequantized_down_input");
+    } else if (cuda::step_quantizes_rows(d, g2.weights_desc, cuda::tile_for_device(g2.tile), input2, rows,
+                                         quantizing_gemm2_max_rows)) {
+      // GEMM2 makes its input from GEMM1's rows itself (MoeGemmArgs::quantize_rows): no kernel between the GEMMs. Only
+      // where MOEQ_GEMM2_QUANTIZES_MAX_ROWS asks: measured slower than the kernel (cuda::kQuantizingGemm2MaxRows).
+      cuda::moe_gemm(g1, stream);
+      g2.a = g1.c;
+      g2.a_row_stride = g1.c_row_stride;
+      g2.quantize_rows = true;
+      g2.rows_activation = true;
+      g2.activation = d.activation;
+      g2.interleaved_gate_up = d.interleaved_gate_up;
     } else {
       cuda::moe_gemm(g1, stream);
       // PERF: the activation, its quantization and the values in one kernel: the activation
@@ -300,9 +313,26 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   if (shape.layout == Layout::indexed) {
     cuda::AlignOutputs align{local_ids, buffer("sorted_ids"), buffer("expert_ids"), buffer("num_tokens_padded"),
                              buffer("route_chunk_counts")};
+    // PERF: at the smallest M GEMM1 finds its rows from topk_ids itself and streams its weights while route_fused
+    // runs (MoeGemmArgs::self_route); MOEQ_SELF_ROUTE=0 turns it off (timing). Session 50 (H100, whole steps against
+    // MOEQ_SELF_ROUTE=0): -3.6 to -4.3 us at M = 1 on Qwen3-30B-A3B, gpt-oss-120b, Mixtral-8x7B; -3.6 at gpt-oss-120b
+    // M = 2 (8 slots, 128 experts), but +1.3 at Mixtral-8x7B M = 4 (8 slots over its 8 experts; +4.8 in session 49's
+    // H200 call), so it stays off where the slots reach the local experts' count.
+    // With FP8 per-token activations the self-routed GEMM1 quantizes the caller's rows itself (quantize_rows), so its
+    // quantizer does not ride on the routing's first launch. Session 68 (H100, Qwen3-30B-A3B whole steps against
+    // MOEQ_SELF_ROUTE=0): -1.0 to -1.3 us at M = 1 (prepared codes), -2.0 to -2.8 (canonical); M = 2 / 4 unchanged.
+    static const bool self_route_enabled = cuda::env_integer("MOEQ_SELF_ROUTE", 0, 1, 1) != 0;
+    const cuda::GemmTile tile1 = cuda::tile_for_device(g1.tile);
+    const bool self_route_fits = self_route_enabled && !order_gemm1_rows && cuda::aligns_in_one_kernel(ids) &&
+                                 slots <= cuda::kMaxSelfRoutedSlots && slots < ids.num_experts && M <= g1.tile.block_m;
+    const bool quantizing_self_route = self_route_fits && d.act_format == ActFormat::fp8_token &&
+                                       input1 == cuda::GemmInput::row_scaled_values &&
+                                       cuda::gemm_self_routes(tile1, cuda::GemmInput::quantized_rows) &&
+                                       cuda::gemm_quantizes_rows(tile1, g1.weights_desc);
     // GEMM1's input quantizer, if any, runs in the routing's first launch (fold_gemm1_quantizer).
     // With 16-bit activations on a `/t` GEMM1 tile, the order pass runs there instead (fold_order_rows).
-    const bool fold = d.act_format != ActFormat::none && fold_gemm1_quantizer(ids, align.chunk_counts);
+    const bool fold =
+        d.act_format != ActFormat::none && !quantizing_self_route && fold_gemm1_quantizer(ids, align.chunk_counts);
     const bool fold_order = order_gemm1_rows && fold_gemm1_order_rows(ids, align.chunk_counts);
     if (fold)
       set_gemm_input(g1, input1, dptr(in.hidden), hidden_stride, M, K, "quanted_gate_up_input",
@@ -321,16 +351,13 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     }
     g1.src_row_divisor = d.top_k;
     g2.src_row_divisor = 1;
-    // PERF: at the smallest M GEMM1 finds its rows from topk_ids itself and streams its weights while route_fused
-    // runs (MoeGemmArgs::self_route); MOEQ_SELF_ROUTE=0 turns it off (timing). Session 50 (H100, whole steps against
-    // MOEQ_SELF_ROUTE=0): -3.6 to -4.3 us at M = 1 on Qwen3-30B-A3B, gpt-oss-120b, Mixtral-8x7B; -3.6 at gpt-oss-120b
-    // M = 2 (8 slots, 128 experts), but +1.3 at Mixtral-8x7B M = 4 (8 slots over its 8 experts; +4.8 in session 49's
-    // H200 call), so it stays off where the slots reach the local experts' count.
-    static const bool self_route_enabled = cuda::env_integer("MOEQ_SELF_ROUTE", 0, 1, 1) != 0;
-    g1.self_route = self_route_enabled && !fold && !order_gemm1_rows && d.act_format == ActFormat::none &&
-                    cuda::gemm_self_routes(cuda::tile_for_device(g1.tile), cuda::GemmInput::values) &&
-                    cuda::aligns_in_one_kernel(ids) && slots <= cuda::kMaxSelfRoutedSlots && slots < ids.num_experts &&
-                    M <= g1.tile.block_m;
+    g1.self_route = quantizing_self_route || (self_route_fits && !fold && d.act_format == ActFormat::none &&
+                                              cuda::gemm_self_routes(tile1, cuda::GemmInput::values));
+    if (quantizing_self_route) {
+      g1.a = dptr(in.hidden);
+      g1.a_row_stride = hidden_stride;
+      g1.quantize_rows = true;
+    }
     if (g1.self_route) {
       g1.topk_ids = ids.topk_ids;
       g1.topk_ids_dtype = ids.ids_dtype;
@@ -345,7 +372,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
       if (!fold_order) cuda::order_rows_for_mma(dptr(in.hidden), hidden_stride, M, K, ordered, K, stream);
       run_chain(ordered, K, M, slots);
     } else {
-      run_chain(fold ? 0 : dptr(in.hidden), hidden_stride, M, slots);
+      run_chain(fold || quantizing_self_route ? 0 : dptr(in.hidden), hidden_stride, M, slots);
     }
     cuda::topk_reduce(reduce, stream);
     return;

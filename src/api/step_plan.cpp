@@ -55,6 +55,10 @@ std::string gemm_plan_text(const ExpertsDesc& desc, const cuda::GemmPlan& plan) 
               ", row scales";
       break;
     case cuda::GemmInput::row_scaled_e4m3: reads = "e4m3 codes, row scales"; break;
+    case cuda::GemmInput::quantized_rows:
+      reads = std::string(to_string(desc.act_dtype)) + " rows quantized to " + std::string(to_string(desc.act_format)) +
+              " in the GEMM, row scales";
+      break;
   }
   return plan.tile.to_string() + " " + reads;
 }

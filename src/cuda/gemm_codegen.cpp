@@ -34,7 +34,14 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
   if (variant == GemmVariant::self_routed && !gemm_self_routes(tile, input))
     throw Error("moe_gemm: a self-routed GEMM1 needs an 8-row direct tile over 16-bit A, not " + tile.to_string() +
                 (input != GemmInput::values ? " over quantized A" : ""));
-  if (activation.on && !gemm_fuses_activation(tile, input, activation))
+  if (input == GemmInput::quantized_rows &&
+      (!gemm_quantizes_rows(tile, w) || activation.on == (variant == GemmVariant::self_routed)))
+    throw Error("moe_gemm: a GEMM quantizing its own rows needs a direct tile with K % 8 == 0 and at most " +
+                std::to_string(kMaxStagedRowsBytes) + " bytes of staged rows, and either their activation (GEMM2) "
+                "or self-routing (GEMM1); not " + tile.to_string() + " (K = " + std::to_string(w.k) + ")" +
+                (activation.on ? " with an activation" : "") +
+                (variant == GemmVariant::self_routed ? " self-routed" : ""));
+  if (input != GemmInput::quantized_rows && activation.on && !gemm_fuses_activation(tile, input, activation))
     throw Error("moe_gemm: a GEMM1 with the activation in its epilogue needs 16-bit A and an 8-row direct or a "
                 "warp-specialized wgmma tile; not " +
                 std::string(moeq::to_string(activation.kind)) + (activation.interleaved ? " (interleaved)" : "") +
@@ -53,6 +60,7 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
   std::ostringstream s;
   s << "#include \"moeq_dev/format/weights.cuh\"\n";
   if (activation.on) s << "#include \"moeq_dev/moe/activation.cuh\"\n";
+  const bool rows_activation = input == GemmInput::quantized_rows && activation.on;
   s << "struct MoeGemmCfg {\n"
     << "  static constexpr moeq_dev::WeightFormatId kFormat = moeq_dev::WeightFormatId::" << format_id(w.format) << ";\n"
     << "  static constexpr bool kActBf16 = " << (act_dtype == DType::bf16 ? "true" : "false") << ";\n"
@@ -85,13 +93,19 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
   // NOTE: named only where true, so that the other kernels' sources stay what they were.
   if (variant == GemmVariant::self_routed) s << "  static constexpr bool kSelfRouted = true;\n";
   if (w.bias_dtype != DType::none) s << "  static constexpr bool kBias = true;\n";
-  if (activation.on)
+  if (activation.on && !rows_activation)
     s << "  static constexpr moeq_dev::ActivationKind kEpilogueActivation = moeq_dev::ActivationKind::"
       << elementwise_detail::activation_enum(activation.kind) << ";\n"
       << "  static constexpr bool kEpilogueInterleaved = " << (activation.interleaved ? "true" : "false") << ";\n";
+  if (input == GemmInput::quantized_rows) s << "  static constexpr bool kQuantizesRows = true;\n";
+  if (rows_activation)
+    s << "  static constexpr moeq_dev::ActivationKind kRowsActivation = moeq_dev::ActivationKind::"
+      << elementwise_detail::activation_enum(activation.kind) << ";\n"
+      << "  static constexpr bool kRowsInterleaved = " << (activation.interleaved ? "true" : "false") << ";\n";
   s << "};\n"
     << "#include \"moeq_dev/kernels/moe_gemm.cuh\"\n"
-    << "static_assert(moeq_dev::MoeGemmKernel<MoeGemmCfg>::Shape::kSmemBytes == " << gemm_smem_bytes(tile, w, input)
+    << "static_assert(moeq_dev::MoeGemmKernel<MoeGemmCfg>::Shape::kSmemBytes == "
+    << gemm_smem_bytes(tile, w, input) - gemm_staged_rows_bytes(tile, w, input)
     << ", \"host and device disagree on the dynamic shared memory (gemm_smem_bytes)\");\n"
     << "static_assert(sizeof(moeq_dev::MoeGemmParams) == " << sizeof(DeviceGemmParams)
     << ", \"host and device disagree on the kernel parameters (DeviceGemmParams)\");\n"
@@ -230,6 +244,27 @@ std::vector<jit::KernelSpec> moe_gemm_kernel_specs() {
             for (bool interleaved : {false, true})
               if (!interleaved || is_gated(kind))
                 add(w, interleaved ? DType::f16 : DType::bf16, tile, true, GemmInput::values, false,
+                    GemmVariant::plain, EpilogueActivation{true, kind, interleaved});
+        break;
+      }
+    // GEMM2 making its FP8 per-token input from GEMM1's rows (gemm_quantizes_rows): SiLU on each format's first direct
+    // tile, prepared codes, bf16; every kind (and the interleaved gated rows, f16) on MXFP4's. The self-routed GEMM1
+    // quantizing the caller's rows on the first 8-row one, bf16 and f16 (MXFP4).
+    for (const GemmTile& tile : planner_tiles(f))
+      if (gemm_self_routes(tile, GemmInput::quantized_rows) && gemm_quantizes_rows(tile, w)) {
+        add(w, DType::bf16, tile, true, GemmInput::quantized_rows, false, GemmVariant::self_routed);
+        if (f == WeightFormat::mxfp4) add(w, DType::f16, tile, false, GemmInput::quantized_rows, false, GemmVariant::self_routed);
+        break;
+      }
+    for (const GemmTile& tile : planner_tiles(f))
+      if (gemm_quantizes_rows(tile, w)) {
+        add(w, DType::bf16, tile, true, GemmInput::quantized_rows, false, GemmVariant::plain,
+            EpilogueActivation{true, Activation::silu, false});
+        if (f == WeightFormat::mxfp4)
+          for (Activation kind : all_values<Activation>())
+            for (bool interleaved : {false, true})
+              if (!interleaved || is_gated(kind))
+                add(w, interleaved ? DType::f16 : DType::bf16, tile, true, GemmInput::quantized_rows, false,
                     GemmVariant::plain, EpilogueActivation{true, kind, interleaved});
         break;
       }

@@ -65,12 +65,17 @@ enum class GemmInput : uint8_t {
                       // A row's f32 scale (MoeGemmArgs::a_row_scales), before the bias
   row_scaled_e4m3,    // FP8 per-token e4m3 codes (1 byte each) into e4m3 MMAs (gemm_takes_e4m3); row
                       // scales as above
+  quantized_rows,     // FP8 per-token activations on a direct tile (gemm_quantizes_rows): A holds 16-bit rows the
+                      // kernel quantizes itself, each of its block's (kernels/direct_row_quantize.cuh), then
+                      // multiplies as row_scaled_values. GEMM2: GEMM1's output [rows, N13], its activation applied
+                      // first (MoeGemmArgs::rows_activation); a self-routed GEMM1: the caller's rows of x
 };
 // Static shared memory of the kernel (row maps and the block's expert; e4m3 input adds the scan's slots).
 int64_t gemm_static_smem_bytes(const GemmTile& tile, GemmInput input = GemmInput::values);
 
 // Whether a GEMM1 of this tile and input may run self-routed (MoeGemmArgs::self_route): an 8-row direct tile over
-// 16-bit activations. Only these get a self-routed kernel in the warm lists, so apply asks for no other.
+// 16-bit activations, or FP8 per-token ones it quantizes itself (GemmInput::quantized_rows, with gemm_quantizes_rows).
+// Only these get a self-routed kernel in the warm lists, so apply asks for no other.
 bool gemm_self_routes(const GemmTile& tile, GemmInput input);
 // A config's kernels besides the plain one, each a source of its own (moe_gemm_kernel_spec): the self-routed GEMM1
 // (gemm_self_routes).
@@ -90,6 +95,18 @@ struct EpilogueActivation {
 //   MMA's K order (GEMM2's `/t` input; I % 64 == 0).
 // `activation` is the kind and row layout asked for (every one is admitted today).
 bool gemm_fuses_activation(const GemmTile& tile, GemmInput input, const EpilogueActivation& activation);
+
+// Whether a GEMM of FP8 per-token activations on this tile may read GemmInput::quantized_rows (MoeGemmArgs::
+// quantize_rows) for weights `w` (GEMM2: K = I; a self-routed GEMM1: K = the hidden size, gemm_self_routes too): a direct
+// tile (any rows), K % 8 == 0 (16-byte vectors) and the staged rows within kMaxStagedRowsBytes. Only these get such a
+// kernel in the warm lists.
+bool gemm_quantizes_rows(const GemmTile& tile, const WeightDesc& w);
+// Shared memory a direct tile reading GemmInput::quantized_rows stages its rows in, past the epilogue's (0 for any other
+// input): block_m rows of K rounded up to 64, plus 8, 16-bit values (direct_row_quantize.cuh staged_row_stride).
+int64_t gemm_staged_rows_bytes(const GemmTile& tile, const WeightDesc& w, GemmInput input);
+// NOTE: a bound, not a measured optimum (the staged rows take 12.4 KB for Qwen3-30B-A3B's I = 768 on 8 rows): larger
+// rows keep the activation-quantize kernel.
+constexpr int64_t kMaxStagedRowsBytes = 48 * 1024;
 
 // Every reason the tile is not a legal kernel config (shapes, warps, shared memory); empty if legal.
 std::vector<std::string> gemm_tile_reasons(const GemmTile& tile, const WeightDesc& w);

@@ -38,7 +38,7 @@ int64_t gemm_static_smem_bytes(const GemmTile& tile, GemmInput input) {
 }
 
 bool gemm_self_routes(const GemmTile& tile, GemmInput input) {
-  return tile.direct && tile.block_m == 8 && input == GemmInput::values;
+  return tile.direct && tile.block_m == 8 && (input == GemmInput::values || input == GemmInput::quantized_rows);
 }
 
 bool gemm_fuses_activation(const GemmTile& tile, GemmInput input, const EpilogueActivation& activation) {
@@ -48,12 +48,23 @@ bool gemm_fuses_activation(const GemmTile& tile, GemmInput input, const Epilogue
   return tile.producer && tile.wgmma;
 }
 
+bool gemm_quantizes_rows(const GemmTile& tile, const WeightDesc& w) {
+  return tile.direct && !tile.mma_order_tokens && w.k % 8 == 0 &&
+         gemm_staged_rows_bytes(tile, w, GemmInput::quantized_rows) <= kMaxStagedRowsBytes;
+}
+
+int64_t gemm_staged_rows_bytes(const GemmTile& tile, const WeightDesc& w, GemmInput input) {
+  if (!tile.direct || input != GemmInput::quantized_rows) return 0;
+  return int64_t{tile.block_m} * ((w.k + 63) / 64 * 64 + 8) * 2;
+}
+
 int64_t gemm_smem_bytes(const GemmTile& tile, const WeightDesc& w, GemmInput input) {
   const int code_bits = dtype_bits(weight_format_code_dtype(w.format));
   const int64_t acc_per_thread = int64_t{tile.block_m / tile.warps_m / 8} * (tile.block_n / tile.warps_n / 16) * 4;
   const int64_t reduce = int64_t{tile.threads() - tile.threads() / tile.warps_k} * acc_per_thread * 4;
   const int64_t out_tile = int64_t{tile.block_m} * (tile.block_n * 2 + 16);
-  if (tile.direct) return reduce + out_tile;  // mirror of MoeGemmDirectShape: the epilogue only
+  // Mirror of MoeGemmDirectShape (the epilogue), and the staged rows past it.
+  if (tile.direct) return reduce + out_tile + gemm_staged_rows_bytes(tile, w, input);
   if (tile.producer && tile.wgmma) {
     // Mirror of MoeGemmWsShape: stages of [staging tokens][codes] and 3 permuted token tiles, or the out tile.
     // e4m3 tokens: 128 k in the same bytes, and the codes of 128 k (MoeGemmWsShape::kTileK).

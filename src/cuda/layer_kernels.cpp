@@ -72,9 +72,9 @@ void add_gemm(const Add& add, const WeightDesc& w, DType act_dtype, const GemmPl
     for (const GemmTile& tile : {ordered, unaligned_scales_tile(ordered)})
       for (bool mx_scales_at_most_two : {false, true}) {
         add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, plan.input, mx_scales_at_most_two));
-        for (const GemmKernelVariant& v : gemm_extra_variants(tile, plan.input, use))
-          add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, plan.input, mx_scales_at_most_two, v.variant,
-                                   v.activation));
+        for (const GemmKernelVariant& v : gemm_extra_variants(tile, w, plan.input, use))
+          add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, v.quantized_rows ? GemmInput::quantized_rows : plan.input,
+                                   mx_scales_at_most_two, v.variant, v.activation));
       }
     add(moe_gemm_segments_kernel_spec(w, act_dtype, ordered, prepared, plan.input));
   }
@@ -98,8 +98,22 @@ bool step_fuses_activation(const ExpertsDesc& d, const GemmTile& tile1, GemmInpu
   return rows <= max_direct_rows && !tile2.mma_order_tokens && keeps_occupancy();
 }
 
+bool step_quantizes_rows(const ExpertsDesc& d, const WeightDesc& w2, const GemmTile& tile2, GemmInput input2,
+                         int64_t rows, int64_t max_rows) {
+  return d.act_format == ActFormat::fp8_token && input2 == GemmInput::row_scaled_values && rows <= max_rows &&
+         gemm_quantizes_rows(tile2, w2);
+}
+
 GemmVariantUse layer_gemm_variants(const ExpertsDesc& d, bool gemm1) {
   GemmVariantUse use;
+  if (d.act_format == ActFormat::fp8_token) {
+    if (gemm1) {
+      use.quantized_self_route = true;
+    } else {
+      use.rows_activation = EpilogueActivation{true, d.activation.kind, d.interleaved_gate_up};
+    }
+    return use;
+  }
   if (d.act_format != ActFormat::none || !gemm1) return use;
   use.self_route = true;
   if (activation_epilogue_fits(d)) use.activation = EpilogueActivation{true, d.activation.kind, d.interleaved_gate_up};

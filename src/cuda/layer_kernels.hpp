@@ -42,8 +42,15 @@ bool activation_epilogue_fits(const ExpertsDesc& desc);
 bool step_fuses_activation(const ExpertsDesc& desc, const GemmTile& tile1, GemmInput input1, const GemmTile& tile2,
                            int64_t rows, bool overlaps_a, const std::function<bool()>& keeps_occupancy,
                            int64_t max_direct_rows = kActivationEpilogueMaxRows);
+// Whether apply runs the layer's GEMM2 (launched as `tile2` on weights `w2`, planned to read `input2`) making its own
+// input from GEMM1's rows (MoeGemmArgs::quantize_rows) over `rows` GEMM2 rows: FP8 per-token activations, input2
+// row-scaled values, gemm_quantizes_rows, and at most `max_rows` rows (apply: kQuantizingGemm2MaxRows, or env
+// MOEQ_GEMM2_QUANTIZES_MAX_ROWS).
+bool step_quantizes_rows(const ExpertsDesc& desc, const WeightDesc& w2, const GemmTile& tile2, GemmInput input2,
+                         int64_t rows, int64_t max_rows = kQuantizingGemm2MaxRows);
 // The variants apply may launch a layer's GEMM1 (gemm1) or GEMM2 as: with 16-bit activations, GEMM1 self-routed and,
-// where activation_epilogue_fits, with the layer's activation in its epilogue; none for GEMM2 or quantized activations.
+// where activation_epilogue_fits, with the layer's activation in its epilogue; with FP8 per-token activations, GEMM1
+// self-routed quantizing the caller's rows and GEMM2 reading GEMM1's rows (step_quantizes_rows); none otherwise.
 GemmVariantUse layer_gemm_variants(const ExpertsDesc& desc, bool gemm1);
 
 // Every kernel the layer's experts step can launch, for any M, layout and ids dtype: routing

@@ -82,9 +82,16 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
   const CUfunction f = jit::kernel_cache().function(
       segments ? moe_gemm_segments_kernel_spec(w, act_dtype, tile, prepared, input)
                : moe_gemm_kernel_spec(w, act_dtype, tile, prepared, input, mx_scales_at_most_two, variant, epilogue));
-  // NOTE: the 48 KB default covers static plus dynamic shared memory.
-  if (!segments && smem + static_smem > 48 * 1024)
-    check(driver().cuFuncSetAttribute(f, kFuncAttributeMaxDynamicSharedBytes, static_cast<int>(smem)),
+  // NOTE: the 48 KB default covers static plus dynamic shared memory. A kernel staging its rows (GemmInput::
+  // quantized_rows) serves every K of its key (its source does not depend on K, the staged bytes do), so its limit is
+  // raised once for the most any K may stage (gemm_quantizes_rows: kMaxStagedRowsBytes).
+  const int64_t limit = input == GemmInput::quantized_rows
+                            ? smem - gemm_staged_rows_bytes(tile, w, input) + kMaxStagedRowsBytes
+                            : smem;
+  if (!segments && limit + static_smem > 48 * 1024)
+    check(driver().cuFuncSetAttribute(f, kFuncAttributeMaxDynamicSharedBytes,
+                                      static_cast<int>(std::min<int64_t>(
+                                          limit, process_device_info().max_smem_per_block_optin - static_smem))),
           "cuFuncSetAttribute(max dynamic shared memory)");
   table.emplace(key, f);
   return f;
@@ -92,8 +99,14 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
 
 }  // namespace
 
-std::vector<GemmKernelVariant> gemm_extra_variants(const GemmTile& tile, GemmInput input, const GemmVariantUse& use) {
+std::vector<GemmKernelVariant> gemm_extra_variants(const GemmTile& tile, const WeightDesc& w, GemmInput input,
+                                                   const GemmVariantUse& use) {
   std::vector<GemmKernelVariant> variants;
+  if (input == GemmInput::row_scaled_values && gemm_quantizes_rows(tile, w)) {
+    if (use.rows_activation.on) variants.push_back({GemmVariant::plain, use.rows_activation, true});
+    if (use.quantized_self_route && gemm_self_routes(tile, GemmInput::quantized_rows))
+      variants.push_back({GemmVariant::self_routed, {}, true});
+  }
   const bool self_routes = use.self_route && gemm_self_routes(tile, input);
   if (self_routes) variants.push_back({GemmVariant::self_routed, {}});
   if (use.activation.on && gemm_fuses_activation(tile, input, use.activation)) {
@@ -112,8 +125,9 @@ void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& request
       if (input != GemmInput::row_scaled_e4m3 || gemm_takes_e4m3(w, runs, 90, prepared))
         for (bool mx_fold : {false, true}) {  // where the word changes nothing, the same key: loaded once
           gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold);
-          for (const GemmKernelVariant& v : gemm_extra_variants(runs, input, use))
-            gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold, v.variant, v.activation);
+          for (const GemmKernelVariant& v : gemm_extra_variants(runs, w, input, use))
+            gemm_function(w, act_dtype, runs, prepared, false, v.quantized_rows ? GemmInput::quantized_rows : input,
+                          mx_fold, v.variant, v.activation);
         }
   gemm_function(w, act_dtype, tile, false, true, input);
   if (gemm_runs_permuting_twin(tile, input)) load_moe_gemm(w, act_dtype, permuting_tile(tile, w), input, use);
@@ -131,6 +145,7 @@ GemmTile launched_tile(const MoeGemmArgs& a) { return tile_for_scales(tile_for_d
 
 // What A holds for `a`.
 GemmInput launched_input(const MoeGemmArgs& a) {
+  if (a.quantize_rows) return GemmInput::quantized_rows;
   return a.a_e4m3 ? GemmInput::row_scaled_e4m3 : a.a_row_scales != 0 ? GemmInput::row_scaled_values : GemmInput::values;
 }
 
@@ -195,11 +210,12 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
     throw Error("moe_gemm: a_row_stride = " + std::to_string(a.a_row_stride) + " must be a multiple of 8 and c_row_stride = " +
                 std::to_string(a.c_row_stride) + " even");
   if (a.self_route) {
-    if (!a.gather || !gemm_self_routes(tile, GemmInput::values) || a.a_e4m3 || a.a_row_scales != 0 ||
+    if (!a.gather || !gemm_self_routes(tile, launched_input(a)) || a.rows_activation || a.a_e4m3 || a.a_row_scales != 0 ||
         a.num_slots > kMaxSelfRoutedSlots ||
         a.num_slots > a.tile.block_m * a.src_row_divisor || a.topk_ids == 0 || a.num_global_experts < 1 ||
         a.num_local_experts < 1 || (a.topk_ids_dtype != DType::i32 && a.topk_ids_dtype != DType::i64))
-      throw Error("moe_gemm: self_route needs the indexed layout, an 8-row direct tile, 16-bit A, num_slots = " +
+      throw Error("moe_gemm: self_route needs the indexed layout, an 8-row direct tile, 16-bit A (or FP8 per-token rows "
+                  "it quantizes itself), num_slots = " +
                   std::to_string(a.num_slots) + " <= " + std::to_string(kMaxSelfRoutedSlots) +
                   " with M <= block_m, int32 or int64 topk_ids and the expert counts");
   }
@@ -217,6 +233,17 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
                   "(not " + tile.to_string() + "), a gated kind for interleaved rows, I % 16 == 0 for [gate | up] "
                   "rows, I % 64 == 0 on a `/t` tile (its outputs in the MMA's K order) (I = " +
                   std::to_string(intermediate) + ") and c_row_stride = " + std::to_string(a.c_row_stride) + " >= I");
+  }
+  if (a.quantize_rows) {
+    const int64_t n13 = gated ? 2 * w.k : w.k;
+    if (!gemm_quantizes_rows(tile, w) || a.epilogue_activation || a.a_e4m3 || a.a_row_scales != 0 ||
+        a.self_route == a.rows_activation || (a.rows_activation && (a.a_row_stride != n13 || (a.interleaved_gate_up && !gated))) ||
+        (!a.rows_activation && a.a_row_stride < w.k))
+      throw Error("moe_gemm: quantize_rows needs a direct tile, K % 8 == 0 and at most " +
+                  std::to_string(kMaxStagedRowsBytes) + " bytes of staged rows (not " + tile.to_string() + ", K = " +
+                  std::to_string(w.k) + "), no other A input, and either rows_activation (GEMM2: not self-routed, a "
+                  "gated kind for interleaved rows, dense gate_up rows: a_row_stride = " + std::to_string(a.a_row_stride) +
+                  " must be " + std::to_string(n13) + ") or self_route (GEMM1: a_row_stride >= K)");
   }
   const int64_t m_blocks = a.gather ? a.sorted_capacity / a.tile.block_m : a.max_blocks;
   if (m_blocks <= 0) return;
@@ -254,15 +281,17 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
     p.num_local_experts = static_cast<int>(a.num_local_experts);
   }
 
-  if (a.epilogue_activation) {
+  if (a.epilogue_activation || (a.quantize_rows && a.rows_activation)) {
     p.activation_swiglu_alpha = a.activation.swiglu_alpha;
     p.activation_swiglu_limit = a.activation.swiglu_limit;
     p.activation_silu_clamp = a.activation.silu_clamp;
   }
 
   const GemmInput input = launched_input(a);
-  const CUfunction f =
-      launched_function(a, tile, EpilogueActivation{a.epilogue_activation, a.activation.kind, a.interleaved_gate_up});
+  const CUfunction f = launched_function(
+      a, tile,
+      EpilogueActivation{a.epilogue_activation || (a.quantize_rows && a.rows_activation), a.activation.kind,
+                         a.interleaved_gate_up});
   const int64_t smem = gemm_smem_bytes(tile, w, input);
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(m_blocks);

@@ -83,28 +83,52 @@ struct MoeGemmArgs {
   bool epilogue_activation = false;
   ActivationParams activation;
   bool interleaved_gate_up = false;
+  // An FP8 per-token layer's GEMM making its input itself (GemmInput::quantized_rows, gemm_quantizes_rows: a direct
+  // tile, K % 8 == 0): A holds 16-bit rows; each CTA quantizes its block's rows as the quantizer kernels would (bit for
+  // bit the same values and row scales), so no quantizer runs for this GEMM. a_row_scales and a_e4m3 stay unset.
+  // - rows_activation (GEMM2): A is GEMM1's output [rows, N13] (dense: a_row_stride = N13, 2K gated, else K), and
+  //   `activation` (interleaved_gate_up as above) applies to each row first: the activation-quantize kernel's work.
+  // - else a self-routed GEMM1 (self_route): A is the caller's x [M, K] (any row stride): the quantizer's work, which
+  //   otherwise rides on the routing's first launch and keeps GEMM1 from starting before it.
+  bool quantize_rows = false;
+  bool rows_activation = false;
 };
 constexpr int64_t kMaxSelfRoutedSlots = 32;  // one warp's lanes (self_routed_block_rows)
 // The most GEMM1 rows (slots) at which apply runs the activation epilogue on an 8-row direct tile (cuda_backend.cpp;
 // PERF there): every direct row of the shipped sm_90 tables (at most 1280 slots).
 constexpr int64_t kActivationEpilogueMaxRows = 2048;
+// The most GEMM2 rows (slots) at which apply lets an FP8 per-token layer's direct GEMM2 make its input itself
+// (MoeGemmArgs::quantize_rows; env MOEQ_GEMM2_QUANTIZES_MAX_ROWS): 0, never, as measured. Each CTA of a block's N
+// tiles redoes its rows' activation and quantization.
+// PERF: session 68 (H100, Qwen3-30B-A3B whole steps, bench/results/2026-12-07-h100-s68-rows-quantized.md), a bound of
+// 128 against the activation-quantize kernel: +0.4 to +0.9 us at M = 1-4 and +2.7 to +3.3 at M = 16 with prepared
+// codes; with canonical codes +0.5 to +4.2 us at M = 1 / 2 / 4 / 16 and -0.7 to -1.8 only at M = 8.
+constexpr int64_t kQuantizingGemm2MaxRows = 0;
 
 // The kernels a GEMM may launch besides its plain one (apply decides per step), which the warm lists load too (their
 // gemm_* rules admitting the tile): self-routed (self_route: a 16-bit layer's GEMM1, gemm_self_routes) and with the
 // activation in the epilogue (activation.on: its GEMM1, gemm_fuses_activation; plain and, with self_route,
 // self-routed).
+// rows_activation.on: an FP8 per-token layer's GEMM2 reading GEMM1's rows; quantized_self_route: its GEMM1
+// self-routed, quantizing the caller's rows (both gemm_quantizes_rows; their input is GemmInput::quantized_rows, not
+// the plan's).
 struct GemmVariantUse {
   bool self_route = false;
   EpilogueActivation activation;
+  EpilogueActivation rows_activation;
+  bool quantized_self_route = false;
 };
-// One kernel a GEMM may run as besides its plain one.
+// One kernel a GEMM may run as besides its plain one; quantized_rows: reading GemmInput::quantized_rows (`activation` is
+// then the rows' activation), else the plan's input.
 struct GemmKernelVariant {
   GemmVariant variant = GemmVariant::plain;
   EpilogueActivation activation;
+  bool quantized_rows = false;
 };
 // The kernels of `use` that this tile and input admit (gemm_self_routes, gemm_fuses_activation): what load_moe_gemm
 // and the warm lists (layer_kernel_specs) add beside each plain kernel.
-std::vector<GemmKernelVariant> gemm_extra_variants(const GemmTile& tile, GemmInput input, const GemmVariantUse& use);
+std::vector<GemmKernelVariant> gemm_extra_variants(const GemmTile& tile, const WeightDesc& w, GemmInput input,
+                                                   const GemmVariantUse& use);
 
 void moe_gemm(const MoeGemmArgs& args, CUstream stream);
 // Whether GEMM1 with `epilogue` in its epilogue fits as many CTAs on an SM, by registers, as the plain kernel moe_gemm

@@ -252,6 +252,42 @@ struct RoutedGemm1 {
   }
 };
 
+// The self-routed GEMM1 tests' routings (M <= 8 at top_k 3: at most 24 slots): int32 and int64 ids, experts shared by
+// tokens, an expert_map with -1, ids -1 and out of range.
+struct SelfRouting {
+  int64_t M;
+  std::vector<int64_t> ids;  // [M, 3] global ids
+  std::vector<int32_t> map;  // empty: none (global = local, 5 experts)
+  DType ids_dtype;
+};
+const std::vector<SelfRouting>& self_routings() {
+  static const std::vector<SelfRouting> routings{
+      {1, {4, 2, 0}, {}, DType::i32},
+      {2, {3, 1, 0, 1, 3, 4}, {}, DType::i64},
+      {4, {6, 2, 1, 0, 9, -1, 3, 5, 6, 1, 4, 2}, {2, -1, 0, 4, -1, 1, 3}, DType::i32},
+      {8, {0, 1, 2, 1, 2, 3, 2, 3, 4, 3, 4, 0, 4, 0, 1, 0, 2, 4, 1, 3, 0, 2, 4, 1}, {}, DType::i64},
+  };
+  return routings;
+}
+cuda::DeviceBuffer upload_ids(const SelfRouting& r) {
+  if (r.ids_dtype == DType::i64) return cuda::DeviceBuffer::from_host(r.ids);
+  return cuda::DeviceBuffer::from_host(std::vector<int32_t>(r.ids.begin(), r.ids.end()));
+}
+// A routing's ids, map and error word on the device, and its RoutedGemm1 over E local experts.
+struct SelfRoutingOnDevice {
+  cuda::DeviceBuffer ids, map, flags;
+  RoutedGemm1 routed;
+  SelfRoutingOnDevice(const SelfRouting& r, int64_t E, const cuda::GemmTile& tile)
+      : ids(upload_ids(r)),
+        map(r.map.empty() ? cuda::DeviceBuffer(4) : cuda::DeviceBuffer::from_host(r.map)),
+        flags(4),
+        routed({ids.ptr(), r.ids_dtype, r.M, kGatherTopK, r.map.empty() ? E : static_cast<int64_t>(r.map.size()),
+                r.map.empty() ? 0 : map.ptr(), E, flags.ptr()},
+               tile) {
+    flags.fill_bytes(0);
+  }
+};
+
 // Indexed layout: M tokens, top_k 3 distinct experts each (gather_ids).
 // prepared: read the prepared codes; `outputs` (when given) receives the raw output;
 // only_expert >= 0: the error of that expert's rows alone.
@@ -612,18 +648,6 @@ TEST(MoeGemmGpu, SelfRoutedGemm1EqualsTheRoutedOne) {
   cuda::ensure_context();
   cuda::Stream stream;
   std::mt19937 rng(48);
-  struct Routing {
-    int64_t M;
-    std::vector<int64_t> ids;   // [M, 3] global ids
-    std::vector<int32_t> map;   // empty: none (global = local, 5 experts)
-    DType ids_dtype;
-  };
-  const std::vector<Routing> routings{
-      {1, {4, 2, 0}, {}, DType::i32},
-      {2, {3, 1, 0, 1, 3, 4}, {}, DType::i64},
-      {4, {6, 2, 1, 0, 9, -1, 3, 5, 6, 1, 4, 2}, {2, -1, 0, 4, -1, 1, 3}, DType::i32},
-      {8, {0, 1, 2, 1, 2, 3, 2, 3, 4, 3, 4, 0, 4, 0, 1, 0, 2, 4, 1, 3, 0, 2, 4, 1}, {}, DType::i64},
-  };
   for (const auto& [scheme, tiles] : {std::pair<const char*, std::vector<const char*>>{
                                           "mxfp4", {"8x32/1x1x4/2/r", "8x32/1x1x4/8/r", "8x256/1x8x1/4/r"}},
                                       {"int4-g128", {"8x32/1x1x4/4/o4/r", "8x128/1x4x1/4/o4/r"}}}) {
@@ -633,18 +657,12 @@ TEST(MoeGemmGpu, SelfRoutedGemm1EqualsTheRoutedOne) {
     const int64_t E = c.w.num_experts, N = c.w.n, K = c.w.k;
     for (const char* text : tiles) {
       const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
-      for (const Routing& r : routings) {
+      for (const SelfRouting& r : self_routings()) {
         const int64_t slots = r.M * kGatherTopK, global = r.map.empty() ? E : static_cast<int64_t>(r.map.size());
         const auto a_host = random_act(r.M, K, c.act, rng);
         cuda::DeviceBuffer a_d = upload_act(a_host, K, tile);
-        std::vector<int32_t> ids32(r.ids.begin(), r.ids.end());
-        cuda::DeviceBuffer ids_d = r.ids_dtype == DType::i64 ? cuda::DeviceBuffer::from_host(r.ids)
-                                                             : cuda::DeviceBuffer::from_host(ids32);
-        cuda::DeviceBuffer map_d = r.map.empty() ? cuda::DeviceBuffer(4) : cuda::DeviceBuffer::from_host(r.map);
-        const cuda::CUdeviceptr map = r.map.empty() ? 0 : map_d.ptr();
-        cuda::DeviceBuffer flags(4);
-        flags.fill_bytes(0);
-        RoutedGemm1 routed({ids_d.ptr(), r.ids_dtype, r.M, kGatherTopK, global, map, E, flags.ptr()}, tile);
+        SelfRoutingOnDevice on_device(r, E, tile);
+        RoutedGemm1& routed = on_device.routed;
         std::vector<uint16_t> outputs[2];
         for (bool self : {false, true}) {
           cuda::DeviceBuffer out(static_cast<size_t>(slots * N * 2));
@@ -1120,6 +1138,189 @@ TEST(MoeGemmGpu, MmaOrderTokensEqualTheirPermutedTile) {
   }
   if (std::getenv("MOEQ_TEST_SCHEMES") == nullptr && std::getenv("MOEQ_TEST_TILES") == nullptr) EXPECT_GE(ran, 25);
   EXPECT_GT(ran, 0);
+}
+
+
+// GEMM2 making its FP8 per-token input from GEMM1's rows (MoeGemmArgs::quantize_rows, GemmInput::quantized_rows) writes
+// what the activation-quantize kernel followed by the row-scaled GEMM2 writes, bit for bit: the same activation, amax,
+// scale and codes (kernels/direct_row_quantize.cuh against moe/quantize_fp8_token.cuh), the same MMAs. Direct tiles of
+// 8, 16 and 24 rows; rings 2, 4 and 8 deep, per-tile and per-pass scales (both depths); K groups, with warps that own
+// no K tile (K = 64 over 4 groups: they still reach the rows' barrier); K off a multiple of 64 (staged zeros past K);
+// both code layouts, bf16 and f16, gated, interleaved and non-gated kinds; rows of very different magnitudes, blocks
+// of one row up to full ones, and at M = 7 one row holding +inf (with the unclamped kinds, the quantizer's inf / NaN
+// path: NaN codes; the clamped ones keep it finite).
+TEST(MoeGemmGpu, Gemm2QuantizingItsRowsEqualsActivationQuantizeThenGemm2) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  std::string why;
+  if (!jit::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  cuda::ensure_context();
+  cuda::Stream stream;
+  std::mt19937 rng(68);
+  struct Case {
+    const char* scheme;
+    const char* tile;
+    int64_t intermediate;  // GEMM2's K
+    Activation kind;
+    bool interleaved;
+    float silu_clamp;
+  };
+  const std::vector<Case> cases{
+      {"mxfp4", "8x128/1x4x1/4/o4/r", 768, Activation::silu, false, 0.0f},
+      {"mxfp4", "8x256/1x8x1/4/r", 224, Activation::swiglu_oai, true, 0.0f},
+      {"mxfp4:f16", "8x64/1x2x2/4/r", 352, Activation::gelu_tanh, false, 0.0f},
+      {"int4-g128", "8x128/1x4x1/2/r", 768, Activation::relu2_no_mul, false, 0.0f},
+      {"int4-g128", "8x32/1x1x4/2/r", 640, Activation::gelu, false, 0.0f},
+      {"int4-g128:f16", "8x128/1x4x1/8/r", 640, Activation::silu, true, 0.0f},
+      {"mxfp4", "8x32/1x1x4/2/r", 64, Activation::gelu_no_mul, false, 0.0f},
+      {"mxfp4:f16", "24x128/1x4x1/2/r", 352, Activation::silu, false, 0.0f},
+      {"nvfp4", "16x128/1x4x1/4/r", 256, Activation::silu, false, 0.5f},
+      {"fp8-block", "16x64/1x2x2/4/r", 384, Activation::swiglu_step, false, 0.0f},
+  };
+  int ran = 0;
+  for (const Case& k : cases) {
+    const cuda::GemmTile tile = cuda::parse_gemm_tile(k.tile);
+    GemmCase c = make_case(k.scheme, DType::none);
+    c.w.k = k.intermediate;
+    ASSERT_TRUE(cuda::gemm_quantizes_rows(cuda::tile_for_device(tile), c.w)) << k.tile;
+    const HostWeights h = quantized_weights(c, rng);
+    const DeviceWeights dw = upload(*h.q);
+    const int64_t I = k.intermediate, N13 = is_gated(k.kind) ? 2 * I : I, N = c.w.n;
+    ActivationParams act;
+    act.kind = k.kind;
+    act.silu_clamp = k.silu_clamp;
+    for (int64_t M : {1, 7, 40}) {
+      const int64_t slots = M * kGatherTopK;
+      std::vector<uint16_t> gate_up = random_act(slots, N13, c.act, rng);
+      // Rows of different magnitudes (the scales), and at M = 7 one row holding +inf.
+      for (int64_t r = 0; r < slots; ++r) {
+        const float gain = r % 3 == 0 ? 1e-3f : r % 3 == 1 ? 1.0f : 40.0f;
+        for (int64_t j = 0; j < N13; ++j) {
+          uint16_t& x = gate_up[static_cast<size_t>(r * N13 + j)];
+          const float v = c.act == DType::bf16 ? ref::bf16_to_f32(x) : ref::f16_to_f32(x);
+          x = to_act(v * gain, c.act);
+        }
+      }
+      if (M == 7) gate_up[static_cast<size_t>(5 * N13 + 3)] = c.act == DType::bf16 ? 0x7F80 : 0x7C00;
+      const cuda::DeviceBuffer gate_up_d = cuda::DeviceBuffer::from_host(gate_up);
+      const std::vector<int32_t> ids = gather_ids(M, rng);
+      const cuda::DeviceBuffer ids_d = cuda::DeviceBuffer::from_host(ids);
+      cuda::DeviceBuffer flags(4);
+      flags.fill_bytes(0);
+      RoutedGemm1 routed({ids_d.ptr(), DType::i32, M, kGatherTopK, c.w.num_experts, 0, c.w.num_experts, flags.ptr()},
+                         tile);
+      routed.align(stream.get());
+      cuda::DeviceBuffer values(static_cast<size_t>(slots * I * 2)), scales(static_cast<size_t>(slots * 4));
+      cuda::activation_quantize_values(act, k.interleaved, ActFormat::fp8_token, c.act, gate_up_d.ptr(), slots, I,
+                                       values.ptr(), scales.ptr(), stream.get());
+      for (bool prepared : {false, true}) {
+        std::vector<uint16_t> outs[2];
+        for (bool quantizes : {false, true}) {
+          cuda::DeviceBuffer out(static_cast<size_t>(slots * N * 2));
+          out.fill_bytes(0xFF);  // NaN in bf16 and f16
+          cuda::MoeGemmArgs g = gemm_args(c, dw, tile, values.ptr(), out.ptr(), prepared);
+          routed.set_gather(g, false);
+          g.src_row_divisor = 1;  // GEMM2: A holds a row per slot
+          if (quantizes) {
+            g.a = gate_up_d.ptr();
+            g.a_row_stride = N13;
+            g.quantize_rows = true;
+            g.rows_activation = true;
+            g.activation = act;
+            g.interleaved_gate_up = k.interleaved;
+          } else {
+            g.a_row_scales = scales.ptr();
+          }
+          cuda::moe_gemm(g, stream.get());
+          cuda::check(cuda::driver().cuStreamSynchronize(stream.get()), "cuStreamSynchronize");
+          outs[quantizes ? 1 : 0] = out.to_host<uint16_t>(static_cast<size_t>(slots * N));
+        }
+        size_t first_diff = outs[0].size(), poisoned = 0;
+        for (size_t i = 0; i < outs[0].size(); ++i) {
+          if (outs[0][i] != outs[1][i] && first_diff == outs[0].size()) first_diff = i;
+          const bool inf_row = M == 7 && i / static_cast<size_t>(N) == 5;  // NaN outputs of either sign
+          if (outs[1][i] == 0xFFFF && !inf_row) ++poisoned;
+        }
+        EXPECT_EQ(first_diff, outs[0].size())
+            << k.scheme << " " << k.tile << " M = " << M << (prepared ? " prepared" : "") << ": slot "
+            << first_diff / static_cast<size_t>(N) << " channel " << first_diff % static_cast<size_t>(N) << " differs";
+        EXPECT_EQ(poisoned, 0u) << k.scheme << " " << k.tile << " M = " << M << ": outputs left unwritten";
+        ++ran;
+      }
+    }
+  }
+  EXPECT_EQ(ran, static_cast<int>(cases.size()) * 3 * 2);
+}
+
+
+// A self-routed FP8 per-token GEMM1 quantizing the caller's rows itself (MoeGemmArgs::quantize_rows without
+// rows_activation) writes what the routed row-scaled GEMM1 writes over quantize_activation_values' values and scales,
+// bit for bit: int32 and int64 ids, experts shared by tokens, an expert_map with -1, ids -1 and out of range; x rows
+// of a stride past K and of very different magnitudes, one of them holding +inf at M = 4 (the quantizer's inf / NaN
+// path); per-tile and per-pass scales, K groups, bf16 and f16.
+TEST(MoeGemmGpu, SelfRoutedGemm1QuantizingItsRowsEqualsQuantizerThenGemm1) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  std::string why;
+  if (!jit::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  cuda::ensure_context();
+  cuda::Stream stream;
+  std::mt19937 rng(69);
+  int ran = 0;
+  for (const auto& [scheme, tiles] : {std::pair<const char*, std::vector<const char*>>{
+                                          "mxfp4", {"8x32/1x1x4/2/r", "8x256/1x8x1/4/r"}},
+                                      {"mxfp4:f16", {"8x128/1x4x1/4/o4/r"}},
+                                      {"int4-g128", {"8x32/1x1x4/4/o4/r", "8x128/1x4x1/4/o4/r"}}}) {
+    const GemmCase c = make_case(scheme, DType::none);
+    const HostWeights h = quantized_weights(c, rng);
+    const DeviceWeights dw = upload(*h.q);
+    const int64_t E = c.w.num_experts, N = c.w.n, K = c.w.k, stride = K + 8;
+    for (const char* text : tiles) {
+      const cuda::GemmTile tile = cuda::parse_gemm_tile(text);
+      ASSERT_TRUE(cuda::gemm_self_routes(tile, cuda::GemmInput::quantized_rows) &&
+                  cuda::gemm_quantizes_rows(cuda::tile_for_device(tile), c.w))
+          << scheme << " " << text;
+      for (const SelfRouting& r : self_routings()) {
+        const int64_t slots = r.M * kGatherTopK;
+        std::vector<uint16_t> x = random_act(r.M, stride, c.act, rng);
+        for (int64_t m = 0; m < r.M; ++m)
+          for (int64_t k = 0; k < stride; ++k) {
+            uint16_t& v = x[static_cast<size_t>(m * stride + k)];
+            const float gain = m % 3 == 0 ? 1.0f : m % 3 == 1 ? 1e-3f : 30.0f;
+            v = to_act((c.act == DType::bf16 ? ref::bf16_to_f32(v) : ref::f16_to_f32(v)) * gain, c.act);
+          }
+        if (r.M == 4) x[static_cast<size_t>(2 * stride + 5)] = c.act == DType::bf16 ? 0x7F80 : 0x7C00;
+        const cuda::DeviceBuffer x_d = cuda::DeviceBuffer::from_host(x);
+        cuda::DeviceBuffer values(static_cast<size_t>(r.M * K * 2)), scales(static_cast<size_t>(r.M * 4));
+        cuda::quantize_activation_values(ActFormat::fp8_token, c.act, x_d.ptr(), stride, r.M, K, values.ptr(),
+                                         scales.ptr(), stream.get());
+        SelfRoutingOnDevice on_device(r, E, tile);
+        RoutedGemm1& routed = on_device.routed;
+        for (bool prepared : {false, true}) {
+          std::vector<uint16_t> outputs[2];
+          for (bool self : {false, true}) {
+            cuda::DeviceBuffer out(static_cast<size_t>(slots * N * 2));
+            out.fill_bytes(0xFF);  // NaN in bf16 and f16: rows of no local expert stay so
+            routed.align(stream.get());
+            cuda::MoeGemmArgs g = gemm_args(c, dw, tile, values.ptr(), out.ptr(), prepared);
+            routed.set_gather(g, self);
+            if (self) {
+              g.a = x_d.ptr();
+              g.a_row_stride = stride;
+              g.quantize_rows = true;
+            } else {
+              g.a_row_scales = scales.ptr();
+            }
+            cuda::moe_gemm(g, stream.get());
+            cuda::check(cuda::driver().cuStreamSynchronize(stream.get()), "cuStreamSynchronize");
+            outputs[self ? 1 : 0] = out.to_host<uint16_t>(static_cast<size_t>(slots * N));
+          }
+          EXPECT_TRUE(outputs[0] == outputs[1])
+              << scheme << " " << text << " M=" << r.M << (prepared ? " prepared" : "") << ": self-routed differs";
+          ++ran;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(ran, 5 * 4 * 2);
 }
 
 }  // namespace

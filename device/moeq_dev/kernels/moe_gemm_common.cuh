@@ -42,7 +42,8 @@ struct MoeGemmParams {
   int topk_ids_int64;
   int num_global_experts;
   int num_local_experts;
-  // GEMM1 with the activation in its epilogue (gemm_activation_epilogue, kernels/moe_gemm_activation_epilogue.cuh).
+  // GEMM1 with the activation in its epilogue (gemm_activation_epilogue, kernels/moe_gemm_activation_epilogue.cuh), or
+  // GEMM2 making its input from GEMM1's rows (gemm_quantizes_rows, kernels/direct_row_quantize.cuh).
   ActivationArgs activation;
 };
 
@@ -61,6 +62,34 @@ struct CfgSelfRouted<C, decltype(void(C::kSelfRouted))> {
 template <class Cfg>
 __device__ constexpr bool gemm_self_routed() {
   return CfgSelfRouted<Cfg>::value;
+}
+
+// Cfg::kQuantizesRows where the config names it (a direct GEMM that makes its FP8 per-token input itself:
+// kernels/direct_row_quantize.cuh), else false. GEMM2's, from GEMM1's gate_up rows, names their activation
+// (Cfg::kRowsActivation, kRowsInterleaved: gemm_rows_activated); a self-routed GEMM1's reads the caller's rows.
+template <class C, class = void>
+struct CfgQuantizesRows {
+  static constexpr bool value = false;
+};
+template <class C>
+struct CfgQuantizesRows<C, decltype(void(C::kQuantizesRows))> {
+  static constexpr bool value = C::kQuantizesRows;
+};
+template <class Cfg>
+__device__ constexpr bool gemm_quantizes_rows() {
+  return CfgQuantizesRows<Cfg>::value;
+}
+template <class C, class = void>
+struct CfgRowsActivated {
+  static constexpr bool value = false;
+};
+template <class C>
+struct CfgRowsActivated<C, decltype(void(C::kRowsActivation))> {
+  static constexpr bool value = true;
+};
+template <class Cfg>
+__device__ constexpr bool gemm_rows_activated() {
+  return CfgRowsActivated<Cfg>::value;
 }
 
 __device__ __forceinline__ float load_bias_value(const void* bias, long long index, int dtype) {

@@ -30,6 +30,7 @@
 // as logical k 4t..4t+3 the physical 16t + 8q + [0, 4) and as 16 + 4t.. the physical 16t + 8q + 4 +
 // [0, 4), for A and B alike, so every physical k of the tile is summed once (e4m3_a_fragment).
 #include "moeq_dev/kernels/direct_pass_scales.cuh"
+#include "moeq_dev/kernels/direct_row_quantize.cuh"
 #include "moeq_dev/kernels/moe_gemm_activation_epilogue.cuh"
 #include "moeq_dev/kernels/moe_gemm_common.cuh"
 #include "moeq_dev/kernels/moe_gemm_direct_shape.cuh"
@@ -64,9 +65,17 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   // PERF: self-routed (GEMM1 at the smallest M), the rows come from the step's inputs and the weights stream while
   // the routing kernel runs; the wait for it moves to the epilogue.
   constexpr bool self_routed = gemm_self_routed<Cfg>();
-  static_assert(!self_routed || !Cfg::kRowScales, "self-routed GEMM1 reads 16-bit activations");
+  constexpr bool quantizes_rows = gemm_quantizes_rows<Cfg>(), rows_activated = gemm_rows_activated<Cfg>();
+  static_assert(!self_routed || !Cfg::kRowScales || (quantizes_rows && !rows_activated),
+                "self-routed GEMM1 reads 16-bit activations, or quantizes them itself");
   constexpr bool activation_epilogue = gemm_activation_epilogue<Cfg>();
   static_assert(!activation_epilogue || !Cfg::kRowScales, "the activation epilogue is GEMM1's, over 16-bit A");
+  // A GEMM making its FP8 per-token input itself (kernels/direct_row_quantize.cuh): GEMM2 from GEMM1's gate_up rows
+  // (rows_activated), a self-routed GEMM1 from the caller's rows; the rows' values staged past the epilogue's shared
+  // memory, their scales in block_row_scales.
+  static_assert(!quantizes_rows || (Cfg::kRowScales && !Cfg::kActE4m3 && !activation_epilogue &&
+                                    (rows_activated ? !self_routed : self_routed)),
+                "a GEMM quantizing its rows: 16-bit values with row scales, GEMM2's plain kernel or a self-routed GEMM1");
   if constexpr (self_routed) {
     if (!self_routed_block_rows<BM, T>(p, m_block, tid, row_src, row_dst, &block_expert)) {
       wait_prior_grid();  // NOTE: every CTA waits before it ends, so the grid never completes before the routing
@@ -75,8 +84,25 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   } else if (!load_block_rows<BM, T>(p, m_block, tid, row_src, row_dst, &block_expert)) {
     return;
   }
-  if constexpr (Cfg::kRowScales)
+  [[maybe_unused]] unsigned short* const staged = reinterpret_cast<unsigned short*>(smem + S::kSmemBytes);
+  if constexpr (Cfg::kRowScales && !quantizes_rows)
     for (int r = tid; r < BM; r += T) block_row_scales[r] = a_row_scale(p, row_src[r]);
+  // The rows this tile quantizes itself and their scales: made once the first K tiles' codes and scales are in flight
+  // (the rings call it before their first token loads), so that the weights stream meanwhile. Every thread reaches it,
+  // whatever its K tiles (its barrier).
+  auto make_rows = [&]() {
+    if constexpr (quantizes_rows) {
+      if constexpr (rows_activated) {
+        using Source = ActivationSource<Cfg::kRowsActivation, Cfg::kRowsInterleaved, Cfg::kActBf16>;
+        quantize_block_rows_fp8_token<Cfg::kActBf16, BM, T / 32>(Source{p.a, p.k, p.activation}, row_src, p.k, staged,
+                                                                 block_row_scales, tid / 32, tid % 32);
+      } else {
+        quantize_block_rows_fp8_token<Cfg::kActBf16, BM, T / 32>(PlainRowsSource{p.a, p.a_row_stride}, row_src, p.k,
+                                                                 staged, block_row_scales, tid / 32, tid % 32);
+      }
+      __syncthreads();
+    }
+  };
 
   const int e = block_expert, N = p.n, K = p.k;
   const int tiles_n16 = (N + 15) / 16, tiles_k = (K + BK - 1) / BK;
@@ -90,12 +116,18 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
   // This lane's token rows (padding rows read the block's first row: their columns are never
   // stored, and an MMA column depends only on its own token), at its physical k 16t of the tile.
   constexpr int kTokenBytes = Cfg::kActE4m3 ? 1 : 2;
+  // Rows the tile quantized itself: their staged values (padding rows read block row 0's: never stored either).
   const unsigned char* tok_row[kTilesM];
 #pragma unroll
   for (int mt = 0; mt < kTilesM; ++mt) {
-    int src = row_src[mt * 8 + g];
-    if (src < 0) src = row_src[0] >= 0 ? row_src[0] : 0;
-    tok_row[mt] = reinterpret_cast<const unsigned char*>(p.a) + (static_cast<long long>(src) * p.a_row_stride + 16 * t) * kTokenBytes;
+    if constexpr (quantizes_rows) {
+      const int r = row_src[mt * 8 + g] >= 0 ? mt * 8 + g : 0;
+      tok_row[mt] = reinterpret_cast<const unsigned char*>(staged + r * staged_row_stride(K) + 16 * t);
+    } else {
+      int src = row_src[mt * 8 + g];
+      if (src < 0) src = row_src[0] >= 0 ? row_src[0] : 0;
+      tok_row[mt] = reinterpret_cast<const unsigned char*>(p.a) + (static_cast<long long>(src) * p.a_row_stride + 16 * t) * kTokenBytes;
+    }
   }
   // This lane's code pointers per 16-channel tile (rows past N read the last block or row: their
   // products are never stored).
@@ -162,7 +194,9 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
     for (int mt = 0; mt < kTilesM; ++mt)
 #pragma unroll
       for (int h = 0; h < S::kTokenLoads; ++h) {
-        const uint4 v = ldg_128<true>(tok_row[mt] + (kt * BK + 8 * h) * kTokenBytes, in_k);
+        const unsigned char* src = tok_row[mt] + (kt * BK + 8 * h) * kTokenBytes;
+        // Staged rows hold zeros past K up to whole K tiles: no bound.
+        const uint4 v = quantizes_rows ? *reinterpret_cast<const uint4*>(src) : ldg_128<true>(src, in_k);
         tok[mt][h][0] = v.x, tok[mt][h][1] = v.y, tok[mt][h][2] = v.z, tok[mt][h][3] = v.w;
       }
   };
@@ -218,10 +252,11 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
 
   // K group warp_k takes the tiles warp_k, warp_k + G, ...: tile j of this warp is warp_k + G j.
   const int my_tiles = tiles_k > warp_k ? (tiles_k - warp_k + G - 1) / G : 0;
-  auto load_tile = [&](CodeWords& words, TileScales& scales, TokenFragments& tok, int kt) {
+  // tokens false: the ring's first tiles where the tile quantizes its rows (make_rows comes between).
+  auto load_tile = [&](CodeWords& words, TileScales& scales, TokenFragments& tok, int kt, bool tokens = true) {
     load_codes(words, kt);
     scale_rows.load(scales, scale_k + kt * BK, K);
-    load_tokens(tok, kt);
+    if (tokens) load_tokens(tok, kt);
   };
   // Scales per tile: LaneScaleRows::load with each tile's codes, in the ring beside them.
   auto run_tile_scaled_ring = [&]() {
@@ -231,7 +266,9 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
       // Codes and scales one tile ahead, tokens one tile ahead (every warp of the CTA loads the same
       // token bytes: after the first, L1 hits).
       TokenFragments tok[2];
-      if (my_tiles > 0) load_tile(code_ring[0], scale_ring[0], tok[0], warp_k);
+      if (my_tiles > 0) load_tile(code_ring[0], scale_ring[0], tok[0], warp_k, !quantizes_rows);
+      make_rows();
+      if (quantizes_rows && my_tiles > 0) load_tokens(tok[0], warp_k);
       for (int j0 = 0; j0 < my_tiles; j0 += D) {
 #pragma unroll
         for (int q = 0; q < D; ++q) {
@@ -256,7 +293,12 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
       TokenFragments tok[D];
 #pragma unroll
       for (int r = 0; r < P; ++r)
-        if (r < my_tiles) load_tile(code_ring[r], scale_ring[r], tok[r], warp_k + G * r);
+        if (r < my_tiles) load_tile(code_ring[r], scale_ring[r], tok[r], warp_k + G * r, !quantizes_rows);
+      make_rows();
+      if constexpr (quantizes_rows)
+#pragma unroll
+        for (int r = 0; r < P; ++r)
+          if (r < my_tiles) load_tokens(tok[r], warp_k + G * r);
       // Two groups per pass (compile-time ring slots); each group is one block from its wait to its
       // last tile, so no path reaches a tile of the group around the wait (ptxas waits again at joins).
       for (int j0 = 0; j0 < my_tiles; j0 += D) {
@@ -293,9 +335,9 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
     constexpr bool kPassFold = kVoteFold && PassScalable<Cfg>::kMx && D == 4;
     const int mx_lane_shift = 8 * (t >> 1);
     // pass_scales_fit: K is whole passes, so whole K tiles.
-    auto load_codes_tokens = [&](CodeWords& words, TokenFragments& tok, int kt) {
+    auto load_codes_tokens = [&](CodeWords& words, TokenFragments& tok, int kt, bool tokens = true) {
       load_codes(words, kt);
-      load_tokens(tok, kt, true);
+      if (tokens) load_tokens(tok, kt, true);
     };
     // The scales go on the accumulators wherever the tile can take them (INT4: acc_scales holds
     // for groups of 128), so the other path is not compiled into this ring.
@@ -313,9 +355,11 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
     if constexpr (D == 2) {
       TokenFragments tok[2];
       if (my_tiles > 0) {
-        load_codes_tokens(code_ring[0], tok[0], 0);
+        load_codes_tokens(code_ring[0], tok[0], 0, !quantizes_rows);
         load_pass_scales<Cfg, kTilesN>(scale_rows, 0, pass[0]);
       }
+      make_rows();
+      if (quantizes_rows && my_tiles > 0) load_tokens(tok[0], 0, true);
       for (int j0 = 0; j0 < my_tiles; j0 += 2 * L) {
 #pragma unroll
         for (int q = 0; q < 2 * L; ++q) {
@@ -336,8 +380,13 @@ __device__ __forceinline__ void moe_gemm_direct_block(const MoeGemmParams& p) {
       TokenFragments tok[D];
 #pragma unroll
       for (int r = 0; r < P; ++r)
-        if (r < my_tiles) load_codes_tokens(code_ring[r], tok[r], r);
+        if (r < my_tiles) load_codes_tokens(code_ring[r], tok[r], r, !quantizes_rows);
       if (my_tiles > 0) load_pass_scales<Cfg, kTilesN>(scale_rows, 0, pass[0]);
+      make_rows();
+      if constexpr (quantizes_rows)
+#pragma unroll
+        for (int r = 0; r < P; ++r)
+          if (r < my_tiles) load_tokens(tok[r], r, true);
       constexpr int kGroupsPerPass = L / P;
       for (int j0 = 0; j0 < my_tiles; j0 += 2 * L) {
 #pragma unroll
