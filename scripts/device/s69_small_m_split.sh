@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Session 69, issue 5 at M <= 16 on the H200: where the FP8 per-token step's gap over bf16 goes (Qwen3-30B-A3B MXFP4;
+# 7.4 us at M = 1 on an H100 in session 68). Both layers compiled on 16 cores, then every kernel of one `moeq run`
+# step per scheme under ncu (s68_small_m_kernels.sh: each kernel alone, caches flushed, clocks left alone), then whole
+# steps of both schemes, two rounds (shipped tables, prepared codes).
+# Device command (carry: ["build"]): OUT=$OUT bash scripts/device/s69_small_m_split.sh build [M ...]
+# Usage: s69_small_m_split.sh BUILD [M ...]   (env OUT, MOEQ_CACHE_DIR)
+. "$(dirname "$0")/evidence_lib.sh"
+device_setup "$1"
+shift
+ms="${*:-1 4 16 64 256}"
+here="$(cd "$(dirname "$0")" && pwd)"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv,noheader
+for s in mxfp4:fp8-token mxfp4; do
+  "$build/moeq" compile -j 8 --preset qwen3-30b-a3b --scheme $s >"$out/compile_${s%%:*}${s#*:}.txt" 2>&1 &
+done
+wait
+echo "compiled $(($(date +%s) - t0)) s: $(tail -qn1 "$out"/compile_*.txt | paste -sd';')"
+OUT="$out" bash "$here/s68_small_m_kernels.sh" "$build/moeq" 1 16
+for f in "$out"/step_*.csv; do
+  echo "== $(basename "$f")"
+  python3 - "$f" <<'PY'
+import csv, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 12]
+head = rows[0]
+ki, mi, vi = head.index("Kernel Name"), head.index("Metric Name"), head.index("Metric Value")
+for r in rows[1:]:
+    if r[mi] == "gpu__time_duration.sum":
+        print(f"  {r[ki][:60]:60s} {r[vi]}")
+PY
+done
+echo "ncu $(($(date +%s) - t0)) s"
+export STEP_TIMEOUT=120
+for round in 1 2; do
+  layer_steps shipped qwen3-30b-a3b mxfp4:fp8-token "$ms" N
+  layer_steps shipped qwen3-30b-a3b mxfp4 "$ms" N
+done
+cat "$out/steps.txt"
+echo "done $(($(date +%s) - t0)) s"
