@@ -193,8 +193,6 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   };
   // GEMM1's input: x [rows_in, K] of row stride `stride` (the caller's hidden states or the permuted
   // rows); x = 0: g1 already holds it (the contiguous layout's quantized rows).
-  static const int64_t quantizing_gemm2_max_rows =
-      cuda::env_integer("MOEQ_GEMM2_QUANTIZES_MAX_ROWS", 0, 1L << 30, cuda::kQuantizingGemm2MaxRows);
   const auto run_chain = [&](CUdeviceptr x, int64_t stride, int64_t rows_in, int64_t rows) {
     if (x != 0) set_gemm_input(g1, input1, x, stride, rows_in, K, "quanted_gate_up_input", "dequantized_gate_up_input");
     if (d.act_format == ActFormat::none) {
@@ -237,7 +235,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
                          g2.tile.mma_order_tokens);
       set_gemm_input(g2, input2, activation_output, I, rows, I, "quanted_down_input", "dequantized_down_input");
     } else if (cuda::step_quantizes_rows(d, g2.weights_desc, cuda::tile_for_device(g2.tile), input2, rows,
-                                         quantizing_gemm2_max_rows)) {
+                                         cuda::quantizing_gemm2_max_rows())) {
       // GEMM2 makes its input from GEMM1's rows itself (MoeGemmArgs::quantize_rows): no kernel between the GEMMs. Only
       // where MOEQ_GEMM2_QUANTIZES_MAX_ROWS asks: measured slower than the kernel (cuda::kQuantizingGemm2MaxRows).
       cuda::moe_gemm(g1, stream);

@@ -104,12 +104,17 @@ bool step_quantizes_rows(const ExpertsDesc& d, const WeightDesc& w2, const GemmT
          gemm_quantizes_rows(tile2, w2);
 }
 
-GemmVariantUse layer_gemm_variants(const ExpertsDesc& d, bool gemm1) {
+int64_t quantizing_gemm2_max_rows() {
+  static const int64_t max_rows = env_integer("MOEQ_GEMM2_QUANTIZES_MAX_ROWS", 0, 1L << 30, kQuantizingGemm2MaxRows);
+  return max_rows;
+}
+
+GemmVariantUse layer_gemm_variants(const ExpertsDesc& d, bool gemm1, int64_t gemm2_quantizing_max_rows) {
   GemmVariantUse use;
   if (d.act_format == ActFormat::fp8_token) {
     if (gemm1) {
       use.quantized_self_route = true;
-    } else {
+    } else if (gemm2_quantizing_max_rows > 0) {
       use.rows_activation = EpilogueActivation{true, d.activation.kind, d.interleaved_gate_up};
     }
     return use;

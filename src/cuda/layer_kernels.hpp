@@ -48,10 +48,16 @@ bool step_fuses_activation(const ExpertsDesc& desc, const GemmTile& tile1, GemmI
 // MOEQ_GEMM2_QUANTIZES_MAX_ROWS).
 bool step_quantizes_rows(const ExpertsDesc& desc, const WeightDesc& w2, const GemmTile& tile2, GemmInput input2,
                          int64_t rows, int64_t max_rows = kQuantizingGemm2MaxRows);
+// apply's bound for step_quantizes_rows: env MOEQ_GEMM2_QUANTIZES_MAX_ROWS where set, else kQuantizingGemm2MaxRows
+// (read once a process).
+int64_t quantizing_gemm2_max_rows();
 // The variants apply may launch a layer's GEMM1 (gemm1) or GEMM2 as: with 16-bit activations, GEMM1 self-routed and,
 // where activation_epilogue_fits, with the layer's activation in its epilogue; with FP8 per-token activations, GEMM1
-// self-routed quantizing the caller's rows and GEMM2 reading GEMM1's rows (step_quantizes_rows); none otherwise.
-GemmVariantUse layer_gemm_variants(const ExpertsDesc& desc, bool gemm1);
+// self-routed quantizing the caller's rows, and GEMM2 reading GEMM1's rows (step_quantizes_rows) only where
+// `gemm2_quantizing_max_rows` > 0 (off by default: apply never launches it, so warming it would cost compiles for
+// nothing); none otherwise.
+GemmVariantUse layer_gemm_variants(const ExpertsDesc& desc, bool gemm1,
+                                   int64_t gemm2_quantizing_max_rows = quantizing_gemm2_max_rows());
 
 // Every kernel the layer's experts step can launch, for any M, layout and ids dtype: routing
 // (align, permute, reduce; every ids and weights dtype), both GEMMs at every tile the planner

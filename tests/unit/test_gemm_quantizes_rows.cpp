@@ -89,7 +89,10 @@ TEST(GemmQuantizesRows, IsAKernelSourceOfItsOwnNamingTheRowsActivation) {
 TEST(GemmQuantizesRows, OnlyFp8PerTokenLayersWarmAndRunThem) {
   ExpertsDesc d = io::find_preset("qwen3-30b-a3b").desc;
   io::apply_scheme("mxfp4:fp8-token", d);
-  const cuda::GemmVariantUse gemm2 = cuda::layer_gemm_variants(d, false), gemm1 = cuda::layer_gemm_variants(d, true);
+  // GEMM2's quantizing kernels are warmed only where apply's bound lets it launch them (off by default).
+  EXPECT_FALSE(cuda::layer_gemm_variants(d, false, 0).rows_activation.on);
+  EXPECT_EQ(cuda::layer_gemm_variants(d, false).rows_activation.on, cuda::quantizing_gemm2_max_rows() > 0);
+  const cuda::GemmVariantUse gemm2 = cuda::layer_gemm_variants(d, false, 128), gemm1 = cuda::layer_gemm_variants(d, true);
   EXPECT_TRUE(gemm2.rows_activation.on && !gemm2.quantized_self_route && !gemm2.self_route);
   EXPECT_EQ(gemm2.rows_activation.kind, d.activation.kind);
   EXPECT_TRUE(gemm1.quantized_self_route && !gemm1.rows_activation.on && !gemm1.self_route);
@@ -118,7 +121,7 @@ TEST(GemmQuantizesRows, OnlyFp8PerTokenLayersWarmAndRunThem) {
   for (const char* scheme : {"mxfp4:mxfp8", "mxfp4"}) {
     ExpertsDesc other = io::find_preset("qwen3-30b-a3b").desc;
     io::apply_scheme(scheme, other);
-    EXPECT_FALSE(cuda::layer_gemm_variants(other, false).rows_activation.on) << scheme;
+    EXPECT_FALSE(cuda::layer_gemm_variants(other, false, 128).rows_activation.on) << scheme;
     EXPECT_FALSE(cuda::layer_gemm_variants(other, true).quantized_self_route) << scheme;
     EXPECT_FALSE(cuda::step_quantizes_rows(other, other.w2(), direct, GemmInput::row_scaled_values, 16)) << scheme;
   }

@@ -75,21 +75,13 @@ __device__ __forceinline__ void quantize_block_rows_fp8_token(const Source& sour
     // Each lane rewrites only the vectors it staged: no sync between the passes.
     if (bits < kHalfInfBits<kBf16>) {
       // Every element finite: amax is the largest magnitude itself, s is finite and normal.
-      const float scale = __fdiv_rn(fmaxf(half_bits_to_f32<kBf16>(bits), kFp8TokenMinAmax), kE4m3MaxValue);
+      const float scale = fp8_token_scale(half_bits_to_f32<kBf16>(bits));
       const float inv_scale = __frcp_rn(scale);
       if (lane == 0) row_scales[r] = scale;
       for (int v = lane; v < vecs; v += 32) {
         HalfVec<8> x;
         x.raw = staged_row[v];
-        float f[8];
-        unpack_half_vec<kBf16, 8>(x, f);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) f[i] = div_rn_by_scale(f[i], scale, inv_scale);
-        unsigned w[2];
-#pragma unroll
-        for (int i = 0; i < 2; ++i)
-          w[i] = f32x2_to_e4m3x2_no_nan(f[4 * i], f[4 * i + 1]) | (f32x2_to_e4m3x2_no_nan(f[4 * i + 2], f[4 * i + 3]) << 16);
-        sink.e4m3x8(static_cast<long long>(r) * stride + 8 * v, make_uint2(w[0], w[1]), 1.0f);
+        sink.e4m3x8(static_cast<long long>(r) * stride + 8 * v, encode_finite_fp8_token_x8<kBf16>(x, scale, inv_scale), 1.0f);
       }
       continue;
     }
@@ -104,7 +96,7 @@ __device__ __forceinline__ void quantize_block_rows_fp8_token(const Source& sour
       amax = fmaxf(amax, abs_max(f));
     }
     amax = warp_max(amax, 32);
-    const float scale = __fdiv_rn(fmaxf(amax, kFp8TokenMinAmax), kE4m3MaxValue);
+    const float scale = fp8_token_scale(amax);
     if (lane == 0) row_scales[r] = scale;
     for (int v = lane; v < vecs; v += 32) {
       HalfVec<8> x;

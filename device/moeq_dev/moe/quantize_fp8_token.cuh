@@ -25,6 +25,27 @@ __device__ __forceinline__ float div_rn_by_scale(float x, float s, float inv_s) 
   return __fmaf_rn(-r, inv_s, q);
 }
 
+// A row's FP8 per-token scale from its amax (the reference's: fmaxf skips NaN, IEEE division).
+__device__ __forceinline__ float fp8_token_scale(float amax) {
+  return __fdiv_rn(fmaxf(amax, kFp8TokenMinAmax), kE4m3MaxValue);
+}
+
+// Eight values of a row with no +-inf or NaN as e4m3 codes (byte i the code of element i), RN(x / scale) each;
+// inv_scale = __frcp_rn(scale). Shared by the quantizer kernels and the GEMMs that quantize their own rows
+// (kernels/direct_row_quantize.cuh), which must give the same bits.
+template <bool kBf16>
+__device__ __forceinline__ uint2 encode_finite_fp8_token_x8(const HalfVec<8>& x, float scale, float inv_scale) {
+  float f[8];
+  unpack_half_vec<kBf16, 8>(x, f);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) f[i] = div_rn_by_scale(f[i], scale, inv_scale);
+  unsigned w[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+    w[i] = f32x2_to_e4m3x2_no_nan(f[4 * i], f[4 * i + 1]) | (f32x2_to_e4m3x2_no_nan(f[4 * i + 2], f[4 * i + 3]) << 16);
+  return make_uint2(w[0], w[1]);
+}
+
 // ---- FP8 per token: a group of `warps_per_row` warps owns a row ----
 // PERF: a row of up to kSlots * 8 * 32 * warps_per_row elements stays in registers between the
 // amax pass and the encode pass (8 slots of 16 bytes = 32 registers; the folded quantizer keeps 2),
@@ -138,22 +159,17 @@ __device__ __forceinline__ void quantize_fp8_token_rows(const Source& source, in
     }
     if (!special) {
       // Every element finite: amax is the largest magnitude itself, s is finite and normal.
-      const float scale = __fdiv_rn(fmaxf(half_bits_to_f32<kBf16>(bits), kFp8TokenMinAmax), kE4m3MaxValue);
+      const float scale = fp8_token_scale(half_bits_to_f32<kBf16>(bits));
       const float inv_scale = __frcp_rn(scale);
       if (row_ok && t == 0) scales[row] = scale;
       for_each_vec(false, [&](const HalfVec<kVec>& x, int v) {
-        float f[kVec];
-        unpack_half_vec<kBf16, kVec>(x, f);
-#pragma unroll
-        for (int i = 0; i < kVec; ++i) f[i] = div_rn_by_scale(f[i], scale, inv_scale);
         if constexpr (kVec == 8) {
-          unsigned w[2];
-#pragma unroll
-          for (int i = 0; i < 2; ++i)
-            w[i] = f32x2_to_e4m3x2_no_nan(f[4 * i], f[4 * i + 1]) | (f32x2_to_e4m3x2_no_nan(f[4 * i + 2], f[4 * i + 3]) << 16);
-          sink.e4m3x8(row_elem + static_cast<long long>(v) * kVec, make_uint2(w[0], w[1]), 1.0f);
+          sink.e4m3x8(row_elem + static_cast<long long>(v) * kVec, encode_finite_fp8_token_x8<kBf16>(x, scale, inv_scale),
+                      1.0f);
         } else {
-          sink.e4m3(row_elem + v, f32x2_to_e4m3x2_no_nan(f[0], 0.0f) & 0xFFu, 1.0f);
+          float f[kVec];
+          unpack_half_vec<kBf16, kVec>(x, f);
+          sink.e4m3(row_elem + v, f32x2_to_e4m3x2_no_nan(div_rn_by_scale(f[0], scale, inv_scale), 0.0f) & 0xFFu, 1.0f);
         }
       });
       continue;
@@ -173,7 +189,7 @@ __device__ __forceinline__ void quantize_fp8_token_rows(const Source& source, in
       for (int w = 0; w < warps_per_row; ++w) amax = fmaxf(amax, partial_amax[group * warps_per_row + w]);
       __syncthreads();  // partial_amax is rewritten by the next row
     }
-    const float scale = __fdiv_rn(fmaxf(amax, kFp8TokenMinAmax), kE4m3MaxValue);
+    const float scale = fp8_token_scale(amax);
     if (row_ok && t == 0) scales[row] = scale;
     for_each_vec(false, [&](const HalfVec<kVec>& x, int v) {
       float f[kVec];
