@@ -20,9 +20,10 @@ int64_t gemm_static_smem_bytes(const GemmTile& tile, GemmInput input) {
   // wide-tile bits (32 bytes): ptxas 2688 for a row-scaled 128x256/4/p, 2816 for e4m3 128x128/4/p
   // and 1536 for e4m3 64x128/8/p, bounded here by 2832, 2832 and 1648 (session 24 review).
   // Persistent tiles hold two buffers of row maps and experts, and two mbarriers per buffer.
-  // Direct tiles hold the block's row scales too (session 31; counted for every config: 4 bytes a row).
+  // Direct tiles hold the block's row scales too (session 31; counted for every config: 4 bytes a row), and those
+  // quantizing their rows each row's amax bits (4 bytes a row; ptxas 144 for 8 rows, session 69).
   const int64_t rows = 2 * int64_t{tile.block_m} * 4 + 16;
-  if (tile.direct) return rows + 4 * int64_t{tile.block_m};
+  if (tile.direct) return rows + (input == GemmInput::quantized_rows ? 8 : 4) * int64_t{tile.block_m};
   if (tile.producer && !tile.wgmma) return rows + 16 * int64_t{tile.stages} + 16;  // a full and an empty mbarrier per stage
   const int64_t persistent = tile.persistent ? rows + 32 : 0;
   // The copy warps' row pointers: 8 bytes a row, each thread's on a 16-byte boundary (rows rounded up to 16).

@@ -54,8 +54,8 @@ int64_t quantizing_gemm2_max_rows();
 // The variants apply may launch a layer's GEMM1 (gemm1) or GEMM2 as: with 16-bit activations, GEMM1 self-routed and,
 // where activation_epilogue_fits, with the layer's activation in its epilogue; with FP8 per-token activations, GEMM1
 // self-routed quantizing the caller's rows, and GEMM2 reading GEMM1's rows (step_quantizes_rows) only where
-// `gemm2_quantizing_max_rows` > 0 (off by default: apply never launches it, so warming it would cost compiles for
-// nothing); none otherwise.
+// `gemm2_quantizing_max_rows` > 0 (where it is 0 apply never launches them, and warming them would cost compiles
+// for nothing); none otherwise.
 GemmVariantUse layer_gemm_variants(const ExpertsDesc& desc, bool gemm1,
                                    int64_t gemm2_quantizing_max_rows = quantizing_gemm2_max_rows());
 
