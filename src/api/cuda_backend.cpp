@@ -237,8 +237,8 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     } else if (cuda::step_quantizes_rows(d, g2.weights_desc, cuda::tile_for_device(g2.tile), input2, rows,
                                          cuda::quantizing_gemm2_max_rows())) {
       // GEMM2 makes its input from GEMM1's rows itself (MoeGemmArgs::quantize_rows): no kernel between the GEMMs. Only
-      // at the fewest rows (cuda::kQuantizingGemm2MaxRows, env MOEQ_GEMM2_QUANTIZES_MAX_ROWS): past them the
-      // activation-quantize kernel measured faster.
+      // at the fewest rows (cuda::kQuantizingGemm2MaxRows, env MOEQ_GEMM2_QUANTIZES_MAX_ROWS; 0 by default until the
+      // whole GPU suite has run with it): past them the activation-quantize kernel measured faster.
       cuda::moe_gemm(g1, stream);
       g2.a = g1.c;
       g2.a_row_stride = g1.c_row_stride;

@@ -114,7 +114,7 @@ GemmVariantUse layer_gemm_variants(const ExpertsDesc& d, bool gemm1, int64_t gem
   if (d.act_format == ActFormat::fp8_token) {
     if (gemm1) {
       use.quantized_self_route = true;
-    } else if (gemm2_quantizing_max_rows > 0) {
+    } else if ((gemm2_quantizing_max_rows < 0 ? quantizing_gemm2_max_rows() : gemm2_quantizing_max_rows) > 0) {
       use.rows_activation = EpilogueActivation{true, d.activation.kind, d.interleaved_gate_up};
     }
     return use;

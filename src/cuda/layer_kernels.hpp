@@ -44,20 +44,18 @@ bool step_fuses_activation(const ExpertsDesc& desc, const GemmTile& tile1, GemmI
                            int64_t max_direct_rows = kActivationEpilogueMaxRows);
 // Whether apply runs the layer's GEMM2 (launched as `tile2` on weights `w2`, planned to read `input2`) making its own
 // input from GEMM1's rows (MoeGemmArgs::quantize_rows) over `rows` GEMM2 rows: FP8 per-token activations, input2
-// row-scaled values, gemm_quantizes_rows, and at most `max_rows` rows (apply: kQuantizingGemm2MaxRows, or env
-// MOEQ_GEMM2_QUANTIZES_MAX_ROWS).
+// row-scaled values, gemm_quantizes_rows, and at most `max_rows` rows (apply: quantizing_gemm2_max_rows()).
 bool step_quantizes_rows(const ExpertsDesc& desc, const WeightDesc& w2, const GemmTile& tile2, GemmInput input2,
-                         int64_t rows, int64_t max_rows = kQuantizingGemm2MaxRows);
+                         int64_t rows, int64_t max_rows);
 // apply's bound for step_quantizes_rows: env MOEQ_GEMM2_QUANTIZES_MAX_ROWS where set, else kQuantizingGemm2MaxRows
 // (read once a process).
 int64_t quantizing_gemm2_max_rows();
 // The variants apply may launch a layer's GEMM1 (gemm1) or GEMM2 as: with 16-bit activations, GEMM1 self-routed and,
 // where activation_epilogue_fits, with the layer's activation in its epilogue; with FP8 per-token activations, GEMM1
 // self-routed quantizing the caller's rows, and GEMM2 reading GEMM1's rows (step_quantizes_rows) only where
-// `gemm2_quantizing_max_rows` > 0 (where it is 0 apply never launches them, and warming them would cost compiles
-// for nothing); none otherwise.
-GemmVariantUse layer_gemm_variants(const ExpertsDesc& desc, bool gemm1,
-                                   int64_t gemm2_quantizing_max_rows = quantizing_gemm2_max_rows());
+// `gemm2_quantizing_max_rows` > 0 (-1: apply's, quantizing_gemm2_max_rows(), read only for such a layer's GEMM2;
+// where it is 0 apply never launches them, and warming them would cost compiles for nothing); none otherwise.
+GemmVariantUse layer_gemm_variants(const ExpertsDesc& desc, bool gemm1, int64_t gemm2_quantizing_max_rows = -1);
 
 // Every kernel the layer's experts step can launch, for any M, layout and ids dtype: routing
 // (align, permute, reduce; every ids and weights dtype), both GEMMs at every tile the planner

@@ -98,13 +98,15 @@ constexpr int64_t kMaxSelfRoutedSlots = 32;  // one warp's lanes (self_routed_bl
 // PERF there): every direct row of the shipped sm_90 tables (at most 1280 slots).
 constexpr int64_t kActivationEpilogueMaxRows = 2048;
 // The most GEMM2 rows (slots) at which apply lets an FP8 per-token layer's direct GEMM2 make its input itself
-// (MoeGemmArgs::quantize_rows; env MOEQ_GEMM2_QUANTIZES_MAX_ROWS): 16, Qwen3-30B-A3B's M = 1 and 2. Each CTA of a
-// block's N tiles redoes its rows' activation and quantization, which pays only while blocks hold a row or two.
+// (MoeGemmArgs::quantize_rows; env MOEQ_GEMM2_QUANTIZES_MAX_ROWS): 0, never, until the whole GPU suite has run with
+// it on (its oracle tests reach weight formats the bit-equality test does not: fp8-channel, int8, mxfp8); then 16,
+// Qwen3-30B-A3B's M = 1 and 2. Each CTA of a block's N tiles redoes its rows' activation and quantization, which
+// pays only while blocks hold a row or two.
 // PERF: session 68 (H100, bench/results/2026-12-07-h100-s68-rows-quantized.md), a warp a row: +0.4 to +0.9 us a step
 // at M = 1-4 against the activation-quantize kernel, +2.7 to +3.3 at M = 16. Session 69 (H100, the CTA's threads
 // sharing the rows, bench/results/2026-12-07-h100-s69-small-m-split.md, one round): -0.6 / -0.2 / -0.1 us at M = 1 /
 // 2 / 4, +1.1 / +1.5 at M = 8 / 16; under ncu at M = 1 GEMM2 took 10.3 us against 8.2 + 4.3 for it and the kernel.
-constexpr int64_t kQuantizingGemm2MaxRows = 16;
+constexpr int64_t kQuantizingGemm2MaxRows = 0;
 
 // The kernels a GEMM may launch besides its plain one (apply decides per step), which the warm lists load too (their
 // gemm_* rules admitting the tile): self-routed (self_route: a 16-bit layer's GEMM1, gemm_self_routes) and with the

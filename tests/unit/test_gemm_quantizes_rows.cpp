@@ -89,7 +89,8 @@ TEST(GemmQuantizesRows, IsAKernelSourceOfItsOwnNamingTheRowsActivation) {
 TEST(GemmQuantizesRows, OnlyFp8PerTokenLayersWarmAndRunThem) {
   ExpertsDesc d = io::find_preset("qwen3-30b-a3b").desc;
   io::apply_scheme("mxfp4:fp8-token", d);
-  // GEMM2's quantizing kernels are warmed only where apply's bound lets it launch them (off by default).
+  // GEMM2's quantizing kernels are warmed only where apply's bound lets it launch them (kQuantizingGemm2MaxRows, or
+  // env MOEQ_GEMM2_QUANTIZES_MAX_ROWS).
   EXPECT_FALSE(cuda::layer_gemm_variants(d, false, 0).rows_activation.on);
   EXPECT_EQ(cuda::layer_gemm_variants(d, false).rows_activation.on, cuda::quantizing_gemm2_max_rows() > 0);
   const cuda::GemmVariantUse gemm2 = cuda::layer_gemm_variants(d, false, 128), gemm1 = cuda::layer_gemm_variants(d, true);
@@ -102,11 +103,12 @@ TEST(GemmQuantizesRows, OnlyFp8PerTokenLayersWarmAndRunThem) {
   ASSERT_EQ(variants.size(), 1u);
   EXPECT_TRUE(variants[0].quantized_rows && variants[0].activation.on);
   EXPECT_TRUE(cuda::gemm_extra_variants(direct, w2, GemmInput::row_scaled_e4m3, gemm2).empty());
-  EXPECT_TRUE(cuda::step_quantizes_rows(d, w2, direct, GemmInput::row_scaled_values, cuda::kQuantizingGemm2MaxRows));
-  EXPECT_FALSE(cuda::step_quantizes_rows(d, w2, direct, GemmInput::row_scaled_values, cuda::kQuantizingGemm2MaxRows + 1));
-  EXPECT_FALSE(cuda::step_quantizes_rows(d, w2, direct, GemmInput::row_scaled_e4m3, 16));
+  EXPECT_TRUE(cuda::step_quantizes_rows(d, w2, direct, GemmInput::row_scaled_values, 16, 16));
+  EXPECT_FALSE(cuda::step_quantizes_rows(d, w2, direct, GemmInput::row_scaled_values, 17, 16));
+  EXPECT_FALSE(cuda::step_quantizes_rows(d, w2, direct, GemmInput::row_scaled_values, 1, 0));
+  EXPECT_FALSE(cuda::step_quantizes_rows(d, w2, direct, GemmInput::row_scaled_e4m3, 16, 16));
   EXPECT_FALSE(cuda::step_quantizes_rows(d, w2, cuda::parse_gemm_tile("24x256/1x8x1/4/o2/p/t"),
-                                         GemmInput::row_scaled_values, 16));
+                                         GemmInput::row_scaled_values, 16, 16));
   // GEMM1 (K = 2048: 32.9 KB of staged rows on 8 rows): the self-routed kernel quantizing the caller's rows, on
   // 8-row direct tiles only.
   const WeightDesc w13 = d.w13();
@@ -123,7 +125,7 @@ TEST(GemmQuantizesRows, OnlyFp8PerTokenLayersWarmAndRunThem) {
     io::apply_scheme(scheme, other);
     EXPECT_FALSE(cuda::layer_gemm_variants(other, false, 128).rows_activation.on) << scheme;
     EXPECT_FALSE(cuda::layer_gemm_variants(other, true).quantized_self_route) << scheme;
-    EXPECT_FALSE(cuda::step_quantizes_rows(other, other.w2(), direct, GemmInput::row_scaled_values, 16)) << scheme;
+    EXPECT_FALSE(cuda::step_quantizes_rows(other, other.w2(), direct, GemmInput::row_scaled_values, 16, 16)) << scheme;
   }
 }
 

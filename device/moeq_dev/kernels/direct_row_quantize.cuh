@@ -11,7 +11,7 @@
 // rows -1.0 to -2.8 us a step at Qwen3-30B-A3B M = 1; GEMM2's rows (no activation-quantize kernel between the GEMMs)
 // +0.4 to +4.2 us at M = 1-16. Session 69 (H100, bench/results/2026-12-07-h100-s69-small-m-split.md), every thread on
 // every row (BlockRowsWalk): GEMM1 12.8 us under ncu at M = 1 against 14.9, the step -1.4 us; GEMM2's rows -0.6 /
-// -0.2 us at M = 1 / 2 (so on up to kQuantizingGemm2MaxRows). Each CTA of a block's N tiles redoes its rows' work.
+// -0.2 us at M = 1 / 2 (kQuantizingGemm2MaxRows). Each CTA of a block's N tiles redoes its rows' work.
 // NOTE: NVRTC-safe: no standard headers.
 #include "moeq_dev/moe/quantize_fp8_token.cuh"
 
