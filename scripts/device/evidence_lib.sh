@@ -406,3 +406,32 @@ ncu_qwen3_times() {
   grep -E '"moeq_' "$out/ncu_$label.csv" | awk -F'","' '{print $5, $(NF)}' | sed 's/"//g' | head -8 | tr '\n' ';'
   echo
 }
+
+# compile_layers_bg MOEQ JOBS PRESET SCHEME...: `MOEQ compile -j JOBS` of each scheme's layer, a background process
+# each, into compile_<binary's folder>_<scheme>.txt; the caller waits, then compiled_summary.
+compile_layers_bg() {
+  local moeq="$1" jobs="$2" preset="$3" s
+  shift 3
+  for s in "$@"; do
+    "$moeq" compile -j "$jobs" --preset "$preset" --scheme "$s" \
+      >"$out/compile_$(basename "$(dirname "$moeq")")_${s//:/-}.txt" 2>&1 &
+  done
+}
+compiled_summary() { echo "compiled $(($(date +%s) - t0)) s: $(tail -qn1 "$out"/compile_*.txt | paste -sd';')"; }
+
+# ncu_kernel_medians CSV: ncu's durations (`--csv --metrics gpu__time_duration.sum` of a `moeq run`) as one line: each
+# kernel of the repeated apply (weight preparation left out) and its median over the applies, then their sum.
+ncu_kernel_medians() {
+  python3 - "$1" <<'PY'
+import csv, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 12]
+h = rows[0]
+ki, mi, vi = h.index("Kernel Name"), h.index("Metric Name"), h.index("Metric Value")
+seq = [(r[ki], float(r[vi].replace(",", ""))) for r in rows[1:] if r[mi] == "gpu__time_duration.sum" and "prepare" not in r[ki]]
+names = [n for n, _ in seq]
+p = next((p for p in range(2, 10) if names[:p] == names[p:2 * p]), len(names))
+n = len(seq) // p
+med = [sorted(seq[j * p + i][1] for j in range(n))[n // 2] / 1000 for i in range(p)]
+print("  ".join(f"{names[i][5:]} {med[i]:.2f}" for i in range(p)), f"| sum {sum(med):.2f} us (n={n})")
+PY
+}

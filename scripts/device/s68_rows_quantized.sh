@@ -18,11 +18,9 @@ device_setup "$2"
 shift 2
 ms="${*:-1 4 8 16 64 128}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv,noheader
-for s in mxfp4:fp8-token mxfp4; do
-  "$build/moeq" compile -j 8 --preset qwen3-30b-a3b --scheme $s >"$out/compile_${s%%:*}${s#*:}.txt" 2>&1 &
-done
+compile_layers_bg "$build/moeq" 8 qwen3-30b-a3b mxfp4:fp8-token mxfp4
 wait
-echo "compiled $(($(date +%s) - t0)) s: $(tail -qn1 "$out"/compile_*.txt | paste -sd';')"
+compiled_summary
 if [ "$mode" = tests ]; then
   filtered_gpu_tests 'MoeGemmGpu.Gemm2QuantizingItsRows*:MoeGemmGpu.SelfRoutedGemm1QuantizingItsRows*' 300
   VERIFY_ACTIVATIONS="silu swiglu-oai" layer_verify "qwen3-30b-a3b mxfp4:fp8-token 1 4 7 16 128"

@@ -17,12 +17,10 @@ base="$2"
 shift 2
 ms="${*:-1 2 4 8 16 64}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv,noheader
-for s in mxfp4:fp8-token mxfp4; do
-  "$build/moeq" compile -j 6 --preset qwen3-30b-a3b --scheme $s >"$out/compile_${s%%:*}${s#*:}.txt" 2>&1 &
-done
-"$base/moeq" compile -j 4 --preset qwen3-30b-a3b --scheme mxfp4:fp8-token >"$out/compile_base.txt" 2>&1 &
+compile_layers_bg "$build/moeq" 6 qwen3-30b-a3b mxfp4:fp8-token mxfp4
+compile_layers_bg "$base/moeq" 4 qwen3-30b-a3b mxfp4:fp8-token
 wait
-echo "compiled $(($(date +%s) - t0)) s: $(tail -qn1 "$out"/compile_*.txt | paste -sd';')"
+compiled_summary
 filtered_gpu_tests 'MoeGemmGpu.Gemm2QuantizingItsRows*:MoeGemmGpu.SelfRoutedGemm1QuantizingItsRows*' 300
 [ "${SHORT:-0}" = 1 ] || VERIFY_ACTIVATIONS="silu swiglu-oai" layer_verify "qwen3-30b-a3b mxfp4:fp8-token 1 4 16"
 MOEQ_GEMM2_QUANTIZES_MAX_ROWS=128 VERIFY_ACTIVATIONS="silu swiglu-oai" layer_verify "qwen3-30b-a3b mxfp4:fp8-token 1 4 7 16 128"
@@ -43,26 +41,12 @@ for round in $(seq "${ROUNDS:-2}"); do
   echo "steps round $round $(($(date +%s) - t0)) s"
 done
 # ncu: every kernel of one step at M = 1, the median of each kernel's launches.
-ncu_medians() {
-  python3 - "$1" <<'PY'
-import csv, sys
-rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 12]
-h = rows[0]
-ki, mi, vi = h.index("Kernel Name"), h.index("Metric Name"), h.index("Metric Value")
-seq = [(r[ki], float(r[vi].replace(",", ""))) for r in rows[1:] if r[mi] == "gpu__time_duration.sum" and "prepare" not in r[ki]]
-names = [n for n, _ in seq]
-p = next((p for p in range(2, 10) if names[:p] == names[p:2 * p]), len(names))
-n = len(seq) // p
-med = [sorted(seq[j * p + i][1] for j in range(n))[n // 2] / 1000 for i in range(p)]
-print("  ".join(f"{names[i][5:]} {med[i]:.2f}" for i in range(p)), f"| sum {sum(med):.2f} us (n={n})")
-PY
-}
 for who in N G; do
   bin="$build/moeq"; [ "$who" = O ] && bin="$base/moeq"
   q=""; [ "$who" = G ] && q=128
   env ${q:+MOEQ_GEMM2_QUANTIZES_MAX_ROWS=$q} timeout 120 ncu --clock-control none --csv --metrics gpu__time_duration.sum \
     "$bin" run --preset qwen3-30b-a3b --scheme mxfp4:fp8-token -M 1 >"$out/ncu_$who.csv" 2>&1
-  echo "ncu $who M=1 rc=$?: $(ncu_medians "$out/ncu_$who.csv")"
+  echo "ncu $who M=1 rc=$?: $(ncu_kernel_medians "$out/ncu_$who.csv")"
 done
 echo "ncu $(($(date +%s) - t0)) s"
 sort -k1,1 -k3,3n -s "$out/steps.txt"

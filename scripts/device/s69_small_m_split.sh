@@ -13,26 +13,13 @@ shift
 ms="${*:-1 4 16 64 256}"
 here="$(cd "$(dirname "$0")" && pwd)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv,noheader
-for s in mxfp4:fp8-token mxfp4; do
-  "$build/moeq" compile -j 8 --preset qwen3-30b-a3b --scheme $s >"$out/compile_${s%%:*}${s#*:}.txt" 2>&1 &
-done
+compile_layers_bg "$build/moeq" 8 qwen3-30b-a3b mxfp4:fp8-token mxfp4
 wait
-echo "compiled $(($(date +%s) - t0)) s: $(tail -qn1 "$out"/compile_*.txt | paste -sd';')"
+compiled_summary
 filtered_gpu_tests 'ElementwiseGpu.*:FoldedQuantizerGpu.*:MoeGemmGpu.Gemm2QuantizingItsRows*:MoeGemmGpu.SelfRoutedGemm1QuantizingItsRows*:ExpertsGpu.QuantizedActivationPairsMatchOracle' 300
 VERIFY_ACTIVATIONS="silu swiglu-oai" layer_verify "qwen3-30b-a3b mxfp4:fp8-token 1 4 7 16 128"
 OUT="$out" bash "$here/s68_small_m_kernels.sh" "$build/moeq" 1 16
-for f in "$out"/step_*.csv; do
-  echo "== $(basename "$f")"
-  python3 - "$f" <<'PY'
-import csv, sys
-rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 12]
-head = rows[0]
-ki, mi, vi = head.index("Kernel Name"), head.index("Metric Name"), head.index("Metric Value")
-for r in rows[1:]:
-    if r[mi] == "gpu__time_duration.sum":
-        print(f"  {r[ki][:60]:60s} {r[vi]}")
-PY
-done
+for f in "$out"/step_*.csv; do echo "$(basename "$f"): $(ncu_kernel_medians "$f")"; done
 echo "ncu $(($(date +%s) - t0)) s"
 export STEP_TIMEOUT=120
 for round in 1 2; do

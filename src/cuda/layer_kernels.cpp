@@ -73,8 +73,8 @@ void add_gemm(const Add& add, const WeightDesc& w, DType act_dtype, const GemmPl
       for (bool mx_scales_at_most_two : {false, true}) {
         add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, plan.input, mx_scales_at_most_two));
         for (const GemmKernelVariant& v : gemm_extra_variants(tile, w, plan.input, use))
-          add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, v.quantized_rows ? GemmInput::quantized_rows : plan.input,
-                                   mx_scales_at_most_two, v.variant, v.activation));
+          add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, v.input(plan.input), mx_scales_at_most_two, v.variant,
+                                   v.activation));
       }
     add(moe_gemm_segments_kernel_spec(w, act_dtype, ordered, prepared, plan.input));
   }

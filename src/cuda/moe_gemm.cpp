@@ -126,8 +126,7 @@ void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& request
         for (bool mx_fold : {false, true}) {  // where the word changes nothing, the same key: loaded once
           gemm_function(w, act_dtype, runs, prepared, false, input, mx_fold);
           for (const GemmKernelVariant& v : gemm_extra_variants(runs, w, input, use))
-            gemm_function(w, act_dtype, runs, prepared, false, v.quantized_rows ? GemmInput::quantized_rows : input,
-                          mx_fold, v.variant, v.activation);
+            gemm_function(w, act_dtype, runs, prepared, false, v.input(input), mx_fold, v.variant, v.activation);
         }
   gemm_function(w, act_dtype, tile, false, true, input);
   if (gemm_runs_permuting_twin(tile, input)) load_moe_gemm(w, act_dtype, permuting_tile(tile, w), input, use);
@@ -281,7 +280,9 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
     p.num_local_experts = static_cast<int>(a.num_local_experts);
   }
 
-  if (a.epilogue_activation || (a.quantize_rows && a.rows_activation)) {
+  // The activation's kind and parameters: GEMM1's epilogue's, or the one GEMM2 applies to the rows it quantizes.
+  const bool applies_activation = a.epilogue_activation || (a.quantize_rows && a.rows_activation);
+  if (applies_activation) {
     p.activation_swiglu_alpha = a.activation.swiglu_alpha;
     p.activation_swiglu_limit = a.activation.swiglu_limit;
     p.activation_silu_clamp = a.activation.silu_clamp;
@@ -290,8 +291,7 @@ void moe_gemm(const MoeGemmArgs& a, CUstream stream) {
   const GemmInput input = launched_input(a);
   const CUfunction f = launched_function(
       a, tile,
-      EpilogueActivation{a.epilogue_activation || (a.quantize_rows && a.rows_activation), a.activation.kind,
-                         a.interleaved_gate_up});
+      EpilogueActivation{applies_activation, a.activation.kind, a.interleaved_gate_up});
   const int64_t smem = gemm_smem_bytes(tile, w, input);
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(m_blocks);

@@ -127,6 +127,8 @@ struct GemmKernelVariant {
   GemmVariant variant = GemmVariant::plain;
   EpilogueActivation activation;
   bool quantized_rows = false;
+  // The input this kernel reads, for a GEMM planned to read `planned`.
+  GemmInput input(GemmInput planned) const { return quantized_rows ? GemmInput::quantized_rows : planned; }
 };
 // The kernels of `use` that this tile and input admit (gemm_self_routes, gemm_fuses_activation): what load_moe_gemm
 // and the warm lists (layer_kernel_specs) add beside each plain kernel.
