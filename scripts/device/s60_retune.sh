@@ -16,6 +16,9 @@ shift 3
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv,noheader
 table="$root/tuning/sm_90/${preset}_$scheme.json" new="$out/${preset}_$scheme.json"
+# Every candidate compiled first on all cores (a cold cache otherwise compiles them one by one inside the search).
+timeout 240 "$build/moeq" compile -j 16 --preset "$preset" --scheme "$scheme" --tile candidates >"$out/compile.txt" 2>&1
+echo "compile rc=$? $(($(date +%s) - t0)) s: $(tail -1 "$out/compile.txt")"
 # shellcheck disable=SC2068
 timeout 300 "$build/moeq" tune --preset "$preset" --scheme "$scheme" -M $@ --steps --min-gain 2 --update "$table" \
   --out "$new" >"$out/tune.txt" 2>&1
