@@ -152,6 +152,11 @@ class Experts {
   // no later apply compiles or loads anything, e.g. under CUDA-graph capture. Synchronous; the
   // CPU backend has nothing to load.
   void warm_up() const;
+  // The same for weights like these only (their code layouts, MX scales' words and scale pointers'
+  // 4-byte alignment; checked as apply checks them): applies with such weights load nothing more,
+  // others may compile. A third to a quarter of the GEMM kernels of warm_up() for one code layout
+  // (docs/design.md, "Warm-up").
+  void warm_up(const WeightView& w13, const WeightView& w2) const;
 
   // Runs the experts step. Validates every argument first; on error nothing is written.
   // Workspaces: null where the plan needs none, else 16-byte aligned and not overlapping each other (either backend).

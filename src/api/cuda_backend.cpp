@@ -278,7 +278,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     const int64_t T = in.max_tokens_per_expert, rows = E * T;
     const CUdeviceptr table = buffer("block_table"), count = buffer("num_blocks");
     cuda::build_segments(g1.weights_desc, c, g1.tile, 0, dptr(in.expert_num_tokens), in.expert_num_tokens_dtype, T, E,
-                         table, count, error_flags, stream, input1);
+                         table, count, error_flags, stream, input1, g1.prepared_codes, g1.mx_scales_at_most_two);
     for (cuda::MoeGemmArgs* g : {&g1, &g2}) {
       g->gather = false;
       g->block_table = table;
@@ -416,7 +416,8 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     gemm1_input = 0;
   }
   const CUdeviceptr table = buffer("block_table"), count = buffer("num_blocks");
-  cuda::build_segments(g1.weights_desc, c, g1.tile, perm.offsets, 0, DType::i32, 0, E, table, count, 0, stream, input1);
+  cuda::build_segments(g1.weights_desc, c, g1.tile, perm.offsets, 0, DType::i32, 0, E, table, count, 0, stream, input1,
+                       g1.prepared_codes, g1.mx_scales_at_most_two);
   for (cuda::MoeGemmArgs* g : {&g1, &g2}) {
     g->gather = false;
     g->block_table = table;
@@ -428,23 +429,33 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
   cuda::topk_reduce(reduce, stream);
 }
 
-void warm_up_cuda(const ExpertsDesc& desc, const TuningTable& tuning, bool fp8_tensor_cores, bool fp8_wgmma) {
+void warm_up_cuda(const ExpertsDesc& desc, const TuningTable& tuning, bool fp8_tensor_cores, bool fp8_wgmma,
+                  const WeightView* w13, const WeightView* w2) {
   const int sm = fp8_tensor_cores ? cuda::device_sm() : 0;  // as apply_cuda
+  // Only this device's tiles (no mma.sync stand-ins on a wgmma device), and with weights given only their kernels.
+  cuda::LayerKernelScope scope;
+  if (w13 != nullptr && w2 != nullptr) {
+    validate_device_weights(desc.w13(), *w13, "w13");
+    validate_device_weights(desc.w2(), *w2, "w2");
+    scope = cuda::LayerKernelScope::of(*w13, *w2, false);
+  }
+  scope.wgmma_device_only = cuda::device_has_wgmma(cuda::process_device_info());
   // PERF: what the disk cache lacks compiles on a thread per core first (`moeq compile`'s list, a
   // superset of the loads below, which then find every CUBIN in memory): one program after another
   // took 102 s for Qwen3-30B-A3B's INT4 layer on one core (docs/perf-notes.md, session 41).
-  std::vector<jit::KernelSpec> specs = cuda::layer_kernel_specs(desc);
-  for (jit::KernelSpec& spec : cuda::tuned_kernel_specs(desc, tuning)) specs.push_back(std::move(spec));
+  std::vector<jit::KernelSpec> specs = cuda::layer_kernel_specs(desc, {}, scope);
+  for (jit::KernelSpec& spec : cuda::tuned_kernel_specs(desc, tuning, scope)) specs.push_back(std::move(spec));
   jit::kernel_cache().lookup_all(specs, jit::current_arch(), hardware_threads());
-  cuda::load_layer_kernels(desc, sm, fp8_wgmma);
+  cuda::load_layer_kernels(desc, sm, fp8_wgmma, scope);
   // Each tuned tile for its own GEMM only: a GEMM1 tile need not be legal for GEMM2's weights.
   for (const TuningEntry& e : tuning.entries) {
     for (bool second : {false, true}) {
       const cuda::GemmTile tile = cuda::parse_gemm_tile(second ? e.gemm2_tile : e.gemm1_tile);
       const WeightDesc& w = second ? desc.w2() : desc.w13();
-      for (bool prepared : {false, true}) {
+      const cuda::GemmWeightsKind& kind = second ? scope.w2 : scope.w13;
+      for (bool prepared : cuda::GemmWeightsKind::admitted(kind.prepared_codes)) {
         const cuda::GemmPlan plan = cuda::gemm_plan(desc, w, cuda::tile_for_device(tile), sm, prepared, fp8_wgmma);
-        cuda::load_moe_gemm(w, desc.act_dtype, plan.tile, plan.input, cuda::layer_gemm_variants(desc, !second));
+        cuda::load_moe_gemm(w, desc.act_dtype, plan.tile, plan.input, cuda::layer_gemm_variants(desc, !second), kind);
       }
     }
   }

@@ -116,6 +116,12 @@ void Experts::warm_up() const {
   if (impl().backend == Backend::cuda) api::warm_up_cuda(impl().desc, impl().tuning, impl().options.fp8_tensor_cores, impl().options.fp8_wgmma);
 }
 
+void Experts::warm_up(const WeightView& w13, const WeightView& w2) const {
+  if (impl().backend == Backend::cuda)
+    api::warm_up_cuda(impl().desc, impl().tuning, impl().options.fp8_tensor_cores, impl().options.fp8_wgmma, &w13,
+                      &w2);
+}
+
 void Experts::apply(const WeightView& w13, const WeightView& w2, const ExpertsInputs& inputs,
                     const ExpertsOutput& output, void* workspace1, void* workspace2, void* stream) const {
   const ExpertsDesc& d = impl().desc;

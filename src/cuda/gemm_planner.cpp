@@ -8,9 +8,10 @@
 #include "plan/legality.hpp"
 
 namespace moeq::cuda {
-namespace {
 
 bool device_has_wgmma(const DeviceInfo& device) { return device.cc_major == 9 && device.cc_minor == 0; }
+
+namespace {
 
 // The formats whose few-rows tile takes the 8-deep ring: MXFP4 and INT4 (NVFP4's step gained nothing measurable:
 // gemm_few_ctas_ring's PERF note). One place for the rule and the tile, so planner_tiles lists it only for them.

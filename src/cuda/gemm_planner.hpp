@@ -108,6 +108,8 @@ constexpr int64_t kFewRoutedRows = 16;
 // Every tile gemm_tile_for can return for the format (each once): what tests/jit, `moeq
 // compile` and the candidate list must cover.
 std::vector<GemmTile> planner_tiles(WeightFormat format);
+// Whether the device runs wgmma tiles as they are (sm_90), rather than their mma.sync stand-ins.
+bool device_has_wgmma(const DeviceInfo& device);
 // The tile as this device runs it: split K off below sm_90 (no clusters), wgmma off but on sm_90a
 // (warp-specialized tiles become the mma.sync tile of the same M block).
 GemmTile tile_for_device(GemmTile tile);

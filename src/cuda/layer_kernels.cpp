@@ -11,11 +11,12 @@
 namespace moeq::cuda {
 namespace {
 
-// The GEMM tiles of the layer: the planner's (and the mma.sync tiles that run its wgmma ones on
-// other devices, for `moeq compile --arch`), then the extra ones.
-std::vector<GemmTile> layer_tiles(const ExpertsDesc& d, const std::vector<GemmTile>& extra_tiles) {
+// The GEMM tiles of the layer: the planner's (and, unless wgmma_device_only, the mma.sync tiles that run its wgmma
+// ones on other devices, for `moeq compile --arch`), then the extra ones.
+std::vector<GemmTile> layer_tiles(const ExpertsDesc& d, const std::vector<GemmTile>& extra_tiles,
+                                  bool wgmma_device_only) {
   std::vector<GemmTile> tiles = planner_tiles(d.weight_format);
-  for (size_t i = 0, n = tiles.size(); i < n; ++i)
+  for (size_t i = 0, n = tiles.size(); i < n && !wgmma_device_only; ++i)
     if (tiles[i].wgmma) tiles.push_back(mma_sync_tile_of(tiles[i]));
   for (const GemmTile& tile : extra_tiles) {
     if (const auto reasons = gemm_tile_reasons(tile, d.w13()); !reasons.empty()) throw Error(reasons.front());
@@ -63,20 +64,23 @@ std::vector<jit::KernelSpec> other_kernel_specs(const ExpertsDesc& d) {
 // weights' MX scales come with WeightView::mx_scales_at_most_two, 256 channels wide over unaligned scales
 // (unaligned_scales_tile), without `/t` where the input cannot come in the MMA's order (permuting_tile), with
 // its segment-table builder, and the variants `use` names (layer_gemm_variants) where the tile admits them.
-// `moeq compile` warms them all, as load_moe_gemm loads them; `add` keeps each source once.
+// `moeq compile` warms them all, as load_moe_gemm loads them (both narrowed to `kind`); `add` keeps each source once.
 template <class Add>
 void add_gemm(const Add& add, const WeightDesc& w, DType act_dtype, const GemmPlan& plan, bool prepared,
-              const GemmVariantUse& use) {
+              const GemmVariantUse& use, const GemmWeightsKind& kind) {
   const GemmTile twin = gemm_runs_permuting_twin(plan.tile, plan.input) ? permuting_tile(plan.tile, w) : plan.tile;
   for (const GemmTile& ordered : {plan.tile, twin}) {
-    for (const GemmTile& tile : {ordered, unaligned_scales_tile(ordered)})
-      for (bool mx_scales_at_most_two : {false, true}) {
+    for (bool unaligned : GemmWeightsKind::admitted(kind.unaligned_scales))
+      for (bool mx_scales_at_most_two : GemmWeightsKind::admitted(kind.mx_scales_at_most_two)) {
+        const GemmTile tile = unaligned ? unaligned_scales_tile(ordered) : ordered;
         add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, plan.input, mx_scales_at_most_two));
         for (const GemmKernelVariant& v : gemm_extra_variants(tile, w, plan.input, use))
           add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, v.input(plan.input), mx_scales_at_most_two, v.variant,
                                    v.activation));
       }
-    add(moe_gemm_segments_kernel_spec(w, act_dtype, ordered, prepared, plan.input));
+    // From the module of the weights' GEMM over aligned scales, as build_segments loads it.
+    for (bool mx_scales_at_most_two : GemmWeightsKind::admitted(kind.mx_scales_at_most_two))
+      add(moe_gemm_segments_kernel_spec(w, act_dtype, ordered, prepared, plan.input, mx_scales_at_most_two));
   }
 }
 
@@ -153,7 +157,12 @@ std::vector<GemmTile> layer_tiles_legal_for(const ExpertsDesc& desc, const std::
   return legal;
 }
 
-std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std::vector<GemmTile>& extra_tiles) {
+LayerKernelScope LayerKernelScope::of(const WeightView& w13, const WeightView& w2, bool wgmma_device) {
+  return {GemmWeightsKind::of(w13), GemmWeightsKind::of(w2), wgmma_device};
+}
+
+std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std::vector<GemmTile>& extra_tiles,
+                                                const LayerKernelScope& scope) {
   std::vector<jit::KernelSpec> specs = other_kernel_specs(d);
   // NOTE: GEMM1's and GEMM2's configs usually give the same text (N, K and the bias dtype are
   // run-time), and `moeq compile` would count the copy as a cache hit: each spec once.
@@ -161,17 +170,19 @@ std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& d, const std:
   const auto add = [&](jit::KernelSpec spec) {
     if (seen.insert(spec.entry + "\n" + spec.source).second) specs.push_back(std::move(spec));
   };
-  for (const GemmTile& tile : layer_tiles(d, extra_tiles))
+  for (const GemmTile& tile : layer_tiles(d, extra_tiles, scope.wgmma_device_only))
     for (bool gemm1 : {true, false}) {
       const WeightDesc w = gemm1 ? d.w13() : d.w2();
-      for (bool prepared : {true, false})
+      const GemmWeightsKind& kind = gemm1 ? scope.w13 : scope.w2;
+      for (bool prepared : GemmWeightsKind::admitted(kind.prepared_codes))
         for (const GemmPlan& plan : gemm_plans(d, w, tile, prepared))
-          add_gemm(add, w, d.act_dtype, plan, prepared, layer_gemm_variants(d, gemm1));
+          add_gemm(add, w, d.act_dtype, plan, prepared, layer_gemm_variants(d, gemm1), kind);
     }
   return specs;
 }
 
-std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& d, const TuningTable& tuning) {
+std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& d, const TuningTable& tuning,
+                                                const LayerKernelScope& scope) {
   std::vector<jit::KernelSpec> specs;
   std::set<std::string> seen;
   const auto add = [&](jit::KernelSpec spec) {
@@ -181,17 +192,18 @@ std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& d, const Tuni
     for (bool second : {false, true}) {
       const GemmTile tile = parse_gemm_tile(second ? e.gemm2_tile : e.gemm1_tile);
       const WeightDesc w = second ? d.w2() : d.w13();
+      const GemmWeightsKind& kind = second ? scope.w2 : scope.w13;
       std::vector<GemmTile> tiles{tile};
-      if (tile.wgmma) tiles.push_back(mma_sync_tile_of(tile));
+      if (tile.wgmma && !scope.wgmma_device_only) tiles.push_back(mma_sync_tile_of(tile));
       for (const GemmTile& t : tiles)
-        for (bool prepared : {true, false})
+        for (bool prepared : GemmWeightsKind::admitted(kind.prepared_codes))
           for (const GemmPlan& plan : gemm_plans(d, w, t, prepared))
-            add_gemm(add, w, d.act_dtype, plan, prepared, layer_gemm_variants(d, !second));
+            add_gemm(add, w, d.act_dtype, plan, prepared, layer_gemm_variants(d, !second), kind);
     }
   return specs;
 }
 
-void load_layer_kernels(const ExpertsDesc& d, int sm, bool wgmma_e4m3) {
+void load_layer_kernels(const ExpertsDesc& d, int sm, bool wgmma_e4m3, const LayerKernelScope& scope) {
   for (const jit::KernelSpec& spec : other_kernel_specs(d)) jit::kernel_cache().function(spec);
   // NOTE: through the GEMM's own loader: it also raises the shared-memory limit of each
   // function, which a first launch would otherwise do (under a graph capture).
@@ -199,9 +211,11 @@ void load_layer_kernels(const ExpertsDesc& d, int sm, bool wgmma_e4m3) {
   for (const GemmTile& tile : planner_tiles(d.weight_format))
     for (bool gemm1 : {true, false}) {
       const WeightDesc w = gemm1 ? d.w13() : d.w2();
-      for (bool prepared : {false, true}) {
+      const GemmWeightsKind& kind = gemm1 ? scope.w13 : scope.w2;
+      for (bool prepared : GemmWeightsKind::admitted(kind.prepared_codes)) {
         const GemmPlan plan = gemm_plan(d, w, tile_for_device(tile), sm, prepared, wgmma_e4m3);
-        load_moe_gemm(w, d.act_dtype, plan.tile, plan.input, layer_gemm_variants(d, gemm1));
+        // NOTE: for any weights, each layout's plan loads both layouts' kernels, as it always has.
+        load_moe_gemm(w, d.act_dtype, plan.tile, plan.input, layer_gemm_variants(d, gemm1), kind);
       }
     }
 }

@@ -57,13 +57,28 @@ int64_t quantizing_gemm2_max_rows();
 // where it is 0 apply never launches them, and warming them would cost compiles for nothing); none otherwise.
 GemmVariantUse layer_gemm_variants(const ExpertsDesc& desc, bool gemm1, int64_t gemm2_quantizing_max_rows = -1);
 
+// Which of a layer's kernels the warm lists hold: the GEMMs' for weights of these kinds (GemmWeightsKind; default:
+// any weights), and with wgmma_device_only none of the mma.sync tiles that stand in for wgmma ones on devices
+// without wgmma (a cache for sm_90a, or a warm-up on such a device).
+// PERF: users' complaint 3 (shared/design/USERS.md: first-use compiles). Qwen3-30B-A3B MXFP4 x bf16, `moeq compile
+// --arch sm_90a -j 2` on this project's 2-core machine: 341 GEMM kernels for any weights before (1.27 s of NVRTC each
+// on average; the front end takes ~0.1 s of a 2.2-s kernel, NVVM and ptxas the rest), 220 s; prepared codes with the
+// MX word, aligned scales: 86, 48 s (bench/results/2026-12-08-cpu-warm-scope.md).
+struct LayerKernelScope {
+  GemmWeightsKind w13, w2;
+  bool wgmma_device_only = false;
+  // The scope of Experts::warm_up(w13, w2) on a device with (or without) wgmma.
+  static LayerKernelScope of(const WeightView& w13, const WeightView& w2, bool wgmma_device);
+};
+
 // Every kernel the layer's experts step can launch, for any M, layout and ids dtype: routing
 // (align, permute, reduce; every ids and weights dtype), both GEMMs at every tile the planner
 // can pick for the format (gemm_tile_for over block sizes and row counts), with canonical and
 // prepared codes, and their segment-table builders, the code transform, the activation and the
-// activation quantizer. `extra_tiles` (legal for the layer, else moeq::Error) are added to the
-// GEMM tiles, e.g. ahead of `moeq bench --tile`.
-std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& desc, const std::vector<GemmTile>& extra_tiles = {});
+// activation quantizer; the GEMMs narrowed to `scope`. `extra_tiles` (legal for the layer, else
+// moeq::Error) are added to the GEMM tiles, e.g. ahead of `moeq bench --tile`.
+std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& desc, const std::vector<GemmTile>& extra_tiles = {},
+                                                const LayerKernelScope& scope = {});
 // The tiles legal for both of the layer's GEMMs (gemm_tile_reasons empty for w13 and w2), in order: what
 // `moeq compile --tile candidates` and `moeq tune` take of the tuning candidates.
 std::vector<GemmTile> layer_tiles_legal_for(const ExpertsDesc& desc, const std::vector<GemmTile>& tiles);
@@ -71,12 +86,14 @@ std::vector<GemmTile> layer_tiles_legal_for(const ExpertsDesc& desc, const std::
 // The GEMM kernels of a tuning table's entries: each entry's GEMM1 tile for w13 and GEMM2 tile for
 // w2 (the mma.sync stand-ins of wgmma tiles too, as layer_kernel_specs), both code layouts, with
 // their segment-table builders; what `moeq compile --tuning` adds to layer_kernel_specs.
-std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& desc, const TuningTable& tuning);
+std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& desc, const TuningTable& tuning,
+                                                const LayerKernelScope& scope = {});
 
 // Loads every kernel of layer_kernel_specs (no extra tiles) on the current device, compiling
 // what the disk cache lacks, as their first launches would, each GEMM as gemm_plan(desc, w, tile,
 // sm, either code layout, wgmma_e4m3) runs it: sm is the device's (device_sm), or 0 where the
 // caller turned the e4m3 GEMMs off.
-void load_layer_kernels(const ExpertsDesc& desc, int sm, bool wgmma_e4m3 = false);
+// Its GEMMs narrowed to `scope`'s weights (wgmma_device_only changes nothing: this device's tiles are loaded).
+void load_layer_kernels(const ExpertsDesc& desc, int sm, bool wgmma_e4m3 = false, const LayerKernelScope& scope = {});
 
 }  // namespace moeq::cuda

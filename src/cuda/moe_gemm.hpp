@@ -9,6 +9,7 @@
 // The tile (gemm_tile.hpp), the planner's choice of it (gemm_planner.hpp) and the generated source
 // (gemm_codegen.hpp) have headers of their own, included here.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "cuda/driver.hpp"
@@ -155,19 +156,33 @@ int ctas_per_sm_for_registers(int registers, int threads, int registers_per_sm);
 using ref::segment_capacity;
 // offsets: int64 [E+1] (contiguous), or 0 with counts [E] (i32/i64) and rows_per_expert = T;
 // a count outside [0, T] is clamped and ORs kRoutingErrorBatchedOverflow into *error_flags
-// (int32; 0 = no error word). input: the GEMM's A operand (the builder runs from the GEMM's own
-// module, so a layer loads one module per tile).
+// (int32; 0 = no error word). input, prepared, mx_scales_at_most_two: the GEMM's A operand and
+// weights, whose module the builder runs from (it reads no weights: the same code in each), so
+// that a step loads no module but its GEMMs' and a warm-up for one kind of weights
+// (GemmWeightsKind) compiles none either.
 void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, CUdeviceptr offsets,
                     CUdeviceptr counts, DType counts_dtype, int64_t rows_per_expert, int64_t num_experts,
                     CUdeviceptr block_table, CUdeviceptr num_blocks, CUdeviceptr error_flags, CUstream stream,
-                    GemmInput input = GemmInput::values);
+                    GemmInput input = GemmInput::values, bool prepared = false, bool mx_scales_at_most_two = false);
+
+// What of a GEMM's weights picks its kernel only at apply time (the WeightView): the code layout, the MX scales'
+// word (MoeGemmArgs::mx_scales_at_most_two) and whether the scales are 4-byte aligned (tile_for_scales). Set: kernels
+// for such weights only; unset: for both values (the warm lists' default, for any weights).
+struct GemmWeightsKind {
+  std::optional<bool> prepared_codes, mx_scales_at_most_two, unaligned_scales;
+  // The kind of these weights (every field set).
+  static GemmWeightsKind of(const WeightView& view);
+  // The values `field` admits: itself where set, else false and true.
+  static std::vector<bool> admitted(const std::optional<bool>& field);
+};
 
 // Loads (compiling what the disk cache lacks) the kernels a GEMM of this tile launches on this
 // device, for both code layouts (the layouts gemm_takes_e4m3 admits, for e4m3 input) and, where
-// gemm_folds_mx_scales, with and without MoeGemmArgs::mx_scales_at_most_two, and its
-// segment-table builder, exactly as their first launches would (shared-memory limit included),
-// so that later launches load nothing, and the variants `use` names where the tile admits them.
+// gemm_folds_mx_scales, with and without MoeGemmArgs::mx_scales_at_most_two, over aligned and
+// unaligned scales (each narrowed to `kind`), and its segment-table builder, exactly as their
+// first launches would (shared-memory limit included), so that later launches load nothing, and
+// the variants `use` names where the tile admits them.
 void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& tile, GemmInput input = GemmInput::values,
-                   const GemmVariantUse& use = {});
+                   const GemmVariantUse& use = {}, const GemmWeightsKind& kind = {});
 
 }  // namespace moeq::cuda

@@ -158,6 +158,12 @@ expect "compile --list-tiles names a tile" 0 "^24x128/1x4x1/4/r$" -- \
   "$moeq" compile --preset tiny --tile 24x128/1x4x1/4/r --list-tiles
 expect "compile refuses an illegal tile" 1 "512-channel tiles take MX weights" -- \
   "$moeq" compile --preset tiny --scheme int4-g128 --tile 48x512/1x8x1/4/p --list-tiles
+expect "compile --codes names the choices" 1 "--codes = 'packed' is not both, prepared or canonical" -- \
+  "$moeq" compile --preset tiny --codes packed --list-tiles
+expect "compile --mx-word on needs MX weights" 1 "--mx-word on: int4 weights have no MX scales" -- \
+  "$moeq" compile --preset tiny --scheme int4-g128 --mx-word on --list-tiles
+expect "compile --scales names the choices" 1 "--scales = 'odd' is not both, unaligned or aligned" -- \
+  "$moeq" compile --preset tiny --scales odd --list-tiles
 # Without a device `moeq tune` says so (with one it would tune: not here).
 if "$moeq" info 2>/dev/null | grep -q "cuda (no CUDA device"; then
   expect "tune needs a device" 1 "moeq tune needs a CUDA device" -- "$moeq" tune --preset tiny

@@ -8,7 +8,9 @@
 
 #include "cuda/driver.hpp"
 #include "cuda/routing.hpp"
+#include "io/device_problem.hpp"
 #include "io/presets.hpp"
+#include "io/problem.hpp"
 #include "io/verify.hpp"
 #include "jit/compiler.hpp"
 
@@ -84,6 +86,36 @@ TEST(WarmUpGpu, QuantizedActivationKernelsAreLoadedByWarmUp) {
         EXPECT_EQ(cache.num_loaded(), warmed) << c.label() << ": apply loaded a kernel that warm_up did not";
       }
   }
+}
+
+// Experts::warm_up(w13, w2) loads the kernels for weights like those only (their code layout, MX word and scale
+// alignment): the applies with them load nothing more, and the full warm_up() then still has kernels to load. A layer
+// no test above loads GEMMs of (MXFP4 with bf16 activations), for one code layout per process state.
+TEST(WarmUpGpu, WarmUpForTheseWeightsLoadsWhatTheirAppliesRun) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  ExpertsDesc d = io::find_preset("tiny").desc;
+  io::apply_scheme("mxfp4", d);
+  jit::KernelCache& cache = jit::kernel_cache();
+  constexpr uint64_t kSeed = 70;
+  io::GenerateOptions g;
+  g.num_tokens = 33;
+  g.seed = kSeed;
+  // The verify cases below generate their weights from the same seed: the same MX word (N(0, 1) weights: scales of
+  // at most 2).
+  const io::DeviceProblem weights = io::upload_problem(io::generate_problem(d, g), CodeLayout::prepared);
+  const Experts experts(d, Options{});
+  experts.warm_up(weights.w13, weights.w2);
+  const size_t warmed = cache.num_loaded();
+  for (Layout layout : {Layout::indexed, Layout::contiguous, Layout::masked})
+    for (int64_t m : {1, 33, 600}) {
+      io::VerifyCase c{d, layout, m, 1, kSeed};
+      c.codes = CodeLayout::prepared;
+      const io::VerifyResult r = io::verify_on_gpu(c);
+      EXPECT_TRUE(r.passed) << c.label() << ": rel " << r.error.rel_err;
+      EXPECT_EQ(cache.num_loaded(), warmed) << c.label() << ": apply loaded a kernel that warm_up(w13, w2) did not";
+    }
+  experts.warm_up();
+  EXPECT_GT(cache.num_loaded(), warmed) << "warm_up(w13, w2) loaded every kernel of warm_up()";
 }
 
 }  // namespace

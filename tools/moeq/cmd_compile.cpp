@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,7 +32,19 @@ struct CompileArgs {
   std::string tuning;              // a tuning table whose tiles are compiled too
   int jobs = 0;                    // compile threads; 0 = one per hardware thread
   bool list_tiles = false;         // print the --tile tiles (candidates resolved for the layer), compile nothing
+  // The weights the kernels are for (cuda::GemmWeightsKind, both GEMMs): "both", or one value each.
+  std::string codes = "both";    // prepared | canonical
+  std::string mx_word = "both";  // on | off (WeightView::mx_scales_at_most_two)
+  std::string scales = "both";   // aligned | unaligned (4-byte)
 };
+
+// `--codes` / `--mx-word` / `--scales` as a GemmWeightsKind field: unset for "both", else whether it is `yes`.
+std::optional<bool> kind_field(const std::string& option, const std::string& value, const char* yes, const char* no) {
+  if (value == "both") return std::nullopt;
+  if (value == yes) return true;
+  if (value == no) return false;
+  throw Error(option + " = '" + value + "' is not both, " + yes + " or " + no);
+}
 
 // The GEMM tiles of `--tile`: texts, each legal for the layer's GEMM1 (as cuda::layer_kernel_specs requires, else
 // moeq::Error naming why), or "candidates" for the tuning candidates legal for both of its GEMMs (those `moeq tune`
@@ -64,6 +77,13 @@ int run_compile(const CompileArgs& a) {
   if (!a.tuning.empty()) options.tuning = TuningTable::load(a.tuning);
   plan::require_implementable(desc, options);
   const std::vector<cuda::GemmTile> tiles = extra_tiles(a.tiles, desc);
+  cuda::GemmWeightsKind kind;
+  kind.prepared_codes = kind_field("--codes", a.codes, "prepared", "canonical");
+  kind.mx_scales_at_most_two = kind_field("--mx-word", a.mx_word, "on", "off");
+  kind.unaligned_scales = kind_field("--scales", a.scales, "unaligned", "aligned");
+  if (kind.mx_scales_at_most_two.value_or(false) && desc.w13().scale_dtype != DType::ue8m0)
+    throw Error("--mx-word on: " + std::string(to_string(desc.weight_format)) +
+                " weights have no MX scales (WeightView::mx_scales_at_most_two is for MX formats)");
   if (a.list_tiles) {
     // NOTE: for scripts (scripts/device/warm_parallel.sh): one tile a line, nothing else.
     for (const cuda::GemmTile& tile : tiles) std::printf("%s\n", tile.to_string().c_str());
@@ -84,12 +104,17 @@ int run_compile(const CompileArgs& a) {
     throw Error("the disk cache is off (MOEQ_DISABLE_CACHE): moeq compile would write nothing for a later process to load");
   std::printf("layer      %s\narch       %s\ncache      %s\n\n", desc.to_string().c_str(), jit::to_string(arch).c_str(),
               cache.cache().info().dir.c_str());
-  std::vector<jit::KernelSpec> specs = cuda::layer_kernel_specs(desc, tiles);
-  for (jit::KernelSpec& spec : cuda::tuned_kernel_specs(desc, options.tuning)) specs.push_back(std::move(spec));
+  // NOTE: sm_90a cubins run on sm_90 devices only, which run the wgmma tiles themselves: no mma.sync stand-ins.
+  cuda::LayerKernelScope scope;
+  scope.w13 = kind;
+  scope.w2 = kind;
+  scope.wgmma_device_only = arch.sm == 90 && arch.arch_specific;
+  std::vector<jit::KernelSpec> specs = cuda::layer_kernel_specs(desc, tiles, scope);
+  for (jit::KernelSpec& spec : cuda::tuned_kernel_specs(desc, options.tuning, scope)) specs.push_back(std::move(spec));
   // The table a GPU of this architecture plans with when the caller gives none (Options::shipped_tuning).
   const TuningTable* shipped = plan::shipped_tuning_for(desc, options, "sm_" + std::to_string(arch.sm));
   if (shipped != nullptr)
-    for (jit::KernelSpec& spec : cuda::tuned_kernel_specs(desc, *shipped)) specs.push_back(std::move(spec));
+    for (jit::KernelSpec& spec : cuda::tuned_kernel_specs(desc, *shipped, scope)) specs.push_back(std::move(spec));
   const int threads = a.jobs > 0 ? a.jobs : hardware_threads();
   const auto start = std::chrono::steady_clock::now();
   const std::vector<jit::CubinLookup> results = cache.lookup_all(specs, arch, threads);
@@ -152,6 +177,14 @@ Action add_compile_command(CLI::App& app) {
                                       "the tuning candidates legal for the layer");
   cmd->add_option("--tuning", a->tuning, "Also compile this tuning table's tiles (JSON, `moeq tune`)");
   cmd->add_option("--jobs,-j", a->jobs, "Compile threads (0: one per hardware thread)")->capture_default_str();
+  cmd->add_option("--codes", a->codes,
+                  "Only for weights of this code layout: prepared | canonical | both (WeightView::code_layout)")
+      ->capture_default_str();
+  cmd->add_option("--mx-word", a->mx_word,
+                  "Only for MX weights with (on) or without (off) WeightView::mx_scales_at_most_two, or both")
+      ->capture_default_str();
+  cmd->add_option("--scales", a->scales, "Only for weight scales 4-byte aligned, unaligned, or both")
+      ->capture_default_str();
   cmd->add_flag("--list-tiles", a->list_tiles,
                 "Print the --tile tiles, one a line ('candidates' resolved for the layer), and compile nothing");
   return [a] { return run_compile(*a); };
