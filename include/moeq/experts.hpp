@@ -154,8 +154,8 @@ class Experts {
   void warm_up() const;
   // The same for weights like these only (their code layouts, MX scales' words and scale pointers'
   // 4-byte alignment; checked as apply checks them): applies with such weights load nothing more,
-  // others may compile. A third to a quarter of the GEMM kernels of warm_up() for one code layout
-  // (docs/design.md, "Warm-up").
+  // others may compile. A quarter (MXFP4) to a half (INT4) of warm_up()'s GEMM kernels
+  // (docs/design.md, "Warm-up for the caller's weights").
   void warm_up(const WeightView& w13, const WeightView& w2) const;
 
   // Runs the experts step. Validates every argument first; on error nothing is written.

@@ -278,7 +278,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     const int64_t T = in.max_tokens_per_expert, rows = E * T;
     const CUdeviceptr table = buffer("block_table"), count = buffer("num_blocks");
     cuda::build_segments(g1.weights_desc, c, g1.tile, 0, dptr(in.expert_num_tokens), in.expert_num_tokens_dtype, T, E,
-                         table, count, error_flags, stream, input1, g1.prepared_codes, g1.mx_scales_at_most_two);
+                         table, count, error_flags, stream, input1);
     for (cuda::MoeGemmArgs* g : {&g1, &g2}) {
       g->gather = false;
       g->block_table = table;
@@ -416,8 +416,7 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
     gemm1_input = 0;
   }
   const CUdeviceptr table = buffer("block_table"), count = buffer("num_blocks");
-  cuda::build_segments(g1.weights_desc, c, g1.tile, perm.offsets, 0, DType::i32, 0, E, table, count, 0, stream, input1,
-                       g1.prepared_codes, g1.mx_scales_at_most_two);
+  cuda::build_segments(g1.weights_desc, c, g1.tile, perm.offsets, 0, DType::i32, 0, E, table, count, 0, stream, input1);
   for (cuda::MoeGemmArgs* g : {&g1, &g2}) {
     g->gather = false;
     g->block_table = table;

@@ -115,8 +115,8 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
 }
 
 jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile,
-                                              bool prepared_codes, GemmInput input, bool mx_scales_at_most_two) {
-  jit::KernelSpec spec = moe_gemm_kernel_spec(w, act_dtype, tile, prepared_codes, input, mx_scales_at_most_two);
+                                              bool prepared_codes, GemmInput input) {
+  jit::KernelSpec spec = moe_gemm_kernel_spec(w, act_dtype, tile, prepared_codes, input);
   spec.entry = "moeq_moe_gemm_segments";
   return spec;
 }

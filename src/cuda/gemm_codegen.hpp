@@ -25,8 +25,7 @@ jit::KernelSpec moe_gemm_kernel_spec(const WeightDesc& w, DType act_dtype, const
                                      const EpilogueActivation& activation = {});
 // The segment-table builder lives in the same module as the GEMM of that config.
 jit::KernelSpec moe_gemm_segments_kernel_spec(const WeightDesc& w, DType act_dtype, const GemmTile& tile,
-                                              bool prepared_codes = false, GemmInput input = GemmInput::values,
-                                              bool mx_scales_at_most_two = false);
+                                              bool prepared_codes = false, GemmInput input = GemmInput::values);
 // The compile-time config of a GEMM (or of its segment-table builder) as one integer: for weights alike in having a
 // bias or not, equal keys <=> equal generated sources (moe_gemm_kernel_spec; the bias, which names one line of the
 // source, has no bit left here: moe_gemm keys it apart). The launch path finds loaded functions by it, so a launch builds

@@ -78,9 +78,8 @@ void add_gemm(const Add& add, const WeightDesc& w, DType act_dtype, const GemmPl
           add(moe_gemm_kernel_spec(w, act_dtype, tile, prepared, v.input(plan.input), mx_scales_at_most_two, v.variant,
                                    v.activation));
       }
-    // From the module of the weights' GEMM over aligned scales, as build_segments loads it.
-    for (bool mx_scales_at_most_two : GemmWeightsKind::admitted(kind.mx_scales_at_most_two))
-      add(moe_gemm_segments_kernel_spec(w, act_dtype, ordered, prepared, plan.input, mx_scales_at_most_two));
+    // NOTE: canonical and unfolded whatever the weights, as build_segments loads it (the builder reads no weights).
+    add(moe_gemm_segments_kernel_spec(w, act_dtype, ordered, false, plan.input));
   }
 }
 

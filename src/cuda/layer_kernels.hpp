@@ -63,7 +63,7 @@ GemmVariantUse layer_gemm_variants(const ExpertsDesc& desc, bool gemm1, int64_t 
 // PERF: users' complaint 3 (shared/design/USERS.md: first-use compiles). Qwen3-30B-A3B MXFP4 x bf16, `moeq compile
 // --arch sm_90a -j 2` on this project's 2-core machine: 341 GEMM kernels for any weights before (1.27 s of NVRTC each
 // on average; the front end takes ~0.1 s of a 2.2-s kernel, NVVM and ptxas the rest), 220 s; prepared codes with the
-// MX word, aligned scales: 86, 48 s (bench/results/2026-12-08-cpu-warm-scope.md).
+// MX word, aligned scales: 86, 67 s (bench/results/2026-12-08-cpu-warm-scope.md).
 struct LayerKernelScope {
   GemmWeightsKind w13, w2;
   bool wgmma_device_only = false;

@@ -39,10 +39,10 @@ void require_aligned(CUdeviceptr p, int64_t bytes, const char* name) {
 void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, CUdeviceptr offsets,
                     CUdeviceptr counts, DType counts_dtype, int64_t rows_per_expert, int64_t num_experts,
                     CUdeviceptr block_table, CUdeviceptr num_blocks, CUdeviceptr error_flags, CUstream stream,
-                    GemmInput input, bool prepared, bool mx_scales_at_most_two) {
+                    GemmInput input) {
   if (num_experts > 4096) throw Error("build_segments: num_experts = " + std::to_string(num_experts) + " exceeds 4096");
   if ((offsets == 0) == (counts == 0)) throw Error("build_segments: give exactly one of offsets and counts");
-  const CUfunction f = gemm_function(w, act_dtype, tile_for_device(tile), prepared, true, input, mx_scales_at_most_two);
+  const CUfunction f = gemm_function(w, act_dtype, tile_for_device(tile), false, true, input);
   const long long* offsets_ptr = as_ptr<const long long>(offsets);
   const void* counts_ptr = as_ptr<const void>(counts);
   const int counts_int64 = counts_dtype == DType::i64 ? 1 : 0;
@@ -80,7 +80,7 @@ CUfunction gemm_function(const WeightDesc& w, DType act_dtype, const GemmTile& t
     throw Error("moe_gemm: tile " + tile.to_string() + " needs " + std::to_string(smem + static_smem) +
                 " bytes of shared memory; this device allows " + std::to_string(max_smem));
   const CUfunction f = jit::kernel_cache().function(
-      segments ? moe_gemm_segments_kernel_spec(w, act_dtype, tile, prepared, input, mx_scales_at_most_two)
+      segments ? moe_gemm_segments_kernel_spec(w, act_dtype, tile, prepared, input)
                : moe_gemm_kernel_spec(w, act_dtype, tile, prepared, input, mx_scales_at_most_two, variant, epilogue));
   // NOTE: the 48 KB default covers static plus dynamic shared memory. A kernel staging its rows (GemmInput::
   // quantized_rows) serves every K of its key (its source does not depend on K, the staged bytes do), so its limit is
@@ -141,11 +141,8 @@ void load_moe_gemm(const WeightDesc& w, DType act_dtype, const GemmTile& request
             gemm_function(w, act_dtype, runs, prepared, false, v.input(input), mx_fold, v.variant, v.activation);
         }
   }
-  // The segment builder from the module of the weights' GEMM (build_segments), over aligned scales' tile.
-  for (bool prepared : GemmWeightsKind::admitted(kind.prepared_codes))
-    for (bool mx_fold : GemmWeightsKind::admitted(kind.mx_scales_at_most_two))
-      if (input != GemmInput::row_scaled_e4m3 || gemm_takes_e4m3(w, tile, 90, prepared))
-        gemm_function(w, act_dtype, tile, prepared, true, input, mx_fold);
+  // NOTE: build_segments loads the canonical, unfolded module whatever the weights (the builder reads no weights).
+  gemm_function(w, act_dtype, tile, false, true, input);
   if (gemm_runs_permuting_twin(tile, input)) load_moe_gemm(w, act_dtype, permuting_tile(tile, w), input, use, kind);
 }
 

@@ -156,14 +156,12 @@ int ctas_per_sm_for_registers(int registers, int threads, int registers_per_sm);
 using ref::segment_capacity;
 // offsets: int64 [E+1] (contiguous), or 0 with counts [E] (i32/i64) and rows_per_expert = T;
 // a count outside [0, T] is clamped and ORs kRoutingErrorBatchedOverflow into *error_flags
-// (int32; 0 = no error word). input, prepared, mx_scales_at_most_two: the GEMM's A operand and
-// weights, whose module the builder runs from (it reads no weights: the same code in each), so
-// that a step loads no module but its GEMMs' and a warm-up for one kind of weights
-// (GemmWeightsKind) compiles none either.
+// (int32; 0 = no error word). input: the GEMM's A operand (the builder runs from the GEMM's own
+// module, so a layer loads one module per tile).
 void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, CUdeviceptr offsets,
                     CUdeviceptr counts, DType counts_dtype, int64_t rows_per_expert, int64_t num_experts,
                     CUdeviceptr block_table, CUdeviceptr num_blocks, CUdeviceptr error_flags, CUstream stream,
-                    GemmInput input = GemmInput::values, bool prepared = false, bool mx_scales_at_most_two = false);
+                    GemmInput input = GemmInput::values);
 
 // What of a GEMM's weights picks its kernel only at apply time (the WeightView): the code layout, the MX scales'
 // word (MoeGemmArgs::mx_scales_at_most_two) and whether the scales are 4-byte aligned (tile_for_scales). Set: kernels

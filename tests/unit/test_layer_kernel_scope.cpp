@@ -59,7 +59,8 @@ TEST(LayerKernelScope, KeepsEveryKernelApplyLaunchesForSuchWeightsAndDropsOnlyGe
           const GemmWeightsKind kind{prepared, word, unaligned};
           const std::string what = std::string(l.preset) + " " + l.scheme + (prepared ? " prepared" : " canonical") +
                                    (word ? " mx word" : "") + (unaligned ? " unaligned" : "");
-          const std::set<std::string> scoped = keys(cuda::layer_kernel_specs(d, {}, LayerKernelScope{kind, kind, true}));
+          const std::set<std::string> scoped =
+              keys(cuda::layer_kernel_specs(d, {}, LayerKernelScope{kind, kind, true}));
           size_t scoped_gemms = 0;
           for (const std::string& k : scoped) {
             scoped_gemms += is_gemm(k);
@@ -71,7 +72,8 @@ TEST(LayerKernelScope, KeepsEveryKernelApplyLaunchesForSuchWeightsAndDropsOnlyGe
           EXPECT_LT((mx ? 2 : 1) * scoped_gemms, all_gemms) << what;
           if (getenv("SCOPE_COUNTS")) printf("%s: %zu of %zu\n", what.c_str(), scoped_gemms, all_gemms);
           // What apply launches for such weights on an sm_90 device: each planner tile's plan for this code layout,
-          // over these scales, with this word, and the segment builder of its module over aligned scales.
+          // over these scales, with this word, and the segment builder's module (canonical codes, no word, aligned
+          // scales: build_segments).
           for (const cuda::GemmTile& tile : cuda::planner_tiles(d.weight_format))
             for (bool gemm1 : {true, false}) {
               const WeightDesc w = gemm1 ? d.w13() : d.w2();
@@ -82,7 +84,7 @@ TEST(LayerKernelScope, KeepsEveryKernelApplyLaunchesForSuchWeightsAndDropsOnlyGe
                                                                         word))))
                     << what << ": " << runs.to_string() << (gemm1 ? " GEMM1" : " GEMM2");
                 EXPECT_TRUE(scoped.count(
-                    key(cuda::moe_gemm_segments_kernel_spec(w, d.act_dtype, plan.tile, prepared, plan.input, word))))
+                    key(cuda::moe_gemm_segments_kernel_spec(w, d.act_dtype, plan.tile, false, plan.input))))
                     << what << ": segments of " << plan.tile.to_string();
               }
             }
