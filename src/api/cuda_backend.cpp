@@ -431,14 +431,15 @@ void apply_cuda(const ExpertsDesc& d, const plan::PlanShape& shape, const plan::
 void warm_up_cuda(const ExpertsDesc& desc, const TuningTable& tuning, bool fp8_tensor_cores, bool fp8_wgmma,
                   const WeightView* w13, const WeightView* w2) {
   const int sm = fp8_tensor_cores ? cuda::device_sm() : 0;  // as apply_cuda
-  // Only this device's tiles (no mma.sync stand-ins on a wgmma device), and with weights given only their kernels.
+  // No mma.sync stand-ins on a wgmma device, and with weights given only the kernels for such weights.
+  const bool wgmma_device = cuda::device_has_wgmma(cuda::process_device_info());
   cuda::LayerKernelScope scope;
+  scope.wgmma_device_only = wgmma_device;
   if (w13 != nullptr && w2 != nullptr) {
     validate_device_weights(desc.w13(), *w13, "w13");
     validate_device_weights(desc.w2(), *w2, "w2");
-    scope = cuda::LayerKernelScope::of(*w13, *w2, false);
+    scope = cuda::LayerKernelScope::of(*w13, *w2, wgmma_device);
   }
-  scope.wgmma_device_only = cuda::device_has_wgmma(cuda::process_device_info());
   // PERF: what the disk cache lacks compiles on a thread per core first (`moeq compile`'s list, a
   // superset of the loads below, which then find every CUBIN in memory): one program after another
   // took 102 s for Qwen3-30B-A3B's INT4 layer on one core (docs/perf-notes.md, session 41).

@@ -213,7 +213,8 @@ void load_layer_kernels(const ExpertsDesc& d, int sm, bool wgmma_e4m3, const Lay
       const GemmWeightsKind& kind = gemm1 ? scope.w13 : scope.w2;
       for (bool prepared : GemmWeightsKind::admitted(kind.prepared_codes)) {
         const GemmPlan plan = gemm_plan(d, w, tile_for_device(tile), sm, prepared, wgmma_e4m3);
-        // NOTE: for any weights, each layout's plan loads both layouts' kernels, as it always has.
+        // NOTE: for any weights, each layout's plan also loads the other layout's kernels: a superset, proven by the
+        // warm-up tests; narrowing it is left to a kind that names the layout.
         load_moe_gemm(w, d.act_dtype, plan.tile, plan.input, layer_gemm_variants(d, gemm1), kind);
       }
     }

@@ -59,11 +59,12 @@ GemmVariantUse layer_gemm_variants(const ExpertsDesc& desc, bool gemm1, int64_t 
 
 // Which of a layer's kernels the warm lists hold: the GEMMs' for weights of these kinds (GemmWeightsKind; default:
 // any weights), and with wgmma_device_only none of the mma.sync tiles that stand in for wgmma ones on devices
-// without wgmma (a cache for sm_90a, or a warm-up on such a device).
+// without wgmma: for a device that has it (a cache for sm_90a, a warm-up on an H100 / H200).
 // PERF: users' complaint 3 (shared/design/USERS.md: first-use compiles). Qwen3-30B-A3B MXFP4 x bf16, `moeq compile
 // --arch sm_90a -j 2` on this project's 2-core machine: 341 GEMM kernels for any weights before (1.27 s of NVRTC each
 // on average; the front end takes ~0.1 s of a 2.2-s kernel, NVVM and ptxas the rest), 220 s; prepared codes with the
-// MX word, aligned scales: 86, 67 s (bench/results/2026-12-08-cpu-warm-scope.md).
+// MX word, aligned scales: 86 GEMMs (plus 36 canonical modules the segment builder runs from), 67 s
+// (bench/results/2026-12-08-cpu-warm-scope.md).
 struct LayerKernelScope {
   GemmWeightsKind w13, w2;
   bool wgmma_device_only = false;
@@ -84,8 +85,9 @@ std::vector<jit::KernelSpec> layer_kernel_specs(const ExpertsDesc& desc, const s
 std::vector<GemmTile> layer_tiles_legal_for(const ExpertsDesc& desc, const std::vector<GemmTile>& tiles);
 
 // The GEMM kernels of a tuning table's entries: each entry's GEMM1 tile for w13 and GEMM2 tile for
-// w2 (the mma.sync stand-ins of wgmma tiles too, as layer_kernel_specs), both code layouts, with
-// their segment-table builders; what `moeq compile --tuning` adds to layer_kernel_specs.
+// w2 (the mma.sync stand-ins of wgmma tiles too unless scope.wgmma_device_only), the code layouts
+// and weights `scope` admits, with their segment-table builders; what `moeq compile --tuning` adds
+// to layer_kernel_specs.
 std::vector<jit::KernelSpec> tuned_kernel_specs(const ExpertsDesc& desc, const TuningTable& tuning,
                                                 const LayerKernelScope& scope = {});
 

@@ -156,8 +156,8 @@ int ctas_per_sm_for_registers(int registers, int threads, int registers_per_sm);
 using ref::segment_capacity;
 // offsets: int64 [E+1] (contiguous), or 0 with counts [E] (i32/i64) and rows_per_expert = T;
 // a count outside [0, T] is clamped and ORs kRoutingErrorBatchedOverflow into *error_flags
-// (int32; 0 = no error word). input: the GEMM's A operand (the builder runs from the GEMM's own
-// module, so a layer loads one module per tile).
+// (int32; 0 = no error word). input: the GEMM's A operand (the builder runs from the canonical,
+// unfolded module of the tile and input, whatever the weights: GemmWeightsKind lists it).
 void build_segments(const WeightDesc& w, DType act_dtype, const GemmTile& tile, CUdeviceptr offsets,
                     CUdeviceptr counts, DType counts_dtype, int64_t rows_per_expert, int64_t num_experts,
                     CUdeviceptr block_table, CUdeviceptr num_blocks, CUdeviceptr error_flags, CUstream stream,

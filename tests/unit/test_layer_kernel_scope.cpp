@@ -50,8 +50,10 @@ TEST(LayerKernelScope, KeepsEveryKernelApplyLaunchesForSuchWeightsAndDropsOnlyGe
   for (const Layer& l : kLayers) {
     const ExpertsDesc d = layer(l.preset, l.scheme);
     const std::set<std::string> all = keys(cuda::layer_kernel_specs(d));
+    // The count baseline leaves the stand-ins out too, so that only the weights' narrowing is measured.
     size_t all_gemms = 0;
-    for (const std::string& k : all) all_gemms += is_gemm(k);
+    for (const std::string& k : keys(cuda::layer_kernel_specs(d, {}, LayerKernelScope{{}, {}, true})))
+      all_gemms += is_gemm(k);
     const bool mx = d.w13().scale_dtype == DType::ue8m0;
     for (bool prepared : {false, true})
       for (bool word : mx ? std::vector<bool>{false, true} : std::vector<bool>{false})
@@ -89,6 +91,27 @@ TEST(LayerKernelScope, KeepsEveryKernelApplyLaunchesForSuchWeightsAndDropsOnlyGe
               }
             }
         }
+  }
+}
+
+// Scales off a 4-byte boundary run a 512-channel tile 256 wide (cuda::tile_for_scales): the scope keeps the one its
+// weights run. No planner tile is 512 wide, so the tile comes as an extra one (`moeq compile --tile`).
+TEST(LayerKernelScope, ScaleAlignmentPicksTheTileTheWeightsRun) {
+  const ExpertsDesc d = layer("gpt-oss-120b", "mxfp4");
+  const cuda::GemmTile wide = cuda::parse_gemm_tile("48x512/1x8x1/4/p"), narrow = cuda::unaligned_scales_tile(wide);
+  ASSERT_NE(wide.to_string(), narrow.to_string());
+  for (bool unaligned : {false, true}) {
+    const GemmWeightsKind kind{true, true, unaligned};
+    const std::set<std::string> scoped = keys(cuda::layer_kernel_specs(d, {wide}, LayerKernelScope{kind, kind, true}));
+    for (bool gemm1 : {true, false}) {
+      const WeightDesc w = gemm1 ? d.w13() : d.w2();
+      const cuda::GemmPlan plan = cuda::gemm_plan(d, w, wide, 90, true);
+      const auto spec = [&](const cuda::GemmTile& t) {
+        return key(cuda::moe_gemm_kernel_spec(w, d.act_dtype, t, true, plan.input, true));
+      };
+      EXPECT_TRUE(scoped.count(spec(unaligned ? narrow : wide))) << (gemm1 ? "GEMM1" : "GEMM2") << unaligned;
+      EXPECT_FALSE(scoped.count(spec(unaligned ? wide : narrow))) << (gemm1 ? "GEMM1" : "GEMM2") << unaligned;
+    }
   }
 }
 
