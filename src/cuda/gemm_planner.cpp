@@ -255,7 +255,11 @@ GemmTile tile_for_device(GemmTile tile, const DeviceInfo& device) {
   return device_has_wgmma(device) ? tile : mma_sync_tile_of(tile);
 }
 
-GemmTile tile_for_scales(GemmTile tile, CUdeviceptr scales) { return scales % 4 != 0 ? unaligned_scales_tile(tile) : tile; }
+bool scales_off_word_boundary(CUdeviceptr scales) { return scales % 4 != 0; }
+
+GemmTile tile_for_scales(GemmTile tile, CUdeviceptr scales) {
+  return scales_off_word_boundary(scales) ? unaligned_scales_tile(tile) : tile;
+}
 
 int device_sm() { return device_sm(process_device_info()); }
 

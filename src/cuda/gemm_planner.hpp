@@ -118,6 +118,8 @@ GemmTile tile_for_device(GemmTile tile, const DeviceInfo& device);
 // (kernels/moe_gemm_ws_shape.cuh, kStagedScales), so with scales off a 4-byte boundary (ue8m0 needs byte
 // alignment only) it runs 256 channels wide, the same products (MoeGemmGpu.WideTiles*).
 GemmTile tile_for_scales(GemmTile tile, CUdeviceptr scales);
+// Whether scales at this address are off a 4-byte boundary: what tile_for_scales (and GemmWeightsKind) go by.
+bool scales_off_word_boundary(CUdeviceptr scales);
 // The M block the GPU GEMM of this device runs for the planner's block_m (plan::choose_block_m):
 // 48 -> 64 (48-row tiles run where a tuning table names them: not measured against 64 for every format),
 // 80-144 -> 64 where there is no wgmma (those blocks are warp-specialized wgmma tiles; mma.sync runs

@@ -118,7 +118,7 @@ std::vector<GemmKernelVariant> gemm_extra_variants(const GemmTile& tile, const W
 
 GemmWeightsKind GemmWeightsKind::of(const WeightView& view) {
   return {view.code_layout == CodeLayout::prepared, view.mx_scales_at_most_two,
-          reinterpret_cast<uintptr_t>(view.scales) % 4 != 0};
+          scales_off_word_boundary(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(view.scales)))};
 }
 
 std::vector<bool> GemmWeightsKind::admitted(const std::optional<bool>& field) {

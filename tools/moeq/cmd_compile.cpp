@@ -104,11 +104,15 @@ int run_compile(const CompileArgs& a) {
     throw Error("the disk cache is off (MOEQ_DISABLE_CACHE): moeq compile would write nothing for a later process to load");
   std::printf("layer      %s\narch       %s\ncache      %s\n\n", desc.to_string().c_str(), jit::to_string(arch).c_str(),
               cache.cache().info().dir.c_str());
-  // NOTE: sm_90a cubins run on sm_90 devices only, which run the wgmma tiles themselves: no mma.sync stand-ins.
+  // NOTE: the cubins run only on devices of this architecture: where those run the wgmma tiles themselves, no
+  // mma.sync stand-ins.
+  cuda::DeviceInfo target;
+  target.cc_major = arch.sm / 10;
+  target.cc_minor = arch.sm % 10;
   cuda::LayerKernelScope scope;
   scope.w13 = kind;
   scope.w2 = kind;
-  scope.wgmma_device_only = arch.sm == 90 && arch.arch_specific;
+  scope.wgmma_device_only = cuda::device_has_wgmma(target);
   std::vector<jit::KernelSpec> specs = cuda::layer_kernel_specs(desc, tiles, scope);
   for (jit::KernelSpec& spec : cuda::tuned_kernel_specs(desc, options.tuning, scope)) specs.push_back(std::move(spec));
   // The table a GPU of this architecture plans with when the caller gives none (Options::shipped_tuning).
